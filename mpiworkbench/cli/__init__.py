@@ -1,0 +1,48 @@
+"""The ``mpiworkbench`` command line.
+
+Each module in this package that defines ``register(subparsers)`` adds one sub-command;
+``register`` sets ``func`` (taking the parsed arguments, returning an exit code) as the
+parser default. Modules must be cheap to import: no MPI, no ipyparallel at import time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+import mpiworkbench
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mpiworkbench",
+        description="Learn, measure and teach MPI from Python.",
+    )
+    parser.add_argument("--version", action="version", version=f"mpiworkbench {mpiworkbench.__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        register = getattr(module, "register", None)
+        if register is not None:
+            register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:
+        parser.print_help()
+        return 0
+    args.argv = argv
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, FileNotFoundError, NotImplementedError) as exc:
+        print(f"mpiworkbench {args.command}: error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,72 @@
+"""Shared plumbing for the CLI commands that run on MPI ranks (bench, wave, cg, …).
+
+A command calls :func:`add_mpi_arguments` on its parser and wraps its body with
+:func:`run`: typed in a shell, the command re-launches itself under ``mpiexec -n NP``;
+under an existing ``mpiexec``/``srun`` it runs in that world and checks ``--np`` agrees.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from mpiworkbench import launch, mpi
+
+
+def add_mpi_arguments(parser: argparse.ArgumentParser, default_np: int | None = None) -> None:
+    parser.add_argument(
+        "--np",
+        type=int,
+        default=default_np,
+        help="number of MPI ranks; starts mpiexec unless already running under one",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help=f"wall-clock limit of the MPI job in seconds (default {launch.DEFAULT_TIMEOUT_S})",
+    )
+
+
+def run(args: argparse.Namespace, body: Callable[[Any], int | None]) -> int:
+    """Run ``body(comm)`` on every rank, launching ``mpiexec`` first when needed."""
+    if launch.needs_launch(args.np):
+        return launch.run_under_mpiexec(args.np, args.argv, timeout_s=args.timeout)
+    comm = mpi.world()
+    if args.np is not None and args.np != comm.size:
+        raise ValueError(
+            f"--np {args.np} does not match the MPI world of {comm.size} rank(s) this command "
+            "runs in; drop --np or launch with the same count"
+        )
+    return int(body(comm) or 0)
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def write_json(path: str | Path | None, payload: Any) -> None:
+    """Write *payload* as indented JSON to *path* (``-`` for stdout); no-op for ``None``."""
+    if path is None:
+        return
+    text = json.dumps(_jsonable(payload), indent=2)
+    if str(path) == "-":
+        sys.stdout.write(text + "\n")
+        return
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text + "\n")
+    tmp.replace(path)
