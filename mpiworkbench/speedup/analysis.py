@@ -1,0 +1,241 @@
+"""Pure analysis of speedup measurements: medians, spread, speedup, efficiency, tables.
+
+No MPI here. A :class:`SpeedupResult` holds the raw per-repetition times of every
+point; everything derived (median, quartiles, speedup, efficiency) is recomputed from
+them, so a result saved to JSON and reloaded gives the same numbers.
+
+Definitions (thesis §2.4, §6.1.4: "the measurements on a single core as the reference"):
+
+* strong scaling, same problem on ``p`` ranks: ``S(p) = T(p_ref) * p_ref / T(p)`` with
+  ``p_ref`` the smallest rank count measured (normally 1, then ``S = T(1) / T(p)``);
+  efficiency ``E(p) = S(p) / p``.
+* weak scaling, problem grown with ``p``: efficiency ``E(p) = T(p_ref) / T(p)``, scaled
+  speedup ``S(p) = p * E(p)``.
+
+Times are medians over the repetitions; the spread is the min/max and the quartiles.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FORMAT_VERSION = 1
+
+
+def summarise(times: list[float]) -> dict[str, float]:
+    """Median, quartiles, min and max of one point's repetition times."""
+    if not times:
+        raise ValueError("a point needs at least one timed repetition; got none")
+    t = np.asarray(times, dtype=float)
+    q1, median, q3 = np.percentile(t, [25, 50, 75])
+    return {"median": float(median), "q1": float(q1), "q3": float(q3), "min": float(t.min()), "max": float(t.max())}
+
+
+def series_key(point: dict[str, Any]) -> tuple[str, int]:
+    """Points of one curve share the variant and the (base) problem size."""
+    return point["variant"], int(point.get("base_size", point["size"]))
+
+
+@dataclass
+class SpeedupResult:
+    """The measurements of one experiment, and everything derived from them."""
+
+    experiment: str
+    scaling: str = "strong"
+    params: dict[str, Any] = field(default_factory=dict)
+    points: list[dict[str, Any]] = field(default_factory=list)
+    machine: dict[str, Any] = field(default_factory=dict)
+    label: str = ""
+
+    def add(self, record: dict[str, Any]) -> dict[str, Any]:
+        """Add one measured point (as returned by the runner) and re-derive every series."""
+        self.points.append(dict(record))
+        self.derive()
+        return self.points[-1]
+
+    def derive(self) -> None:
+        for pts in self.series().values():
+            for p in pts:
+                p.update(summarise(p["times"]))
+            ref = min(pts, key=lambda p: int(p["nranks"]))
+            p_ref, t_ref = int(ref["nranks"]), ref["median"]
+            for p in pts:
+                n, t = int(p["nranks"]), p["median"]
+                p["reference_nranks"] = p_ref
+                if self.scaling == "weak":
+                    eff = t_ref / t if t > 0 else math.nan
+                    p["efficiency"] = eff
+                    p["speedup"] = n / p_ref * eff
+                    p["speedup_low"] = n / p_ref * t_ref / p["q3"] if p["q3"] > 0 else math.nan
+                    p["speedup_high"] = n / p_ref * t_ref / p["q1"] if p["q1"] > 0 else math.nan
+                else:
+                    p["speedup"] = t_ref * p_ref / t if t > 0 else math.nan
+                    p["efficiency"] = p["speedup"] / n
+                    p["speedup_low"] = t_ref * p_ref / p["q3"] if p["q3"] > 0 else math.nan
+                    p["speedup_high"] = t_ref * p_ref / p["q1"] if p["q1"] > 0 else math.nan
+
+    def series(self) -> dict[tuple[str, int], list[dict[str, Any]]]:
+        """Points grouped by (variant, base size), each list sorted by rank count."""
+        out: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        for p in self.points:
+            out.setdefault(series_key(p), []).append(p)
+        return {k: sorted(v, key=lambda p: int(p["nranks"])) for k, v in out.items()}
+
+    @property
+    def cores(self) -> int | None:
+        """Cores of the machine(s) the points ran on (from the first point's placement)."""
+        for p in self.points:
+            if "placement" in p:
+                return int(p["placement"]["cores"])
+        return self.machine.get("cores")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT_VERSION,
+            "experiment": self.experiment,
+            "scaling": self.scaling,
+            "label": self.label,
+            "params": self.params,
+            "machine": self.machine,
+            "points": self.points,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SpeedupResult:
+        if data.get("format") != FORMAT_VERSION:
+            raise ValueError(
+                f"not a speedup result of format {FORMAT_VERSION}: got format {data.get('format')!r}; "
+                "was it written by `mpiworkbench speedup … --json`?"
+            )
+        result = cls(
+            experiment=data["experiment"],
+            scaling=data.get("scaling", "strong"),
+            params=data.get("params", {}),
+            points=[dict(p) for p in data.get("points", [])],
+            machine=data.get("machine", {}),
+            label=data.get("label", ""),
+        )
+        result.derive()
+        return result
+
+
+def save(result: SpeedupResult, path: str | Path) -> Path:
+    """Write *result* as JSON (atomically) and return the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(_jsonable(result.to_dict()), indent=2) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def load(path: str | Path) -> SpeedupResult:
+    """Read a result written by :func:`save` (or the CLI's ``--json``)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no speedup result at {path}; run an experiment with --json {path} first")
+    result = SpeedupResult.from_dict(json.loads(path.read_text()))
+    if not result.label:
+        result.label = path.stem
+    return result
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "item"):
+        return value.item()
+    return value
+
+
+def table_rows(result: SpeedupResult) -> list[dict[str, Any]]:
+    """One row per rank count, one column group per series: the layout of thesis Table 2.1."""
+    series = result.series()
+    counts = sorted({int(p["nranks"]) for p in result.points})
+    rows = []
+    for n in counts:
+        row: dict[str, Any] = {"nranks": n, "oversubscribed": False}
+        for key, pts in series.items():
+            match = [p for p in pts if int(p["nranks"]) == n]
+            if match:
+                p = match[0]
+                row[key] = p
+                row["oversubscribed"] |= bool(p.get("oversubscribed"))
+        rows.append(row)
+    return rows
+
+
+def _series_name(key: tuple[str, int], size_name: str) -> str:
+    variant, size = key
+    return f"{variant} {size_name}={size}"
+
+
+def format_table(result: SpeedupResult, size_name: str = "size") -> str:
+    """Plain-text table like thesis Table 2.1: wall-clock median (spread) and speed-up."""
+    series = list(result.series())
+    header = ["numproc"]
+    for key in series:
+        name = _series_name(key, size_name)
+        header += [f"{name} time/s", "[min, max]", "speed-up", "effic."]
+    lines = [header]
+    for row in table_rows(result):
+        mark = " *" if row["oversubscribed"] else ""
+        cells = [f"{row['nranks']}{mark}"]
+        for key in series:
+            p = row.get(key)
+            if p is None:
+                cells += ["-", "-", "-", "-"]
+                continue
+            is_ref = int(p["nranks"]) == int(p["reference_nranks"])
+            cells += [
+                f"{p['median']:.4g}",
+                f"[{p['min']:.3g}, {p['max']:.3g}]",
+                "N/A" if is_ref else f"{p['speedup']:.3f}",
+                f"{p['efficiency']:.0%}",
+            ]
+        lines.append(cells)
+    widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
+    text = "\n".join("  ".join(str(c).rjust(w) for c, w in zip(line, widths)) for line in lines)
+    cores = result.cores
+    note = f"\n* oversubscribed: more active ranks than the {cores} core(s) of the host" if any(
+        r["oversubscribed"] for r in table_rows(result)
+    ) else ""
+    return text + note
+
+
+def format_html(result: SpeedupResult, size_name: str = "size") -> str:
+    """The same table as :func:`format_table`, as HTML for a notebook or widget."""
+    series = list(result.series())
+    head = "".join(
+        f"<th colspan=3>{_series_name(k, size_name)}</th>" for k in series
+    )
+    sub = "".join("<th>time/s (median) [min, max]</th><th>speed-up</th><th>efficiency</th>" for _ in series)
+    body = []
+    for row in table_rows(result):
+        style = ' style="color:#b35806"' if row["oversubscribed"] else ""
+        cells = [f"<td{style}>{row['nranks']}{' (oversubscribed)' if row['oversubscribed'] else ''}</td>"]
+        for key in series:
+            p = row.get(key)
+            if p is None:
+                cells.append("<td>-</td><td>-</td><td>-</td>")
+                continue
+            is_ref = int(p["nranks"]) == int(p["reference_nranks"])
+            cells.append(
+                f"<td>{p['median']:.4g} [{p['min']:.3g}, {p['max']:.3g}]</td>"
+                f"<td>{'N/A' if is_ref else format(p['speedup'], '.3f')}</td><td>{p['efficiency']:.0%}</td>"
+            )
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return (
+        "<table><thead><tr><th rowspan=2>ranks</th>" + head + "</tr><tr>" + sub + "</tr></thead><tbody>"
+        + "".join(body) + "</tbody></table>"
+    )

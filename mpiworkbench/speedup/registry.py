@@ -1,0 +1,173 @@
+"""The registry of speedup experiments: what each one times, its parameters and variants.
+
+Cheap to import (no MPI, no NumPy): the CLI builds its options from it and the panel
+builds its controls from it. Each experiment names a factory
+``"package.module:make_kernel"`` that the engine-side runner imports lazily; every
+factory has the same signature::
+
+    make_kernel(comm, size: int, variant: str, **params) -> kernel
+
+and the kernel has ``run()`` (the timed work), ``verify() -> dict`` (checked once, after
+the timed repetitions) and ``close()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One option of an experiment (besides the swept size and the variant)."""
+
+    name: str
+    type: type
+    default: Any
+    help: str
+    small_default: Any = None  # used when MPIWORKBENCH_SMALL=1
+    choices: tuple = ()
+
+    def default_for(self, small: bool) -> Any:
+        return self.small_default if small and self.small_default is not None else self.default
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """What a speedup experiment times and how its problem grows.
+
+    ``size_name`` is the swept problem size (``n`` for the inner product, ``mesh`` for
+    the solvers). Under weak scaling the size on ``p`` ranks is
+    ``round((size - size_offset) * p ** (1 / weak_dims)) + size_offset`` so the work per
+    rank stays constant (a mesh of ``2**k + 1`` points per axis has ``size_offset=1``).
+    """
+
+    name: str
+    title: str
+    factory: str
+    size_name: str
+    size_help: str
+    default_sizes: tuple[int, ...]
+    small_sizes: tuple[int, ...]
+    variants: tuple[str, ...]
+    default_variants: tuple[str, ...]
+    timed: str  # one sentence: what the wall-clock time covers
+    source: str  # where in the seed documents the experiment comes from
+    weak_dims: int = 1
+    size_offset: int = 0
+    min_size: int = 1
+    params: tuple[Parameter, ...] = field(default_factory=tuple)
+
+    def sizes_for(self, small: bool) -> tuple[int, ...]:
+        return self.small_sizes if small else self.default_sizes
+
+    def param(self, name: str) -> Parameter:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(f"experiment {self.name!r} has no parameter {name!r}; it has {[p.name for p in self.params]}")
+
+    def weak_size(self, size: int, nranks: int) -> int:
+        """The problem size on *nranks* ranks that keeps the work per rank of *size* on one."""
+        grown = (size - self.size_offset) * nranks ** (1.0 / self.weak_dims)
+        return int(round(grown)) + self.size_offset
+
+
+EXPERIMENTS: dict[str, Experiment] = {}
+
+
+def register(experiment: Experiment) -> Experiment:
+    EXPERIMENTS[experiment.name] = experiment
+    return experiment
+
+
+def get(name: str) -> Experiment:
+    try:
+        return EXPERIMENTS[name]
+    except KeyError:
+        raise ValueError(f"unknown speedup experiment {name!r}; choose one of {', '.join(EXPERIMENTS)}") from None
+
+
+def names() -> list[str]:
+    return list(EXPERIMENTS)
+
+
+register(
+    Experiment(
+        name="inner",
+        title="Inner product of two vectors (thesis §2.4)",
+        factory="mpiworkbench.speedup.inner:make_kernel",
+        size_name="n",
+        size_help="global vector length (the thesis uses 2**18 = 262144)",
+        default_sizes=(2**18,),
+        small_sizes=(2**16,),
+        variants=("c", "numpy", "numpy-pickle"),
+        default_variants=("c", "numpy"),
+        timed="`loops` times: the local dot product of each rank's slice, then Reduce(SUM) to rank 0",
+        source="thesis §2.4, Table 2.1, Figs. 2.1-2.2",
+        weak_dims=1,
+        min_size=1,
+        params=(
+            Parameter("loops", int, 200, "dot products + reductions per timed repetition", small_default=50),
+        ),
+    )
+)
+
+register(
+    Experiment(
+        name="wave",
+        title="3-D wave equation, time stepping (thesis §6.1)",
+        factory="mpiworkbench.speedup.wave:make_kernel",
+        size_name="mesh",
+        size_help="mesh points per axis (the thesis uses 129 and 257)",
+        default_sizes=(65,),
+        small_sizes=(33,),
+        variants=("mpi4py-buffer",),
+        default_variants=("mpi4py-buffer",),
+        timed="`steps` time steps of the leapfrog scheme, including every halo exchange",
+        source="thesis §6.1.4, Figs. 6.2-6.5",
+        weak_dims=3,
+        size_offset=1,
+        min_size=3,
+        params=(Parameter("steps", int, 40, "time steps per timed repetition", small_default=10),),
+    )
+)
+
+register(
+    Experiment(
+        name="cg",
+        title="Conjugate gradients on the 2-D Poisson matrix (thesis §6.2)",
+        factory="mpiworkbench.speedup.cg:make_kernel",
+        size_name="mesh",
+        size_help="mesh points per axis N (matrix of N**2 rows; the thesis uses 1025 and 2049)",
+        default_sizes=(129,),
+        small_sizes=(65,),
+        variants=("mpi4py-buffer",),
+        default_variants=("mpi4py-buffer",),
+        timed="`iterations` CG iterations (one SpMV with ghost rows and two Allreduce dots each)",
+        source="thesis §6.2.3, Figs. 6.10-6.13",
+        weak_dims=2,
+        size_offset=1,
+        min_size=3,
+        params=(Parameter("iterations", int, 100, "CG iterations per timed repetition", small_default=30),),
+    )
+)
+
+register(
+    Experiment(
+        name="bench",
+        title="A collective over the ranks (micro-benchmark)",
+        factory="mpiworkbench.speedup.collective:make_kernel",
+        size_name="bytes",
+        size_help="message size in bytes",
+        default_sizes=(8, 65536),
+        small_sizes=(8, 4096),
+        variants=("allreduce", "bcast", "reduce", "allgather", "alltoall", "barrier"),
+        default_variants=("allreduce",),
+        timed="`iterations` calls of the collective (buffer API), no barrier between calls",
+        source="thesis ch. 5; report 003 §3",
+        weak_dims=1,
+        min_size=8,
+        params=(Parameter("iterations", int, 200, "collective calls per timed repetition", small_default=50),),
+    )
+)
