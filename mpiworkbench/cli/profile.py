@@ -1,0 +1,29 @@
+"""``mpiworkbench profile create [--name mpi]``: an ipcluster profile for MPI engines."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "profile",
+        help="create IPython cluster profiles for ipcluster",
+        description="Write an IPython profile so `ipcluster start -n 4 --profile=NAME` starts MPI engines.",
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    create = actions.add_parser("create", help="write (or overwrite) a profile")
+    create.add_argument("--name", default="mpi", help="profile name (default: mpi)")
+    create.add_argument("--launcher", default="mpi", help="engine launcher by name (default: mpi)")
+    create.add_argument("--ip", default="127.0.0.1", help="controller interface (default: loopback only)")
+    create.add_argument("--ipython-dir", default=None, help="IPython directory (default: IPython's)")
+    create.set_defaults(func=run_create)
+
+
+def run_create(args: argparse.Namespace) -> int:
+    from mpiworkbench.session.profile import create_profile
+
+    path = create_profile(args.name, launcher=args.launcher, ip=args.ip, ipython_dir_=args.ipython_dir)
+    print(f"profile {args.name!r} written to {path}")
+    print(f"start it with: ipcluster start -n 2 --profile={args.name}")
+    return 0

@@ -1,0 +1,14 @@
+"""Shared test settings: keep every test away from the user's IPython and cache dirs."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+# Tests must not write into the user's ~/.ipython (cluster files, profiles); the C build
+# cache is shared between runs on purpose (compiling is slow, results are hash-keyed).
+_IPYTHONDIR = tempfile.mkdtemp(prefix="mpiwb-test-ipython-")
+os.environ.setdefault("IPYTHONDIR", _IPYTHONDIR)
+# ipyparallel: no progress bars or streaming widgets in non-interactive runs.
+os.environ.setdefault("IPP_NONINTERACTIVE", "1")
+os.environ.setdefault("MPLBACKEND", "Agg")
