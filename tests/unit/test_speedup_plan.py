@@ -1,0 +1,83 @@
+"""Planning speedup points: defaults, weak scaling sizes and input validation."""
+
+import pytest
+
+from mpiworkbench.speedup import registry
+from mpiworkbench.speedup.driver import SpeedupSpec, parse_int_list, plan_points, run_experiment
+
+
+def test_every_experiment_named_in_the_issue_is_registered():
+    assert set(registry.names()) >= {"inner", "wave", "cg", "bench"}
+    for exp in registry.EXPERIMENTS.values():
+        assert set(exp.default_variants) <= set(exp.variants)
+        assert all(s >= exp.min_size for s in exp.default_sizes + exp.small_sizes)
+
+
+def test_parse_int_list_accepts_lists_ranges_and_powers():
+    assert parse_int_list("1,2,4", "--np") == [1, 2, 4]
+    assert parse_int_list("1-3", "--np") == [1, 2, 3]
+    assert parse_int_list("2**18", "--n") == [262144]
+    with pytest.raises(ValueError, match="--np must be integers"):
+        parse_int_list("1,two", "--np")
+
+
+def test_plan_has_one_point_per_size_variant_and_rank_count():
+    pts = plan_points(SpeedupSpec("inner", nranks=[2, 1, 2], sizes=[1000, 2000], variants=["c", "numpy"]))
+    assert len(pts) == 2 * 2 * 2
+    assert [p["nranks"] for p in pts[:2]] == [1, 2]
+    assert pts[0]["params"] == {"loops": registry.get("inner").param("loops").default}
+
+
+def test_small_mode_uses_small_defaults(monkeypatch):
+    monkeypatch.setenv("MPIWORKBENCH_SMALL", "1")
+    spec = SpeedupSpec("inner", nranks=[1]).resolved()
+    exp = registry.get("inner")
+    assert spec.sizes == list(exp.small_sizes)
+    assert spec.params["loops"] == exp.param("loops").small_default
+
+
+@pytest.mark.parametrize(
+    ("name", "size", "nranks", "expected"),
+    [("inner", 1000, 4, 4000), ("wave", 65, 8, 129), ("cg", 65, 4, 129), ("wave", 33, 1, 33)],
+)
+def test_weak_sizes_keep_work_per_rank(name, size, nranks, expected):
+    assert registry.get(name).weak_size(size, nranks) == expected
+
+
+def test_weak_plan_grows_size_but_keeps_base_size():
+    pts = plan_points(SpeedupSpec("wave", nranks=[1, 8], sizes=[33], scaling="weak"))
+    assert [(p["size"], p["base_size"]) for p in pts] == [(33, 33), (65, 33)]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"experiment": "fft"}, "unknown speedup experiment 'fft'"),
+        ({"nranks": [0, 1]}, "rank counts must be at least 1"),
+        ({"variants": ["fortran"]}, "no variant 'fortran'"),
+        ({"repeats": 0}, "repetitions must be at least 1"),
+        ({"scaling": "medium"}, "scaling must be"),
+        ({"params": {"steps": 3}}, "no parameter 'steps'"),
+        ({"sizes": [0]}, "n must be at least 1; got 0"),
+    ],
+)
+def test_bad_specs_name_the_value(kwargs, message):
+    args = {"experiment": "inner", "nranks": [1], **kwargs}
+    with pytest.raises(ValueError, match=message):
+        SpeedupSpec(**args).resolved()
+
+
+def test_run_experiment_calls_back_after_every_point():
+    seen = []
+
+    def fake_execute(point):  # stands in for run_point: time halves with each doubling
+        return {**point, "times": [1.0 / point["nranks"]], "oversubscribed": point["nranks"] > 2}
+
+    result = run_experiment(
+        SpeedupSpec("inner", nranks=[1, 2, 4], sizes=[100], variants=["c"], repeats=1),
+        fake_execute,
+        on_point=lambda res, p, i, n: seen.append((i, n, p["speedup"])),
+    )
+    assert [(i, n) for i, n, _ in seen] == [(1, 3), (2, 3), (3, 3)]
+    assert [s for *_, s in seen] == pytest.approx([1.0, 2.0, 4.0])
+    assert result.points[-1]["oversubscribed"] is True
