@@ -1,0 +1,106 @@
+"""Tidy results: JSON (method, environment, rows, fit, overheads) and CSV, written per size.
+
+A results document is plain data, so an interrupted sweep keeps every size it finished,
+and saved runs can be reloaded and overlaid in the notebook.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from mpiworkbench.bench.fit import overhead_vs_c, pingpong_fits
+
+ROW_FIELDS = (
+    "run_id", "benchmark", "backend", "size", "nprocs", "iterations", "warmup", "capped", "mode",
+    "thread_level", "t_us", "t_avg_us", "t_min_us", "t_max_us", "throughput_MBps",
+    "throughput_def", "flagged", "time",
+)
+#: Environment fields repeated on every CSV row (so a CSV alone still says where it came from).
+CSV_ENV_FIELDS = ("mpi_library", "np", "cores_available", "foreign_load_cores", "oversubscribed")
+
+
+def document(run) -> dict:
+    """The results document of a :class:`~mpiworkbench.bench.runner.BenchRun` so far."""
+    return build(run.bench.name, run.run_id, run.policy.describe(), run.environment, run.rows,
+                 run.skipped, run.buffers.describe(), complete=run.done)
+
+
+def build(benchmark: str, run_id: str, method: dict, env: dict, rows: list[dict],
+          skipped: dict, buffers: str, complete: bool) -> dict:
+    doc = {
+        "benchmark": benchmark,
+        "run_id": run_id,
+        "complete": complete,
+        "method": {**method, "buffers": buffers},
+        "environment": env,
+        "skipped": skipped,
+        "rows": rows,
+        "overhead_vs_c": overhead_vs_c(rows),
+    }
+    if benchmark == "pingpong":
+        doc["fit"] = pingpong_fits(rows)
+    return doc
+
+
+def write_json(path: str | Path, doc: dict) -> None:
+    from mpiworkbench.cli._mpijob import write_json as _write
+
+    _write(path, doc)
+
+
+def write_csv(path: str | Path, doc: dict) -> None:
+    """Rewrite the CSV with every row so far (atomic replace)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    env = doc.get("environment", {})
+    with tmp.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(ROW_FIELDS + CSV_ENV_FIELDS)
+        for row in doc["rows"]:
+            writer.writerow([row.get(f) for f in ROW_FIELDS] + [env.get(f) for f in CSV_ENV_FIELDS])
+    tmp.replace(path)
+
+
+def save(path: str | Path, doc: dict) -> None:
+    """Write *doc* as JSON, or as CSV when *path* ends in ``.csv``."""
+    if str(path).endswith(".csv"):
+        write_csv(path, doc)
+    else:
+        write_json(path, doc)
+
+
+def load(path: str | Path) -> dict:
+    """Read a JSON results document written by :func:`save`."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no results file at {path}; run a benchmark with --json {path} first")
+    doc = json.loads(path.read_text())
+    if "rows" not in doc:
+        raise ValueError(f"{path} is not an mpiworkbench bench results file (no 'rows')")
+    return doc
+
+
+def table_5_1(doc: dict) -> list[dict]:
+    """Thesis Table 5.1 for this run: backend, latency µs, bandwidth MB/s, fit residual."""
+    return [
+        {"backend": backend, "latency_us": f["latency_us"], "bandwidth_MBps": f["bandwidth_MBps"],
+         "rms_residual_us": f["rms_residual_us"], "smallest_t_us": f["smallest_t_us"]}
+        for backend, f in doc.get("fit", {}).items()
+    ]
+
+
+def format_rows(rows: list[dict]) -> str:
+    """Fixed-width text of rows, OSU-style, for the terminal."""
+    lines = [f"{'backend':<11} {'size':>9} {'t (us)':>11} {'avg':>10} {'min':>10} {'max':>10} "
+             f"{'MB/s':>10} {'iters':>6}"]
+    for r in rows:
+        mbps = "" if r["throughput_MBps"] is None else f"{r['throughput_MBps']:.1f}"
+        lines.append(
+            f"{r['backend']:<11} {r['size']:>9} {r['t_us']:>11.2f} {r['t_avg_us']:>10.2f} "
+            f"{r['t_min_us']:>10.2f} {r['t_max_us']:>10.2f} {mbps:>10} {r['iterations']:>6}"
+            + ("  (capped)" if r["capped"] else "")
+        )
+    return "\n".join(lines)

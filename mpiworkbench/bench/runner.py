@@ -1,0 +1,197 @@
+"""The harness: one size of one benchmark on one backend → one tidy row; sweeps; sessions.
+
+Every backend gets the same buffers, the same iteration/warm-up counts (agreed across
+ranks), the same time cap and the same statistics; only the timed loop is the backend's
+own. Sizes run in the outer loop and backends in the inner one (interleaved), so a drift
+in background load hits every backend alike, and each finished size can be written out
+or plotted at once.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Callable, Iterable
+
+from mpiworkbench import mpi
+from mpiworkbench.bench import environment
+from mpiworkbench.bench.buffers import Buffers
+from mpiworkbench.bench.catalog import Benchmark, get_benchmark, throughput_mbps
+from mpiworkbench.bench.method import Policy, check_sizes
+
+#: Backends that have timed loops of their own here (C in C, numba-mpi in @njit).
+LOOP_BACKENDS = ("mpi4py-obj", "mpi4py-buf", "numba-mpi", "c")
+
+
+class NotSupported(Exception):
+    """A backend cannot run a benchmark; the message says why."""
+
+
+def make_loop(bench: Benchmark, backend: str, comm, policy: Policy) -> Callable:
+    """The backend's timed loop: ``loop(buffers, nbytes, iterations, warmup) -> seconds``."""
+    if backend == "c":
+        from mpiworkbench.bench import loops_c
+
+        return loops_c.make_loop(bench, comm, policy.collective_mode, policy.window)
+    if backend in ("mpi4py-buf", "mpi4py-obj"):
+        from mpiworkbench.bench import loops_python
+
+        return loops_python.make_loop(bench, comm, backend.rsplit("-", 1)[1],
+                                      policy.collective_mode, policy.window)
+    if backend == "numba-mpi":
+        from mpiworkbench.bench import loops_numba
+
+        try:
+            return loops_numba.make_loop(bench, comm, policy.collective_mode, policy.window)
+        except loops_numba.NotSupported as exc:
+            raise NotSupported(f"not supported by numba-mpi: {exc}") from None
+    from mpiworkbench.bench import loops_backend
+
+    return loops_backend.make_loop(bench, backend, comm, policy)
+
+
+def known_backends() -> list[str]:
+    """Backends a benchmark can run on: ours, plus any the backends registry adds."""
+    names = list(LOOP_BACKENDS)
+    try:
+        from mpiworkbench.backends import backend_names
+    except ImportError:
+        return names
+    return names + [n for n in backend_names() if n not in names]
+
+
+def validate(bench_name: str, backends: Iterable[str], sizes: list[int], nprocs: int) -> tuple[Benchmark, list[str], list[int]]:
+    """Check a request before any communication; raises ValueError naming the bad value."""
+    bench = get_benchmark(bench_name)
+    backends = [b.strip() for b in backends if b.strip()]
+    if not backends:
+        raise ValueError("no backend given; pass e.g. --backend mpi4py-buf,c")
+    allowed = known_backends()
+    for name in backends:
+        if name not in allowed:
+            raise ValueError(f"unknown backend {name!r}; choose from: {', '.join(allowed)}")
+    if nprocs < bench.min_ranks:
+        raise ValueError(
+            f"{bench.name} needs at least {bench.min_ranks} ranks; got {nprocs}; "
+            f"run with --np {bench.min_ranks} or more"
+        )
+    sizes = [0] if not bench.sized else check_sizes(sizes)
+    small = [s for s in sizes if bench.sized and s < bench.min_size]
+    if small:
+        raise ValueError(
+            f"{bench.name} reduces float64 values, so sizes must be at least {bench.min_size} B; "
+            f"got {small[0]} B; start the sweep at {bench.min_size}"
+        )
+    return bench, backends, sizes
+
+
+class BenchRun:
+    """A sweep living on every rank: :meth:`step` measures the next size on every backend.
+
+    Engine-side object for the notebook (``wb.create("mpiworkbench.bench.runner:BenchRun",
+    ...)`` then one ``step`` per async call, redrawing in between); the CLI just loops.
+    """
+
+    def __init__(self, benchmark: str, backends: Iterable[str], sizes: list[int],
+                 policy: Policy | dict | None = None, comm=None, measure_load: bool = True):
+        self.comm = mpi.resolve_comm(comm)
+        policy = Policy(**policy) if isinstance(policy, dict) else (policy or Policy())
+        self.policy = policy
+        self.bench, self.backends, self.sizes = mpi.checked(
+            self.comm, lambda: validate(benchmark, list(backends), list(sizes), self.comm.Get_size())
+        )
+        self.run_id = self.comm.bcast(uuid.uuid4().hex[:12] if self.comm.Get_rank() == 0 else None)
+        self.environment = environment.capture(self.comm, measure_load=measure_load)
+        self.buffers = Buffers.allocate(max(max(self.sizes), 8), self.comm.Get_size())
+        self.loops: dict[str, Callable] = {}
+        self.skipped: dict[str, str] = {}
+        for name in self.backends:
+            try:
+                loop = make_loop(self.bench, name, self.comm, policy)
+                # one-off costs out of every timed region: build/JIT, connection set-up
+                loop(self.buffers, max(self.sizes[0], self.bench.min_size if self.bench.sized else 0), 1, 1)
+                self.loops[name] = loop
+            except NotSupported as exc:
+                self.skipped[name] = str(exc)
+        self.next_index = 0
+        self.rows: list[dict] = []
+
+    @property
+    def done(self) -> bool:
+        return self.next_index >= len(self.sizes)
+
+    def step(self) -> list[dict]:
+        """Measure the next size on every backend; return its rows (empty when done)."""
+        if self.done:
+            return []
+        size = self.sizes[self.next_index]
+        rows = [self.measure(name, size) for name in self.loops]
+        self.next_index += 1
+        self.rows.extend(rows)
+        return rows
+
+    def run(self, on_rows: Callable[[list[dict]], None] | None = None) -> list[dict]:
+        while not self.done:
+            rows = self.step()
+            if on_rows is not None:
+                on_rows(rows)
+        return self.rows
+
+    def measure(self, backend: str, size: int) -> dict:
+        """Collective: time *size* on *backend*; every rank returns the same row."""
+        comm, bench, policy, loop = self.comm, self.bench, self.policy, self.loops[backend]
+        iters, warmup = policy.counts(bench.kind, size)
+        # probe (also a warm-up): estimate one iteration, agree on the capped count
+        probe = max(1, min(warmup, 10))
+        seconds = loop(self.buffers, size, probe, 0)
+        estimate = comm.allreduce(seconds / probe, op=mpi.MPI().MAX)
+        capped_iters = policy.capped(iters, estimate)
+        if capped_iters < iters:
+            warmup = max(1, min(warmup, capped_iters // 10))
+        seconds = loop(self.buffers, size, capped_iters, warmup)
+        return self._row(backend, size, capped_iters, warmup, iters, seconds)
+
+    def _row(self, backend: str, size: int, iters: int, warmup: int, rule_iters: int, seconds: float) -> dict:
+        bench, comm, nprocs = self.bench, self.comm, self.comm.Get_size()
+        units = 2 * iters if bench.name == "pingpong" else iters
+        per_rank = comm.allgather(seconds / units)
+        taking_part = per_rank[:2] if bench.name in ("pingpong", "bw", "bibw") else per_rank
+        t_avg = sum(taking_part) / len(taking_part)
+        t_min, t_max = min(taking_part), max(taking_part)
+        primary = per_rank[0] if bench.name in ("pingpong", "bw", "bibw") else t_avg
+        through_t = primary if bench.name in ("pingpong", "bw", "bibw") else t_max
+        mbps = throughput_mbps(bench, size, through_t, nprocs, self.policy.window)
+        if bench.name == "pingpong":
+            mode = "one-way = rank 0 round trip / 2, block timing"
+        elif bench.kind == "bandwidth":
+            mode = f"window {self.policy.window}, rank 0 block timing, per window iteration"
+        elif bench.name == "sendrecv":
+            mode = "block timing per Sendrecv"
+        else:
+            mode = self.policy.collective_mode
+        return {
+            "run_id": self.run_id,
+            "benchmark": bench.name,
+            "backend": backend,
+            "size": size,
+            "nprocs": nprocs,
+            "iterations": iters,
+            "warmup": warmup,
+            "capped": iters < rule_iters,
+            "mode": mode,
+            "thread_level": self.environment["thread_level"],
+            "t_us": primary * 1e6,
+            "t_avg_us": t_avg * 1e6,
+            "t_min_us": t_min * 1e6,
+            "t_max_us": t_max * 1e6,
+            "throughput_MBps": mbps,
+            "throughput_def": bench.throughput,
+            "flagged": bool(self.environment["warnings"]),
+            "time": time.strftime("%H:%M:%S"),
+        }
+
+    def summary(self) -> dict:
+        """Everything a results file holds (see :mod:`mpiworkbench.bench.results`)."""
+        from mpiworkbench.bench import results
+
+        return results.document(self)

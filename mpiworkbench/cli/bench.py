@@ -1,0 +1,116 @@
+"""``mpiworkbench bench NAME --np N --backend B[,B…] [--sizes 8:8M] [--json FILE] [--csv FILE]``.
+
+Runs one micro-benchmark on every listed backend, size by size (backends interleaved),
+printing OSU-style rows and rewriting the JSON/CSV after every size, so an interrupted
+sweep keeps what it measured. Works under an existing ``mpiexec`` or launches one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from mpiworkbench.cli import _mpijob
+
+THREAD_LEVELS = ("single", "funneled", "serialized", "multiple")
+
+
+def register(subparsers) -> None:
+    from mpiworkbench.bench.catalog import BENCHMARKS
+
+    p = subparsers.add_parser(
+        "bench",
+        help="OSU-style micro-benchmarks on every backend, C as the reference",
+        description=__doc__.split("\n\n")[1],
+    )
+    p.add_argument("name", choices=sorted(BENCHMARKS), metavar="NAME",
+                   help="benchmark: " + ", ".join(BENCHMARKS))
+    _mpijob.add_mpi_arguments(p, default_np=2)
+    p.add_argument("--backend", default="mpi4py-obj,mpi4py-buf,numba-mpi,c",
+                   help="comma-separated backends (default: all four)")
+    p.add_argument("--sizes", default=None,
+                   help="MIN:MAX (powers of two) or a list a,b,c; units K/M; default 8:8M")
+    p.add_argument("--json", default=None, help="write the results document here (rewritten per size)")
+    p.add_argument("--csv", default=None, help="write tidy rows as CSV here (rewritten per size)")
+    p.add_argument("--iterations", type=int, default=None, help="timed iterations at every size (default: OSU rule)")
+    p.add_argument("--warmup", type=int, default=None, help="warm-up iterations at every size (default: OSU rule)")
+    p.add_argument("--time-cap", type=float, default=2.0, help="max seconds of timed loop per size and backend")
+    p.add_argument("--mode", choices=("osu", "block"), default="osu",
+                   help="collectives: time each call with a barrier after it (osu) or the whole loop (block)")
+    p.add_argument("--window", type=int, default=64, help="messages in flight for bw/bibw (OSU: 64)")
+    p.add_argument("--thread-level", choices=THREAD_LEVELS, default="single",
+                   help="MPI thread level for every backend (default single, as OSU's C MPI_Init; "
+                        "mpi4py's own default is multiple, ~1.5 us dearer per small collective)")
+    p.add_argument("--no-load-check", action="store_true", help="skip the 0.3 s background-load sample")
+    p.add_argument("--quiet", action="store_true", help="print no rows, only the file names")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from mpiworkbench.bench.method import Policy, parse_sizes
+
+    sizes = parse_sizes(args.sizes)
+    policy = Policy(iterations=args.iterations, warmup=args.warmup, time_cap_s=args.time_cap,
+                    collective_mode=args.mode, window=args.window)
+    _select_thread_level(args.thread_level)
+    return _mpijob.run(args, lambda comm: _body(comm, args, sizes, policy))
+
+
+def _select_thread_level(level: str) -> None:
+    """Ask for *level* before MPI starts (here and, through the environment, in mpiexec's ranks)."""
+    os.environ["MPI4PY_RC_THREAD_LEVEL"] = level
+    if "mpi4py.MPI" not in sys.modules:
+        import mpi4py
+
+        mpi4py.rc.thread_level = level
+
+
+def _body(comm, args, sizes, policy) -> int:
+    from mpiworkbench.bench import results
+    from mpiworkbench.bench.environment import thread_level_name
+    from mpiworkbench.bench.runner import BenchRun
+
+    run = BenchRun(args.name, args.backend.split(","), sizes, policy, comm=comm,
+                   measure_load=not args.no_load_check)
+    root = comm.Get_rank() == 0
+    got = run.environment["thread_level"]
+    if root:
+        env = run.environment
+        if got != args.thread_level:
+            print(f"# note: asked for thread level {args.thread_level}, MPI gave {got}", file=sys.stderr)
+        if not args.quiet:
+            print(f"# mpiworkbench bench {run.bench.name}: {run.bench.title}")
+            print(f"# {env['mpi_library']}; np={env['np']}; thread level {got}; "
+                  f"collective mode {policy.collective_mode}; MB = 10^6 B")
+            print(f"# cores available {env['cores_available']}; foreign load {env['foreign_load_cores']} cores")
+            for name, why in run.skipped.items():
+                print(f"# skipped {name}: {why}")
+        for warning in env["warnings"]:
+            print(f"# WARNING: {warning}", file=sys.stderr)
+    header_done = False
+    while not run.done:
+        rows = run.step()
+        if root:
+            doc = run.summary()
+            if args.json:
+                results.write_json(args.json, doc)
+            if args.csv:
+                results.write_csv(args.csv, doc)
+            if not args.quiet:
+                text = results.format_rows(rows)
+                print(text if not header_done else text.split("\n", 1)[1], flush=True)
+                header_done = True
+    if root:
+        doc = run.summary()
+        if not args.quiet and doc.get("fit"):
+            print("# least-squares fit t = latency + size/bandwidth (thesis eq. 5.1, Table 5.1)")
+            for backend, f in doc["fit"].items():
+                print(f"#   {backend:<11} latency {f['latency_us']:9.2f} us  bandwidth "
+                      f"{f['bandwidth_MBps']:9.1f} MB/s  rms residual {f['rms_residual_us']:.2f} us")
+        if args.json:
+            print(f"# wrote {args.json}")
+        if args.csv:
+            print(f"# wrote {args.csv}")
+    del thread_level_name
+    return 0
