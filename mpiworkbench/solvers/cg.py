@@ -174,7 +174,7 @@ class CGSolver:
         self.variant = variant
         self.backend_name = backend
         self.rhs_name = rhs if isinstance(rhs, str) or rhs is None else "custom"
-        self.manufactured = rhs is None or rhs == "manufactured"
+        self.manufactured = rhs is None or (isinstance(rhs, str) and rhs == "manufactured")
         self.maxiter = default_maxiter(self.mesh) if maxiter is None else int(maxiter)
         self.x0 = x0 or ("rhs" if criterion == "thesis" else "zero")
         self.block = self.blocks[rank]
