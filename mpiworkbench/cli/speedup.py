@@ -36,7 +36,9 @@ def register(subparsers) -> None:
             help=f"comma-separated, from {', '.join(exp.variants)} (default {','.join(exp.default_variants)})",
         )
         for p in exp.params:
-            sub.add_argument(f"--{p.name}", type=p.type, default=None, help=f"{p.help} (default {p.default})")
+            sub.add_argument(
+                f"--{p.name}", type=p.type, default=None, choices=p.choices or None, help=f"{p.help} (default {p.default})"
+            )
         sub.add_argument("--repeats", type=int, default=5, help="timed repetitions per point (median reported)")
         sub.add_argument("--warmup", type=int, default=1, help="untimed runs before the repetitions")
         sub.add_argument("--scaling", choices=("strong", "weak"), default="strong")

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator
 
 from mpiworkbench.plot.render import new_figure
-from mpiworkbench.speedup.analysis import SpeedupResult
+from mpiworkbench.speedup.analysis import SpeedupResult, busy_note
 
 _MARKERS = "osD^v<>ph*"
 _OVERSUB_COLOUR = "#fdb863"
@@ -113,6 +113,10 @@ def scaling_figure(
         ax_e.text(
             0.02, 0.02, "hollow markers: oversubscribed points", transform=ax_e.transAxes, fontsize=7, color="#8c510a"
         )
+    busy = [busy_note(r) for r in results if busy_note(r)]
+    if busy:
+        ax_t.text(0.02, 0.02, "busy host: times inflated\n(load > cores)", transform=ax_t.transAxes, fontsize=7,
+                  color="#b2182b")
     if title:
         fig.suptitle(title)
     return fig

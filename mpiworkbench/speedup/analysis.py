@@ -210,7 +210,19 @@ def format_table(result: SpeedupResult, size_name: str = "size") -> str:
     note = f"\n* oversubscribed: more active ranks than the {cores} core(s) of the host" if any(
         r["oversubscribed"] for r in table_rows(result)
     ) else ""
-    return text + note
+    return text + note + busy_note(result, "\n")
+
+
+def busy_note(result: SpeedupResult, prefix: str = "") -> str:
+    """A warning when the host was busier than its cores while the points ran, else ``""``."""
+    loads = [p["load_average"] for p in result.points if p.get("load_average") is not None]
+    cores = result.cores
+    if not loads or not cores or max(loads) <= cores:
+        return ""
+    return (
+        f"{prefix}! busy host: load average up to {max(loads):.1f} on {cores} core(s) while measuring; "
+        "other processes competed for the cores, so times are inflated and noisy"
+    )
 
 
 def format_html(result: SpeedupResult, size_name: str = "size") -> str:
@@ -235,7 +247,9 @@ def format_html(result: SpeedupResult, size_name: str = "size") -> str:
                 f"<td>{'N/A' if is_ref else format(p['speedup'], '.3f')}</td><td>{p['efficiency']:.0%}</td>"
             )
         body.append("<tr>" + "".join(cells) + "</tr>")
+    note = busy_note(result)
     return (
-        "<table><thead><tr><th rowspan=2>ranks</th>" + head + "</tr><tr>" + sub + "</tr></thead><tbody>"
+        (f"<p style='color:#b35806'>{note}</p>" if note else "")
+        + "<table><thead><tr><th rowspan=2>ranks</th>" + head + "</tr><tr>" + sub + "</tr></thead><tbody>"
         + "".join(body) + "</tbody></table>"
     )

@@ -91,7 +91,12 @@ class SpeedupSpec:
             if name not in known:
                 raise ValueError(f"experiment {exp.name!r} has no parameter {name!r}; it has {', '.join(known)}")
         for name, p in known.items():
-            params[name] = p.type(self.params.get(name, p.default_for(small)))
+            try:
+                params[name] = p.type(self.params.get(name, p.default_for(small)))
+            except (TypeError, ValueError):
+                raise ValueError(f"{name} must be a {p.type.__name__}; got {self.params.get(name)!r}") from None
+            if p.choices and params[name] not in p.choices:
+                raise ValueError(f"{name} must be one of {', '.join(map(str, p.choices))}; got {params[name]!r}")
         return SpeedupSpec(exp.name, nranks, sizes, variants, int(self.repeats), int(self.warmup), self.scaling, params)
 
 

@@ -8,7 +8,8 @@ factory has the same signature::
     make_kernel(comm, size: int, variant: str, **params) -> kernel
 
 and the kernel has ``run()`` (the timed work), ``verify() -> dict`` (checked once, after
-the timed repetitions) and ``close()``.
+the timed repetitions, ``"ok"`` says whether the answer was right) and ``close()``; an
+optional ``prepare()`` runs before each repetition, outside the timed region.
 """
 
 from __future__ import annotations
@@ -122,8 +123,8 @@ register(
         size_help="mesh points per axis (the thesis uses 129 and 257)",
         default_sizes=(65,),
         small_sizes=(33,),
-        variants=("mpi4py-buffer",),
-        default_variants=("mpi4py-buffer",),
+        variants=tuple(f"{k}/{e}" for k in ("numpy", "numba", "c") for e in ("sendrecv", "nonblocking", "packed")),
+        default_variants=("numpy/sendrecv",),
         timed="`steps` time steps of the leapfrog scheme, including every halo exchange",
         source="thesis §6.1.4, Figs. 6.2-6.5",
         weak_dims=3,
@@ -139,35 +140,40 @@ register(
         title="Conjugate gradients on the 2-D Poisson matrix (thesis §6.2)",
         factory="mpiworkbench.speedup.cg:make_kernel",
         size_name="mesh",
-        size_help="mesh points per axis N (matrix of N**2 rows; the thesis uses 1025 and 2049)",
-        default_sizes=(129,),
-        small_sizes=(65,),
-        variants=("mpi4py-buffer",),
-        default_variants=("mpi4py-buffer",),
-        timed="`iterations` CG iterations (one SpMV with ghost rows and two Allreduce dots each)",
+        size_help="interior mesh points per axis N (N**2 unknowns; the thesis's 1025 and 2049 meshes have 1023 and 2047)",
+        default_sizes=(127,),
+        small_sizes=(63,),
+        variants=tuple(f"{v}/{p}" for v in ("classic", "thesis", "fused") for p in ("rows", "blocks")),
+        default_variants=("classic/rows",),
+        timed="a whole solve from scratch to `tol` (the thesis criterion rho_k/rho_0 <= tol); set-up untimed",
         source="thesis §6.2.3, Figs. 6.10-6.13",
         weak_dims=2,
-        size_offset=1,
-        min_size=3,
-        params=(Parameter("iterations", int, 100, "CG iterations per timed repetition", small_default=30),),
+        size_offset=-1,
+        min_size=1,
+        params=(Parameter("tol", float, 1e-8, "stopping tolerance on rho_k/rho_0 (thesis: 1e-8)"),),
     )
 )
 
 register(
     Experiment(
         name="bench",
-        title="A collective over the ranks (micro-benchmark)",
+        title="A micro-benchmark's loop over the ranks (mpiworkbench.bench)",
         factory="mpiworkbench.speedup.collective:make_kernel",
         size_name="bytes",
         size_help="message size in bytes",
         default_sizes=(8, 65536),
         small_sizes=(8, 4096),
-        variants=("allreduce", "bcast", "reduce", "allgather", "alltoall", "barrier"),
+        variants=("allreduce", "bcast", "reduce", "gather", "scatter", "allgather", "alltoall", "barrier",
+                  "bcast_linear", "bcast_binomial", "sendrecv"),
         default_variants=("allreduce",),
-        timed="`iterations` calls of the collective (buffer API), no barrier between calls",
+        timed="`iterations` back-to-back calls of the benchmark's loop (mpiworkbench.bench, block mode)",
         source="thesis ch. 5; report 003 §3",
         weak_dims=1,
         min_size=8,
-        params=(Parameter("iterations", int, 200, "collective calls per timed repetition", small_default=50),),
+        params=(
+            Parameter("iterations", int, 200, "calls per timed repetition", small_default=50),
+            Parameter("backend", str, "mpi4py-buf", "communication backend of the loop",
+                      choices=("mpi4py-buf", "mpi4py-obj", "c")),
+        ),
     )
 )

@@ -72,7 +72,10 @@ def _time_kernel(sub, kernel, repeats: int, warmup: int) -> list[float]:
     for _ in range(warmup):
         kernel.run()
     times = []
+    prepare = getattr(kernel, "prepare", None)
     for _ in range(repeats):
+        if prepare is not None:  # e.g. a fresh solver: set-up stays out of the timed region
+            prepare()
         sub.Barrier()
         t0 = MPI.Wtime()
         kernel.run()
@@ -87,7 +90,8 @@ def run_point(point: dict[str, Any], comm=None) -> dict[str, Any]:
     *point* holds ``experiment``, ``variant``, ``nranks``, ``size``, ``repeats``,
     ``warmup`` and ``params`` (see :func:`mpiworkbench.speedup.driver.plan_points`).
     The record adds ``times`` (seconds, one per repetition, slowest rank),
-    ``verify`` (the kernel's check on rank 0) and the ``placement``.
+    ``verify`` (the kernel's check on rank 0), the ``placement``, ``oversubscribed`` and
+    the host's ``load_average`` just before the point (a busy machine inflates times).
     """
     comm = mpi.resolve_comm(comm)
     MPI = mpi.MPI()
@@ -103,6 +107,7 @@ def run_point(point: dict[str, Any], comm=None) -> dict[str, Any]:
 
     mpi.checked(comm, validate)
     experiment = registry.get(point["experiment"])
+    load_before = _load_average()
     active = comm.rank < nranks
     sub = comm.Split(0 if active else MPI.UNDEFINED, comm.rank)
     record: dict[str, Any] | None = None
@@ -130,4 +135,13 @@ def run_point(point: dict[str, Any], comm=None) -> dict[str, Any]:
     record = comm.bcast(record, root=0)
     record["placement"] = where
     record["oversubscribed"] = where["oversubscribed"]
+    record["load_average"] = comm.bcast(load_before, root=0)
     return record
+
+
+def _load_average() -> float | None:
+    """1-minute load average of this host (other users' processes compete for the cores)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None

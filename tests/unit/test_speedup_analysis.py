@@ -113,3 +113,11 @@ def test_table_marks_oversubscribed_rows_and_reference_as_na():
     assert "oversubscribed" in lines[-1] and "2 core" in lines[-1]
     html = analysis.format_html(strong_result(), "n")
     assert "(oversubscribed)" in html and html.count("<tr>") == 5
+
+
+def test_busy_host_is_reported_only_when_load_exceeds_cores():
+    r = strong_result()
+    assert analysis.busy_note(r) == ""
+    r.points[1]["load_average"] = 7.5
+    assert "load average up to 7.5 on 2 core(s)" in analysis.busy_note(r)
+    assert "busy host" in analysis.format_table(r) and "busy host" in analysis.format_html(r)

@@ -38,7 +38,7 @@ def test_small_mode_uses_small_defaults(monkeypatch):
 
 @pytest.mark.parametrize(
     ("name", "size", "nranks", "expected"),
-    [("inner", 1000, 4, 4000), ("wave", 65, 8, 129), ("cg", 65, 4, 129), ("wave", 33, 1, 33)],
+    [("inner", 1000, 4, 4000), ("wave", 65, 8, 129), ("cg", 63, 4, 127), ("wave", 33, 1, 33)],
 )
 def test_weak_sizes_keep_work_per_rank(name, size, nranks, expected):
     assert registry.get(name).weak_size(size, nranks) == expected
@@ -81,3 +81,16 @@ def test_run_experiment_calls_back_after_every_point():
     assert [(i, n) for i, n, _ in seen] == [(1, 3), (2, 3), (3, 3)]
     assert [s for *_, s in seen] == pytest.approx([1.0, 2.0, 4.0])
     assert result.points[-1]["oversubscribed"] is True
+
+
+def test_solver_variants_exist_in_the_solvers_and_benchmarks():
+    from mpiworkbench.bench.catalog import BENCHMARKS
+    from mpiworkbench.solvers import cg, halo, wave_kernels
+
+    for v in registry.get("wave").variants:
+        kernel, exchange = v.split("/")
+        assert kernel in wave_kernels.KERNELS and exchange in halo.EXCHANGES
+    for v in registry.get("cg").variants:
+        variant, partition = v.split("/")
+        assert variant in cg.VARIANTS and partition in cg.PARTITIONS
+    assert set(registry.get("bench").variants) <= set(BENCHMARKS)

@@ -1,0 +1,58 @@
+"""Speedup kernel: a whole CG solve of the 2-D Poisson system (thesis §6.2.3).
+
+Each repetition solves from scratch to the tolerance; the solver is built in
+``prepare()``, outside the timed region (the thesis times "the iteration steps").
+Variant ``"VARIANT/PARTITION"``: the CG variant (classic, thesis, fused: 2, 3 or 1
+allreduces per iteration) and the partition (rows as in thesis Fig. 6.8, or 2-D blocks).
+"""
+
+from __future__ import annotations
+
+
+def parse_variant(variant: str) -> tuple[str, str]:
+    cg_variant, sep, partition = variant.partition("/")
+    if not sep:
+        raise ValueError(f"cg variant must look like 'classic/rows' (variant/partition); got {variant!r}")
+    return cg_variant, partition
+
+
+class CGSolve:
+    def __init__(self, comm, mesh: int, variant: str, tol: float):
+        self.comm, self.mesh, self.tol = comm, int(mesh), float(tol)
+        self.cg_variant, self.partition = parse_variant(variant)
+        self.solver = None
+        self.last: dict = {}
+        self.prepare()  # validates the input on every rank now
+
+    def prepare(self) -> None:
+        from mpiworkbench.solvers.cg import CGSolver
+
+        if self.solver is not None:
+            self.solver.close()
+        self.solver = CGSolver(
+            self.mesh, comm=self.comm, tol=self.tol, variant=self.cg_variant, partition=self.partition
+        )
+
+    def run(self) -> None:
+        self.solver.iterate(None)
+
+    def verify(self) -> dict:
+        s = self.solver
+        return {
+            "iterations": s.iterations,
+            "status": s.status,
+            "true_residual": s.true_residual(),
+            "max_error": s.max_error(),
+            "ok": s.status == "converged",
+        }
+
+    def close(self) -> None:
+        if self.solver is not None:
+            self.solver.close()
+            self.solver = None
+
+
+def make_kernel(comm, size: int, variant: str, tol: float = 1e-8) -> CGSolve:
+    """Registry factory (see :mod:`mpiworkbench.speedup.registry`)."""
+    parse_variant(variant)
+    return CGSolve(comm, size, variant, tol)
