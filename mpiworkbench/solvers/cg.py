@@ -332,6 +332,12 @@ class CGSolver:
         self.iterate_s += time.perf_counter() - t0
         return self.state()
 
+    def advance(self, k: int | None, start: int = 0) -> dict[str, Any]:
+        """:meth:`iterate` *k* times, then :meth:`state` plus the :meth:`history` from
+        *start* — one round trip for a remote client following the run. Collective."""
+        state = self.iterate(k)
+        return {**state, "history": self.history(start)}
+
     def solve(self) -> dict[str, Any]:
         """Iterate to convergence (or ``maxiter``); returns :meth:`result`. Collective."""
         self.iterate(None)
