@@ -1,0 +1,46 @@
+"""The speedup panel on a real 2-engine cluster: Run, a point per rank count, save and reload."""
+
+import pytest
+
+from mpiworkbench.notebook.speedup import SpeedupPanel, run_on_workbench
+from mpiworkbench.speedup import SpeedupSpec
+
+
+def test_run_on_workbench_uses_sub_communicators(wb):
+    spec = SpeedupSpec("inner", nranks=[1, 2], sizes=[4096], variants=["c"], repeats=2, params={"loops": 3})
+    result = run_on_workbench(wb, spec)
+    assert [p["nranks"] for p in result.points] == [1, 2]
+    assert all(p["verify"]["ok"] for p in result.points)
+    assert result.points[0]["placement"]["hosts"]  # the engines reported where they ran
+
+
+def test_panel_runs_an_experiment_and_reloads_it(wb, tmp_path):
+    panel = SpeedupPanel(wb)
+    panel.sizes.value = "4096"
+    panel.param_widgets["loops"].value = 3
+    panel.repeats.value = 2
+    panel.variants.value = ("numpy",)
+    panel.run_button.click()
+    assert panel.result is not None, panel.status.value
+    assert panel.progress.value == panel.progress.max == 2
+    assert panel.figure.value.startswith(b"\x89PNG")
+    assert "<table>" in panel.table.value
+    path = tmp_path / "run.json"
+    panel.path.value = str(path)
+    panel.save_button.click()
+    panel.load_button.click()
+    assert len(panel.compare) == 1 and panel.compare[0].label == "run"
+
+
+def test_panel_reports_bad_input_in_its_status(wb):
+    panel = SpeedupPanel(wb)
+    panel.ranks.value = f"1-{wb.n + 1}"
+    panel.run_button.click()
+    assert "cluster has" in panel.status.value and panel.result is None
+
+
+@pytest.mark.parametrize("name", ["wave", "cg", "bench"])
+def test_panel_offers_every_experiment(wb, name):
+    panel = SpeedupPanel(wb, experiment=name)
+    spec = panel.spec()
+    assert spec.experiment == name and spec.variants
