@@ -8,15 +8,14 @@ residual and the measured 8 B time are reported beside it so a reader can tell.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 
 def fit_latency_bandwidth(sizes: list[int], times_us: list[float]) -> dict:
     """Least-squares fit of ``t_us = latency_us + size / bandwidth_MBps``.
 
-    Returns latency (µs), bandwidth (MB/s = bytes/µs), the RMS residual (µs), the
+    Returns latency (µs), bandwidth (MB/s = bytes/µs; None when the times do not grow
+    with size, e.g. on a loaded machine), the RMS residual (µs), the
     largest relative residual, and the number of points. Needs two distinct sizes.
     """
     s = np.asarray(sizes, dtype=float)
@@ -29,7 +28,7 @@ def fit_latency_bandwidth(sizes: list[int], times_us: list[float]) -> dict:
     resid = t - model
     return {
         "latency_us": float(latency),
-        "bandwidth_MBps": float(1.0 / slope) if slope > 0 else math.inf,
+        "bandwidth_MBps": float(1.0 / slope) if slope > 0 else None,  # no positive slope: no bandwidth
         "rms_residual_us": float(np.sqrt(np.mean(resid**2))),
         "max_rel_residual": float(np.max(np.abs(resid) / t)),
         "points": int(s.size),

@@ -29,6 +29,10 @@ class NotSupported(Exception):
 
 def make_loop(bench: Benchmark, backend: str, comm, policy: Policy) -> Callable:
     """The backend's timed loop: ``loop(buffers, nbytes, iterations, warmup) -> seconds``."""
+    if backend.startswith("api:") or backend not in LOOP_BACKENDS:
+        from mpiworkbench.bench import loops_backend
+
+        return loops_backend.make_loop(bench, backend, comm, policy)
     if backend == "c":
         from mpiworkbench.bench import loops_c
 
@@ -45,19 +49,31 @@ def make_loop(bench: Benchmark, backend: str, comm, policy: Policy) -> Callable:
             return loops_numba.make_loop(bench, comm, policy.collective_mode, policy.window)
         except loops_numba.NotSupported as exc:
             raise NotSupported(f"not supported by numba-mpi: {exc}") from None
-    from mpiworkbench.bench import loops_backend
-
-    return loops_backend.make_loop(bench, backend, comm, policy)
+    raise AssertionError(backend)
 
 
 def known_backends() -> list[str]:
-    """Backends a benchmark can run on: ours, plus any the backends registry adds."""
+    """Backends a benchmark can run on: ours, any the backends registry adds, and
+    ``api:<name>`` (the same backend timed through the unified interface)."""
+    from mpiworkbench.backends import backend_names
+
     names = list(LOOP_BACKENDS)
-    try:
-        from mpiworkbench.backends import backend_names
-    except ImportError:
-        return names
-    return names + [n for n in backend_names() if n not in names]
+    names += [n for n in backend_names() if n not in names]
+    return names + [f"api:{n}" for n in backend_names()]
+
+
+def unsupported_reason(bench: Benchmark, backend: str) -> str | None:
+    """Why the backends registry says *backend* cannot run *bench* (None if it can)."""
+    from mpiworkbench.backends import OPERATIONS, capabilities
+
+    name = backend[4:] if backend.startswith("api:") else backend
+    caps = capabilities([name])[name]
+    if not caps["available"]:
+        return caps["reason"]
+    for op in bench.ops:
+        if op in OPERATIONS and caps["ops"].get(op):
+            return f"not supported by {name}: {op}: {caps['ops'][op]}"
+    return None
 
 
 def validate(bench_name: str, backends: Iterable[str], sizes: list[int], nprocs: int) -> tuple[Benchmark, list[str], list[int]]:
@@ -106,6 +122,10 @@ class BenchRun:
         self.loops: dict[str, Callable] = {}
         self.skipped: dict[str, str] = {}
         for name in self.backends:
+            why = unsupported_reason(self.bench, name)
+            if why is not None:
+                self.skipped[name] = why
+                continue
             try:
                 loop = make_loop(self.bench, name, self.comm, policy)
                 # one-off costs out of every timed region: build/JIT, connection set-up

@@ -106,8 +106,9 @@ def _body(comm, args, sizes, policy) -> int:
         if not args.quiet and doc.get("fit"):
             print("# least-squares fit t = latency + size/bandwidth (thesis eq. 5.1, Table 5.1)")
             for backend, f in doc["fit"].items():
-                print(f"#   {backend:<11} latency {f['latency_us']:9.2f} us  bandwidth "
-                      f"{f['bandwidth_MBps']:9.1f} MB/s  rms residual {f['rms_residual_us']:.2f} us")
+                bw = "none (time does not grow with size)" if f["bandwidth_MBps"] is None else f"{f['bandwidth_MBps']:9.1f} MB/s"
+                print(f"#   {backend:<11} latency {f['latency_us']:9.2f} us  bandwidth {bw}"
+                      f"  rms residual {f['rms_residual_us']:.2f} us")
         if args.json:
             print(f"# wrote {args.json}")
         if args.csv:
