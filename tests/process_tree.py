@@ -57,3 +57,42 @@ def leftover_cluster_processes(pid: int | None = None) -> list[str]:
             if state != "Z":  # a zombie is already dead, waiting to be reaped
                 leftovers.append(f"{child}: {line}")
     return leftovers
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    inodes = set()
+    try:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    except OSError:
+        pass
+    return inodes
+
+
+def _decode_address(hex_addr: str) -> str:
+    host, port = hex_addr.split(":")
+    if len(host) == 8:  # IPv4, little-endian
+        octets = [str(int(host[i : i + 2], 16)) for i in range(6, -1, -2)]
+        return f"{'.'.join(octets)}:{int(port, 16)}"
+    return f"[{host}]:{int(port, 16)}"  # IPv6: raw hex is enough to tell loopback from any
+
+
+def listening_addresses(pids: list[int]) -> list[str]:
+    """Local addresses on which any of *pids* listens for TCP connections."""
+    inodes = set().union(*(_socket_inodes(p) for p in pids)) if pids else set()
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A = LISTEN
+                found.append(_decode_address(fields[1]))
+    return found

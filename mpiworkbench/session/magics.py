@@ -63,8 +63,11 @@ class WorkbenchMagics(ParallelMagics):
             self.view.client.send_signal(signal_on_interrupt, targets=targets, block=True)
         finally:
             if not stream_output:
-                result.wait_for_output(1)
-                result.display_outputs(groupby)
+                # after a timeout only some ranks have output to show: show theirs
+                for part in result.split() if not result.ready() else (result,):
+                    if part.ready():
+                        part.wait_for_output(1)
+                        part.display_outputs(groupby)
 
 
 def activate(wb):

@@ -199,6 +199,13 @@ class Workbench:
         if self.cluster is None:
             return self.start()
         self.view = None
+        # A rank blocked in an MPI call never runs Python's SIGTERM handler, so a polite
+        # stop waits 5 s and then kills mpiexec. Kill the engines through their nannies
+        # instead: mpiexec sees its ranks die and ends the whole job at once.
+        try:
+            self.client.send_signal("SIGKILL", targets=list(self.ranks), block=True)
+        except Exception:  # noqa: BLE001 - engines already gone: nothing to kill
+            pass
         self.cluster.stop_engines_sync()
         _wait_until(lambda: not self.client.ids, timeout=30, what="the old engines to unregister")
         self.cluster.start_engines_sync(self.n)

@@ -1,0 +1,126 @@
+"""The session object against real MPI engines."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mpiworkbench import ExecutionTimeout, RankFailure, Workbench
+from tests.process_tree import descendants, listening_addresses
+
+
+def _world():
+    from mpi4py import MPI
+
+    return MPI.COMM_WORLD.rank, MPI.COMM_WORLD.size
+
+
+def _gather_ranks_to_root():
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    full = comm.gather(np.full(3, comm.rank, dtype=float), root=0)
+    return None if full is None else np.concatenate(full)
+
+
+def _fail_on_root_before_barrier():
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    if comm.rank == 0:
+        raise ZeroDivisionError("rank 0 gives up before the barrier")
+    comm.Barrier()
+    return comm.rank
+
+
+def _fail_everywhere(value):
+    raise ValueError(f"bad value {value}")
+
+
+@pytest.mark.parametrize("fresh_wb", [1, 2, 3], indirect=True)
+def test_engines_are_the_ranks_of_one_world(fresh_wb):
+    n = fresh_wb.n
+    assert fresh_wb.run(_world) == [(r, n) for r in range(n)]
+    assert sorted(fresh_wb.ranks.values()) == list(range(n))
+    assert fresh_wb.view.targets == sorted(fresh_wb.ranks, key=fresh_wb.ranks.get)
+
+
+def test_gather_by_mpi_then_one_pull(wb):
+    results = wb.run(_gather_ranks_to_root)
+    np.testing.assert_array_equal(results[0], np.repeat(np.arange(wb.n, dtype=float), 3))
+    assert all(r is None for r in results[1:])
+
+
+def test_failure_on_every_rank_is_reported_per_rank(wb):
+    with pytest.raises(RankFailure) as info:
+        wb.run(_fail_everywhere, 7)
+    assert info.value.failed == list(range(wb.n))
+    assert "ValueError: bad value 7" in str(info.value)
+
+
+@pytest.mark.parametrize("fresh_wb", [2, 3], indirect=True)
+def test_rank_failing_before_collective_does_not_hang(fresh_wb):
+    with pytest.raises(ExecutionTimeout) as info:
+        fresh_wb.run(_fail_on_root_before_barrier)
+    report = info.value
+    assert report.failed == [0]
+    assert report.running == list(range(1, fresh_wb.n))
+    assert "ZeroDivisionError" in str(report) and "wb.restart()" in str(report)
+    old_engines = set(fresh_wb.ranks)
+    fresh_wb.restart()
+    assert fresh_wb.run(_world) == [(r, fresh_wb.n) for r in range(fresh_wb.n)]
+    assert set(fresh_wb.ranks) != old_engines or fresh_wb.run(lambda: 1) == [1] * fresh_wb.n
+
+
+def test_slow_execution_times_out_then_recovers():
+    bench = Workbench(n=2, timeout=1.0)
+    try:
+        bench.start()
+
+        def _block():
+            from mpi4py import MPI
+
+            if MPI.COMM_WORLD.rank == 1:
+                MPI.COMM_WORLD.recv(source=0, tag=99)  # nobody sends: a deadlock
+            return 0
+
+        with pytest.raises(ExecutionTimeout) as info:
+            bench.run(_block)
+        assert info.value.running == [1] and info.value.failed == []
+        bench.restart()
+        assert bench.run(_world) == [(0, 2), (1, 2)]
+    finally:
+        bench.stop()
+    assert bench.state == "stopped"
+
+
+def test_remote_objects_live_on_the_engines(wb):
+    obj = wb.create("collections:Counter", "mpi")
+    assert obj.call("most_common", 1) == [[("m", 1)]] * wb.n
+    assert obj.root("total") == 3
+    obj.delete()
+
+
+def test_remote_object_on_a_sub_communicator(wb):
+    # rank_info(comm=...) returns a dict: a fine stand-in for an engine-side object
+    sub = wb.create("mpiworkbench.info:rank_info", nranks=1)
+    assert sub.holds == [True] + [False] * (wb.n - 1)
+    assert sub.call("get", "size") == [1] + [None] * (wb.n - 1)
+    sub.delete()
+
+
+def test_oversubscription_needs_consent():
+    with pytest.raises(ValueError, match="oversubscribe=True"):
+        Workbench(n=64)
+
+
+def test_bad_rank_count():
+    with pytest.raises(ValueError, match="positive number of MPI ranks; got 0"):
+        Workbench(n=0)
+
+
+def test_controller_listens_on_loopback_only(wb):
+    controller = wb.cluster.controller.process.pid
+    addresses = listening_addresses([controller, *descendants(controller)])
+    assert addresses, "the controller should listen on some port"
+    assert all(a.startswith("127.") for a in addresses), addresses
