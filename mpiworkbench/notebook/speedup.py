@@ -94,7 +94,7 @@ class SpeedupPanel:
         exp = registry.get(name)
         small = small_mode()
         self.sizes.value = ",".join(map(str, exp.sizes_for(small)))
-        self.sizes.description_tooltip = exp.size_help
+        self.sizes.tooltip = exp.size_help
         self.variants.options = list(exp.variants)
         self.variants.value = tuple(exp.default_variants)
         widgets = {}
@@ -108,7 +108,7 @@ class SpeedupPanel:
                 widgets[p.name] = w.FloatText(value=value, description=p.name)
             else:
                 widgets[p.name] = w.Text(value=str(value), description=p.name)
-            widgets[p.name].description_tooltip = p.help
+            widgets[p.name].tooltip = p.help
         self.param_widgets = widgets
         self.params_box.children = list(widgets.values())
         self.status.value = f"<i>{exp.title}. Timed: {exp.timed}.</i>"
