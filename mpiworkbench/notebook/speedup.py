@@ -15,6 +15,7 @@ experiment parameter named as the parameter (``loops``, ``steps``, ``tol``,
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable
 
 from mpiworkbench.speedup import analysis, registry
@@ -151,6 +152,7 @@ class SpeedupPanel:
     def load(self, path: str) -> SpeedupResult:
         """Load a saved result and overlay it on the plots for comparison."""
         loaded = analysis.load(path)
+        loaded.label = Path(path).stem  # the file name tells the overlaid curves apart
         self.compare.append(loaded)
         self.redraw()
         self.status.value = f"loaded {path} ({loaded.experiment}, {len(loaded.points)} points) for comparison"
