@@ -83,15 +83,18 @@ class CGHandle:
         should_stop: Callable[[], bool] = lambda: False,
         on_progress: Callable[["CGHandle"], None] | None = None,
         chunk_seconds: float = 0.3,
+        chunk: int | None = None,
     ) -> dict[str, Any]:
         """Iterate until converged, ``maxiter`` or ``should_stop()``, in chunks of about
-        *chunk_seconds* so progress (``on_progress(self)``) can be shown between them."""
-        k = 1
+        *chunk_seconds* (or of exactly *chunk* iterations) so progress
+        (``on_progress(self)``) can be shown between them."""
+        k = chunk or 1
         while not self.finished and not should_stop():
             t0 = time.perf_counter()
             self.iterate(k)
             elapsed = max(time.perf_counter() - t0, 1e-6)
-            k = int(min(max(1, k * chunk_seconds / elapsed), 4 * k, 10_000))
+            if chunk is None:
+                k = int(min(max(1, k * chunk_seconds / elapsed), 4 * k, 10_000))
             if on_progress is not None:
                 on_progress(self)
         return self.state
