@@ -41,6 +41,8 @@ VARIANTS = ("classic", "thesis", "fused")
 #: Allreduce calls per iteration of each variant.
 ALLREDUCES_PER_ITERATION = {"thesis": 3, "classic": 2, "fused": 1}
 TIMING_KEYS = ("matvec", "exchange", "allreduce", "vector")
+#: Communication backends the solver runs on (mpiworkbench.backends names).
+BACKENDS = ("mpi4py-buf", "mpi4py-obj", "numba-mpi", "c")
 
 
 def default_maxiter(mesh: int) -> int:
@@ -69,13 +71,17 @@ def _validate(mesh, tol, criterion, partition, variant, maxiter, x0) -> None:
         raise ValueError(f"x0 must be 'rhs' (Algorithm 2), 'zero' or None (the criterion's default); got {x0!r}")
 
 
-def make_backend(name: str, comm):
-    """The communication backend the solver's exchange and allreduce go through."""
-    if name == "mpi4py-buf":
-        from mpiworkbench.backends.mpi4py_buf import Mpi4pyBuffer
+def make_backend(name: str, comm, world_comm=None):
+    """The :mod:`mpiworkbench.backends` backend the exchange and the allreduces go through.
 
-        return Mpi4pyBuffer(comm)
-    raise ValueError(f"backend must be 'mpi4py-buf'; got {name!r}")
+    numba-mpi only knows ``COMM_WORLD``, so it is built on *world_comm* (the communicator
+    the solver was given, which must then be ``COMM_WORLD``) instead of the solver's duplicate.
+    """
+    from mpiworkbench.backends import backend_names, get_backend
+
+    if name not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}; got {name!r} (registry: {backend_names()})")
+    return get_backend(name, world_comm if name == "numba-mpi" else comm)
 
 
 class LocalValueExchange:
@@ -166,7 +172,7 @@ class CGSolver:
 
         self.blocks, b = mpi.checked(base, setup)
         self.comm = base.Dup()
-        self.backend = mpi.checked(self.comm, lambda: make_backend(backend, self.comm))
+        self.backend = mpi.checked(self.comm, lambda: make_backend(backend, self.comm, base))
         self.mesh = int(mesh)
         self.tol = float(tol)
         self.criterion = criterion
@@ -409,9 +415,13 @@ class CGSolver:
 
     def gather_solution(self) -> np.ndarray | None:
         """The ``mesh × mesh`` solution on rank 0 (``None`` elsewhere). Collective."""
+        # Plain mpi4py Gatherv: gathering for display is not part of the measured
+        # iteration, and not every backend has uneven-count gathers.
         counts = [b.n_owned for b in self.blocks]
-        flat = self.backend.gather(np.ascontiguousarray(self.x), root=0, counts=counts)
-        if self.comm.Get_rank() != 0:
+        root = self.comm.Get_rank() == 0
+        flat = np.empty(sum(counts)) if root else None
+        self.comm.Gatherv(np.ascontiguousarray(self.x), [flat, counts] if root else None, root=0)
+        if not root:
             return None
         u = np.empty((self.mesh, self.mesh))
         offset = 0
