@@ -80,24 +80,25 @@ class MPICommunicator:
     @implements(MODULE, "send", "Table 4.2")
     def send(self, data, destination, tag):
         if isinstance(data, str):
-            self._comm.send(data, destination, tag)
-        else:
-            self._comm.send(np.ascontiguousarray(_array(data, "send")), destination, tag)
+            data = np.frombuffer(data.encode(), dtype=np.uint8)
+        self._comm.Send(np.ascontiguousarray(_array(data, "send")), destination, tag)
 
     @implements(MODULE, "recv", "Table 4.2")
     def receive(self, buffer, source=None, tag=None):
         """``buffer``: an array to fill or a typecode ('d', 'i', …) for a new array."""
         MPI = _mpi()
         status = MPI.Status()
-        data = self._comm.recv(None, MPI.ANY_SOURCE if source is None else source,
-                               MPI.ANY_TAG if tag is None else tag, status)
+        self._comm.Probe(MPI.ANY_SOURCE if source is None else source, MPI.ANY_TAG if tag is None else tag, status)
         if isinstance(buffer, np.ndarray):
-            buffer[...] = np.asarray(data).reshape(buffer.shape)
-            data = buffer
-        elif isinstance(buffer, str) and not isinstance(data, str):
-            data = np.asarray(data, dtype=buffer)
-        count = len(data) if isinstance(data, str) else np.size(data)
-        return data, status.Get_source(), status.Get_tag(), count
+            target = buffer if buffer.flags.c_contiguous else np.empty_like(buffer)
+        else:
+            dtype = np.dtype(buffer)
+            target = np.empty(status.Get_count(MPI.BYTE) // dtype.itemsize, dtype)
+        self._comm.Recv(target, status.Get_source(), status.Get_tag())
+        if target is not buffer and isinstance(buffer, np.ndarray):
+            buffer[...] = target
+            target = buffer
+        return target, status.Get_source(), status.Get_tag(), target.size
 
     @implements(MODULE, "isend", "Table 4.4")
     def nonblockingSend(self, data, destination, tag):

@@ -1,0 +1,73 @@
+"""Every side-by-side snippet runs on every rank and matches the reference (1, 2, 3 ranks)."""
+
+from __future__ import annotations
+
+import pytest
+from mpi4py import MPI
+
+from mpiworkbench.syntax import lessons, runner
+from mpiworkbench.syntax.tables import table_4_1
+
+COMM = MPI.COMM_WORLD
+TABLE = table_4_1()
+
+
+def expected_status(lesson: str, column: str) -> str:
+    info = lessons.LESSONS[lesson]
+    if COMM.size < info.min_ranks:
+        return "skipped"
+    if column in lessons.HISTORIC_COLUMNS or column == "numba-mpi":
+        provided = all(TABLE[op][column] for op in info.operations)
+        return "ok" if provided else "unsupported"
+    return "ok"
+
+
+@pytest.mark.parametrize("lesson", list(lessons.LESSONS))
+def test_every_column_of_a_lesson(lesson):
+    reports = runner.run_lesson(lesson, COMM)
+    reports = COMM.bcast(reports, root=0)
+    for column in lessons.COLUMNS:
+        report = reports[column]
+        want = expected_status(lesson, column)
+        assert report["status"] == want, (column, report)
+        if want == "ok":
+            assert lessons.has_snippet(lesson, column)
+            assert report["results"][COMM.rank] == report["results"][COMM.rank]  # JSON-able
+        if want == "unsupported":
+            assert report["reason"], (column, report)
+
+
+def test_hello_prints_the_thesis_greeting():
+    reports = COMM.bcast(runner.run_lesson("hello", COMM), root=0)
+    for column in lessons.COLUMNS:
+        out = reports[column]["outputs"][COMM.rank]
+        assert out.strip() == f"Hello, world! I'm process {COMM.rank} of {COMM.size}.", (column, out)
+
+
+def test_numba_column_refuses_a_sub_communicator():
+    sub = COMM.Split(COMM.rank % 2, COMM.rank)  # a new communicator, even at 1 rank
+    try:
+        reports = runner.run_lesson("bcast", sub, ["numba-mpi", "mpi4py-buf", "c", "pypar"])
+        reports = sub.bcast(reports, root=0)
+        assert reports["numba-mpi"]["status"] == "unsupported"
+        assert "COMM_WORLD" in reports["numba-mpi"]["reason"]
+        assert {reports[c]["status"] for c in ("mpi4py-buf", "c", "pypar")} == {"ok"}
+    finally:
+        sub.Free()
+
+
+@pytest.mark.parametrize("nranks", [1, 2, 3])
+def test_run_on_first_ranks_only(nranks):
+    if nranks > COMM.size:
+        pytest.skip(f"needs {nranks} ranks")
+    report = runner.run_on_subcommunicator("allreduce", nranks, ["c", "mpi4py-obj", "boostmpi"])
+    if COMM.rank == 0:
+        assert {r["status"] for r in report.values()} == {"ok"}
+        assert all(r["ranks"] == nranks for r in report.values())
+    elif COMM.rank >= nranks:
+        assert report is None
+
+
+def test_unknown_lesson_fails_on_every_rank():
+    with pytest.raises(ValueError, match="unknown lesson"):
+        runner.run_lesson("broadcast", COMM)
