@@ -212,6 +212,14 @@ class WaveSolver:
                 self._one_step()
         return {"steps": self.steps, "t": self.t}
 
+    def advance(self, k: int = 1) -> dict[str, Any]:
+        """Step *k* times, then report ``steps``, ``t``, ``error`` and this rank's timings.
+
+        One call per widget update: the client gets everything it redraws from one round trip.
+        """
+        self.step(k)
+        return {"steps": self.steps, "t": self.t, "error": self.error(), **self.timings()}
+
     @staticmethod
     def _check_steps(k) -> None:
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
