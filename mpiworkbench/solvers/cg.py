@@ -30,7 +30,7 @@ import warnings
 from typing import Any, Callable
 
 import numpy as np
-from scipy.linalg import blas
+from numba import njit
 
 from mpiworkbench import mpi
 from mpiworkbench.solvers import poisson
@@ -43,6 +43,65 @@ ALLREDUCES_PER_ITERATION = {"thesis": 3, "classic": 2, "fused": 1}
 TIMING_KEYS = ("matvec", "exchange", "allreduce", "vector")
 #: Communication backends the solver runs on (mpiworkbench.backends names).
 BACKENDS = ("mpi4py-buf", "mpi4py-obj", "numba-mpi", "c")
+
+
+# -- local vector kernels ---------------------------------------------------------------
+# Single-threaded and fused (one pass over memory where the algorithm allows). Multi-threaded
+# BLAS (OpenBLAS daxpy/ddot) was tried first: on a loaded 2-core machine its threads wait
+# for each other and one daxpy took milliseconds. "reassoc" lets the reductions vectorise;
+# the result is the same from run to run for a given vector length.
+_REASSOC = {"reassoc"}
+
+
+@njit(cache=True, fastmath=_REASSOC)
+def local_dot(a: np.ndarray, b: np.ndarray) -> float:
+    """``aᵀb`` of this rank's parts (the allreduce sums them)."""
+    s = 0.0
+    for i in range(a.size):
+        s += a[i] * b[i]
+    return s
+
+
+@njit(cache=True, fastmath=_REASSOC)
+def update_x_r(x: np.ndarray, r: np.ndarray, p: np.ndarray, v: np.ndarray, alpha: float) -> float:
+    """``x += α p``, ``r −= α v``; returns the local ``rᵀr`` of the new ``r``."""
+    s = 0.0
+    for i in range(x.size):
+        x[i] += alpha * p[i]
+        ri = r[i] - alpha * v[i]
+        r[i] = ri
+        s += ri * ri
+    return s
+
+
+@njit(cache=True)
+def update_p(p: np.ndarray, r: np.ndarray, beta: float) -> None:
+    """``p = r + β p`` in place."""
+    for i in range(p.size):
+        p[i] = r[i] + beta * p[i]
+
+
+@njit(cache=True)
+def update_fused(p, s, x, r, w, alpha: float, beta: float) -> None:
+    """Chronopoulos–Gear: ``p = r + βp``, ``s = w + βs``, ``x += αp``, ``r −= αs`` in one pass."""
+    for i in range(p.size):
+        pi = r[i] + beta * p[i]
+        si = w[i] + beta * s[i]
+        p[i] = pi
+        s[i] = si
+        x[i] += alpha * pi
+        r[i] -= alpha * si
+
+
+@njit(cache=True, fastmath=_REASSOC)
+def local_dot2(r: np.ndarray, w: np.ndarray) -> tuple[float, float]:
+    """``(rᵀr, wᵀr)`` in one pass (the fused variant's single allreduce sums both)."""
+    rr = 0.0
+    wr = 0.0
+    for i in range(r.size):
+        rr += r[i] * r[i]
+        wr += w[i] * r[i]
+    return rr, wr
 
 
 def default_maxiter(mesh: int) -> int:
@@ -201,14 +260,14 @@ class CGSolver:
         self.x = self._xl[:n]
         if self.x0 == "rhs":
             self.x[:] = b
-        self.bb = self._allreduce(float(np.dot(b, b)))
+        self.bb = self._allreduce(local_dot(b, b))
         r = b - self._matvec(self._xl, self.x)
         if variant == "fused":
             self._rl = np.zeros(total)
             self.r = self._rl[:n]
             self.r[:] = r
             self.w = self._matvec(self._rl, self.r)
-            gamma, delta = self._allreduce2(float(np.dot(self.r, self.r)), float(np.dot(self.w, self.r)))
+            gamma, delta = self._allreduce2(*local_dot2(self.r, self.w))
             self.rho = gamma
             self.alpha = gamma / delta if delta != 0 else 0.0
             self.beta = 0.0
@@ -219,7 +278,7 @@ class CGSolver:
             self._pl = np.zeros(total)
             self.p = self._pl[:n]
             self.p[:] = r
-            self.rho = self._allreduce(float(np.dot(r, r)))
+            self.rho = self._allreduce(local_dot(r, r))
         self.rho0 = self.rho
         self.rho_history = [self.rho]
         self.timing = dict.fromkeys(TIMING_KEYS, 0.0)
@@ -263,45 +322,35 @@ class CGSolver:
         v = self._matvec(self._pl, self.p)
         t0 = time.perf_counter()
         if self.variant == "thesis":
-            a1s = float(np.dot(self.r, self.r))
+            # Algorithm 2 lines 13-16: <r,r> summed again although it is rho_k
+            a1s = local_dot(self.r, self.r)
             t1 = time.perf_counter()
             a1 = self._allreduce(a1s)
             t2 = time.perf_counter()
-            a2s = float(np.dot(self.p, v))
-            t3 = time.perf_counter()
-            self.timing["vector"] += (t1 - t0) + (t3 - t2)
+            a2s = local_dot(self.p, v)
+            self.timing["vector"] += (t1 - t0) + (time.perf_counter() - t2)
         else:
             a1 = self.rho
-            a2s = float(np.dot(self.p, v))
+            a2s = local_dot(self.p, v)
             self.timing["vector"] += time.perf_counter() - t0
         a2 = self._allreduce(a2s)
         t0 = time.perf_counter()
-        a = a1 / a2
-        blas.daxpy(self.p, self.x, a=a)
-        blas.daxpy(v, self.r, a=-a)
-        rs = float(np.dot(self.r, self.r))
+        rs = update_x_r(self.x, self.r, self.p, v, a1 / a2)
         self.timing["vector"] += time.perf_counter() - t0
         rho_new = self._allreduce(rs)
         t0 = time.perf_counter()
-        beta = rho_new / self.rho
-        blas.dscal(beta, self.p)
-        blas.daxpy(self.r, self.p, a=1.0)
+        update_p(self.p, self.r, rho_new / self.rho)
         self.rho = rho_new
         self.timing["vector"] += time.perf_counter() - t0
 
     def _step_fused(self) -> None:
         t0 = time.perf_counter()
-        beta, alpha = self.beta, self.alpha
-        blas.dscal(beta, self.p)
-        blas.daxpy(self.r, self.p, a=1.0)
-        blas.dscal(beta, self.s)
-        blas.daxpy(self.w, self.s, a=1.0)
-        blas.daxpy(self.p, self.x, a=alpha)
-        blas.daxpy(self.s, self.r, a=-alpha)
+        alpha = self.alpha
+        update_fused(self.p, self.s, self.x, self.r, self.w, alpha, self.beta)
         self.timing["vector"] += time.perf_counter() - t0
         self.w = self._matvec(self._rl, self.r)
         t0 = time.perf_counter()
-        gs, ds = float(np.dot(self.r, self.r)), float(np.dot(self.w, self.r))
+        gs, ds = local_dot2(self.r, self.w)
         self.timing["vector"] += time.perf_counter() - t0
         gamma, delta = self._allreduce2(gs, ds)
         self.beta = gamma / self.rho
@@ -400,7 +449,7 @@ class CGSolver:
         saved = dict(self.timing)
         r = self.b - self._matvec(self._xl, self.x)
         self.timing = saved
-        rr = self._allreduce(float(np.dot(r, r)))
+        rr = self._allreduce(local_dot(r, r))
         self.timing = saved
         return math.sqrt(rr / self.bb) if self.bb > 0 else math.sqrt(rr)
 
