@@ -10,7 +10,7 @@ A per-size time cap (IMB-style) lowers the iteration count, never below
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 #: Default sweep: 8 B … 8 MiB in powers of two (the thesis measured 8 B … 2^23 B).
 DEFAULT_MIN_SIZE = 8
@@ -99,7 +99,6 @@ class Policy:
     collective_mode: str = "osu"
     window: int = DEFAULT_WINDOW
     large_message_size: int = LARGE_MESSAGE_SIZE
-    extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.iterations is not None and self.iterations < 1:

@@ -68,7 +68,6 @@ def _select_thread_level(level: str) -> None:
 
 def _body(comm, args, sizes, policy) -> int:
     from mpiworkbench.bench import results
-    from mpiworkbench.bench.environment import thread_level_name
     from mpiworkbench.bench.runner import BenchRun
 
     run = BenchRun(args.name, args.backend.split(","), sizes, policy, comm=comm,
@@ -113,5 +112,4 @@ def _body(comm, args, sizes, policy) -> int:
             print(f"# wrote {args.json}")
         if args.csv:
             print(f"# wrote {args.csv}")
-    del thread_level_name
     return 0
