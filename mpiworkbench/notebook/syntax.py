@@ -44,7 +44,8 @@ def show_code(path_or_text: str, language: str = "python") -> Any:
 
     from IPython.display import Markdown
 
-    text = Path(path_or_text).read_text() if Path(path_or_text).exists() else path_or_text
+    is_path = "\n" not in path_or_text and len(path_or_text) < 1024 and Path(path_or_text).is_file()
+    text = Path(path_or_text).read_text() if is_path else path_or_text
     return Markdown(f"```{language}\n{text.rstrip()}\n```")
 
 
@@ -109,7 +110,8 @@ def side_by_side_html(lesson: str, columns=None, report: dict[str, dict] | None 
 def summary_line(report: dict[str, dict]) -> str:
     """``c ok · mpi4py-obj ok · … · pypar —`` for a lesson's report."""
     marks = {"ok": "ok", "mismatch": "MISMATCH", "failed": "FAILED", "unsupported": "—", "skipped": "skip"}
-    return " · ".join(f"{c} {marks[r['status']]}" for c, r in report.items())
+    ordered = [c for c in COLUMNS if c in report] + [c for c in report if c not in COLUMNS]
+    return " · ".join(f"{c} {marks[report[c]['status']]}" for c in ordered)
 
 
 class SyntaxPanel:
