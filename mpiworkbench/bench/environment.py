@@ -132,7 +132,7 @@ def warnings(env: dict) -> list[str]:
     if load is not None and load > LOADED_CORES:
         out.append(
             f"loaded machine: other processes used {load:.2f} core(s) just before the run; "
-            "absolute times are inflated (2-3x seen here), compare ratios from one run only"
+            "absolute times are inflated (2-3x with one busy core here, far more with both), compare ratios from one run only"
         )
     return out
 
