@@ -16,7 +16,11 @@ from mpiworkbench.cli import _mpijob
 # Repeated here (not imported) so the CLI imports neither MPI nor numba;
 # tests/unit/test_wave_cli.py checks they match mpiworkbench.solvers.wave.
 KERNELS = ("numpy", "numba", "c")
-EXCHANGES = ("sendrecv", "nonblocking", "packed", "none", "numba-mpi")
+EXCHANGES = (
+    "sendrecv", "nonblocking", "packed", "none",
+    "backend:c", "backend:mpi4py-buf", "backend:mpi4py-obj", "backend:numba-mpi", "backend:mpi4jax",
+    "numba-mpi",
+)
 
 
 def _mesh(text: str) -> str:

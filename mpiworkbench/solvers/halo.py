@@ -18,6 +18,10 @@ Exchange variants (same numbers, different MPI):
     ``Irecv``/``Isend`` on subarray datatypes; :meth:`start` posts them and returns, so
     the caller can update the inner core while messages fly, then :meth:`finish` waits
     (thesis Figs. 6.6–6.7).
+``backend:<name>``
+    The ``packed`` pattern written with one backend of :mod:`mpiworkbench.backends`
+    (``c``, ``mpi4py-buf``, ``mpi4py-obj``, ``numba-mpi``, ``mpi4jax``): the same exchange
+    in every module, so the thesis's module comparison (Figs. 6.2–6.5) can be rerun.
 ``none``
     No exchange at all: the internal ghosts keep stale values. Wrong on purpose, to show
     in a notebook what a missed exchange looks like.
@@ -34,8 +38,24 @@ import numpy as np
 
 from mpiworkbench import mpi
 
+#: Backends of :mod:`mpiworkbench.backends` a halo exchange can be written with.
+BACKENDS = ("c", "mpi4py-buf", "mpi4py-obj", "numba-mpi", "mpi4jax")
 #: Exchange names this module implements, in the order a notebook lists them.
-EXCHANGES = ("sendrecv", "nonblocking", "packed", "none")
+EXCHANGES = ("sendrecv", "nonblocking", "packed", "none", *(f"backend:{b}" for b in BACKENDS))
+
+
+def _backend_over(cart, name: str):
+    """Backend *name* over *cart*; numba-mpi (COMM_WORLD only) gets the world when it is the same ranks."""
+    from mpiworkbench.backends import BackendUnavailableError, NotSupportedError, get_backend
+
+    MPI = mpi.MPI()
+    comm = cart
+    if name == "numba-mpi" and MPI.Group.Compare(cart.group, MPI.COMM_WORLD.group) == MPI.IDENT:
+        comm = MPI.COMM_WORLD  # same ranks in the same order (reorder=False), so Shift's ranks hold
+    try:
+        return get_backend(name, comm)
+    except (BackendUnavailableError, NotSupportedError) as exc:
+        raise ValueError(f"exchange 'backend:{name}' cannot run here: {exc}") from exc
 
 
 def face(local_shape: Sequence[int], axis: int, index: int) -> tuple[slice | int, ...]:
@@ -70,6 +90,8 @@ class HaloExchange:
     """
 
     def __init__(self, cart, local_shape: Sequence[int], method: str = "sendrecv") -> None:
+        self._types: list = []
+        self._backend = None
         if method not in EXCHANGES:
             raise ValueError(f"exchange must be one of {', '.join(EXCHANGES)}; got {method!r}")
         MPI = mpi.MPI()
@@ -86,14 +108,14 @@ class HaloExchange:
             n = self.local_shape[axis]
             self._messages.append((axis, n - 2, 0, hi, lo, 2 * axis))
             self._messages.append((axis, 1, n - 1, lo, hi, 2 * axis + 1))
-        self._types: list = []
         self._send_types = []
         self._recv_types = []
         if method in ("sendrecv", "nonblocking"):
             for axis, send_i, recv_i, _, _, _ in self._messages:
                 self._send_types.append(self._plane_type(MPI, axis, send_i))
                 self._recv_types.append(self._plane_type(MPI, axis, recv_i))
-        if method == "packed":
+        self._backend = _backend_over(cart, method.split(":", 1)[1]) if method.startswith("backend:") else None
+        if method == "packed" or self._backend is not None:
             self._send_bufs = []
             self._recv_bufs = []
             for axis, *_ in self._messages:
@@ -142,6 +164,15 @@ class HaloExchange:
                 if source != mpi.MPI().PROC_NULL:
                     u[face(self.local_shape, axis, recv_i)] = rbuf
             return None
+        if self._backend is not None:
+            be = self._backend
+            for i, (axis, send_i, recv_i, dest, source, tag) in enumerate(self._messages):
+                sbuf, rbuf = self._send_bufs[i], self._recv_bufs[i]
+                sbuf[...] = u[face(self.local_shape, axis, send_i)]
+                be.sendrecv(sbuf, dest, out=rbuf, source=source, sendtag=tag, recvtag=tag)
+                if source != be.PROC_NULL:
+                    u[face(self.local_shape, axis, recv_i)] = rbuf
+            return None
         # nonblocking: post every receive first, then every send
         requests = [
             self.cart.Irecv([u, 1, rt], source, tag)
@@ -159,10 +190,13 @@ class HaloExchange:
             mpi.MPI().Request.Waitall(handle)
 
     def free(self) -> None:
-        """Release the committed datatypes."""
+        """Release the committed datatypes and the backend."""
         for dtype in self._types:
             dtype.Free()
         self._types = []
+        if self._backend is not None:
+            self._backend.close()
+            self._backend = None
 
     def __del__(self) -> None:  # datatypes are cheap; free them when the solver goes
         try:

@@ -38,7 +38,8 @@ def _run(mesh=MESH, steps=STEPS, **kw):
 @pytest.mark.parametrize(
     "kernel,exchange",
     [("numpy", "sendrecv"), ("numpy", "nonblocking"), ("numpy", "packed"), ("c", "sendrecv"),
-     ("c", "nonblocking"), ("numba", "sendrecv"), ("numba", "numba-mpi")],
+     ("c", "nonblocking"), ("numba", "sendrecv"), ("numba", "numba-mpi"), ("c", "backend:c"),
+     ("numpy", "backend:mpi4py-buf"), ("numpy", "backend:mpi4py-obj"), ("numba", "backend:numba-mpi")],
 )
 def test_field_is_bitwise_equal_to_serial_for_every_kernel_and_exchange(kernel, exchange):
     reference = _serial_reference(kernel="numpy")
