@@ -8,9 +8,11 @@ import numpy as np
 
 
 def pingpong(comm, backend: str, n: int = 1000, repeats: int = 200, warmup: int = 20) -> float | None:
-    """Seconds per round trip of an *n*-element float64 array between ranks 0 and 1.
+    """Median seconds per round trip of an *n*-element float64 array between ranks 0 and 1.
 
-    Rank 0 returns the time; other ranks return ``None`` (ranks ≥ 2 sit this out).
+    Each round trip is timed on its own and the median kept: on a shared, oversubscribed
+    machine a descheduled rank stalls single round trips, which a mean would absorb.
+    Rank 0 returns the time; other ranks return ``None`` (ranks >= 2 sit this out).
     """
     from mpiworkbench.backends import get_backend
 
@@ -18,23 +20,23 @@ def pingpong(comm, backend: str, n: int = 1000, repeats: int = 200, warmup: int 
     if comm.size < 2:
         raise ValueError(f"a ping-pong needs 2 ranks; got {comm.size}")
     data, back = np.ones(n), np.empty(n)
-    start = 0.0
+    times = np.empty(repeats)
+    comm.Barrier()
     for i in range(warmup + repeats):
-        if i == warmup:
-            comm.Barrier()
-            start = be.wtime()
+        start = be.wtime()
         if comm.rank == 0:
             be.send(data, 1, tag=9)
             be.recv(back, 1, tag=9)
         elif comm.rank == 1:
             be.recv(back, 0, tag=9)
             be.send(back, 0, tag=9)
-    elapsed = be.wtime() - start
-    return elapsed / repeats if comm.rank == 0 else None
+        if i >= warmup:
+            times[i - warmup] = be.wtime() - start
+    return float(np.median(times)) if comm.rank == 0 else None
 
 
 def compare(comm, n: int = 1000, backends=("c", "mpi4py-buf", "mpi4py-obj", "numba-mpi"), repeats: int = 200) -> dict | None:
-    """Round-trip time per backend on rank 0, interleaved so drift hits all of them alike."""
+    """Median round-trip time per backend on rank 0, three interleaved rounds (best kept)."""
     times = {b: [] for b in backends}
     for _ in range(3):
         for b in backends:
