@@ -107,9 +107,7 @@ def _run_in_world(args: argparse.Namespace, spec) -> int:
         for p in failed:
             print(f"verification FAILED for {p['variant']} on {p['nranks']} rank(s): {p['verify']}", file=sys.stderr)
         if args.json == "-":
-            import json
-
-            print(json.dumps(analysis._jsonable(result.to_dict()), indent=2))
+            sys.stdout.write(analysis.to_json(result))
         elif args.json:
             analysis.save(result, args.json)
         return 1 if failed else 0

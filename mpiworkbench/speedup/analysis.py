@@ -125,12 +125,17 @@ class SpeedupResult:
         return result
 
 
+def to_json(result: SpeedupResult) -> str:
+    """*result* as JSON text (non-finite numbers become ``null``)."""
+    return json.dumps(_jsonable(result.to_dict()), indent=2) + "\n"
+
+
 def save(result: SpeedupResult, path: str | Path) -> Path:
     """Write *result* as JSON (atomically) and return the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(_jsonable(result.to_dict()), indent=2) + "\n")
+    tmp.write_text(to_json(result))
     tmp.replace(path)
     return path
 

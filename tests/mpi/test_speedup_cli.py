@@ -1,0 +1,36 @@
+"""`mpiworkbench speedup …` inside an existing MPI world: runs every point, writes the JSON on rank 0."""
+
+import json
+import os
+import tempfile
+
+from mpi4py import MPI
+
+from mpiworkbench.cli import main
+
+COMM = MPI.COMM_WORLD
+
+
+def shared_tmpdir():
+    return COMM.bcast(tempfile.mkdtemp() if COMM.rank == 0 else None, root=0)
+
+
+def test_wave_speedup_writes_times_speedups_and_efficiencies():
+    path = os.path.join(shared_tmpdir(), "out.json")
+    counts = ",".join(str(n) for n in range(1, COMM.size + 1))
+    code = main(["speedup", "wave", "--np", counts, "--mesh", "9", "--steps", "2", "--repeats", "2", "--json", path])
+    assert code == 0
+    COMM.Barrier()
+    if COMM.rank == 0:
+        data = json.loads(open(path).read())
+        assert [p["nranks"] for p in data["points"]] == list(range(1, COMM.size + 1))
+        for p in data["points"]:
+            assert len(p["times"]) == 2 and p["median"] > 0
+            assert p["speedup"] > 0 and p["efficiency"] > 0
+            assert p["verify"]["ok"]
+
+
+def test_more_ranks_than_the_world_is_an_error_on_every_rank(capsys):
+    code = main(["speedup", "inner", "--np", str(COMM.size + 1), "--n", "100"])
+    assert code == 2
+    assert f"this MPI world has {COMM.size}" in capsys.readouterr().err
