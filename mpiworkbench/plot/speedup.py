@@ -108,7 +108,7 @@ def scaling_figure(
     ax_e.set_ylim(0, max(1.15, max((p["efficiency"] for r in results for p in r.points), default=1) * 1.1))
     ax_e.set_ylabel("parallel efficiency")
     ax_e.set_title("Efficiency")
-    ax_s.legend(fontsize=7, loc="upper left")
+    ax_s.legend(fontsize=7, loc="best")
     if any(p.get("oversubscribed") for r in results for p in r.points):
         ax_e.text(
             0.02, 0.02, "hollow markers: oversubscribed points", transform=ax_e.transAxes, fontsize=7, color="#8c510a"
