@@ -227,7 +227,9 @@ class WavePanel:
             self.refresh()
         except Exception as exc:  # noqa: BLE001 - shown in the panel; the thread must not die silently
             self._show_error(exc)
-        finally:
+        if self._playing.is_set():  # Play was pressed while these steps ran: keep the lock, play on
+            self._play_loop()
+        else:
             self._busy.release()
 
     def _play_loop(self) -> None:
