@@ -135,7 +135,8 @@ def _summarise(lesson: str, column: str, per_rank: list[dict[str, Any]], size: i
     report["results"] = [r.get("result") for r in per_rank]
     report["expected"] = [None if (e := lessons.expected(lesson, rank, size)) is None else e.tolist()
                           for rank in range(size)]
-    report["file"] = str(lessons.snippet_path(lesson, column).relative_to(lessons.SNIPPETS.parent.parent))
+    path = lessons.snippet_path(lesson, column)
+    report["file"] = str(path.relative_to(lessons.SNIPPETS.parent.parent)) if path.exists() else None
     return report
 
 

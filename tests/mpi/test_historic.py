@@ -74,7 +74,8 @@ def test_scientific_receive_tuple_and_share():
 def test_mympi_counts_and_types():
     with bind(COMM):
         comm = mympi.MPI_COMM_WORLD
+        # every rank passes its buffer to mpi_reduce, so every rank refuses the bad count
         with pytest.raises(ValueError, match="count 5 is larger"):
-            mympi.mpi_bcast(np.zeros(3), 5, mympi.MPI_DOUBLE, 0, comm)
+            mympi.mpi_reduce(np.zeros(3), 5, mympi.MPI_DOUBLE, mympi.MPI_SUM, 0, comm)
         got = mympi.mpi_bcast(np.arange(3) if mympi.mpi_comm_rank(comm) == 0 else None, 3, mympi.MPI_INT, 0, comm)
         assert got.dtype == np.int32 and got.tolist() == [0, 1, 2]
