@@ -55,8 +55,12 @@ class NumpyUpdate:
         (i0, i1), (j0, j1), (k0, k1) = box
         if i1 <= i0 or j1 <= j0 or k1 <= k0:
             return
-        cx2, cy2, cz2, center = self.coeffs
         _, ny, nz = u.shape
+        if 2 * (j1 - j0) * (k1 - k0) < ny * nz:
+            # a thin box (a shell face of the overlapped update): whole planes would waste work
+            self._strided(un, u, uo, box)
+            return
+        cx2, cy2, cz2, center = self.coeffs
         sx, sy = ny * nz, nz  # flat strides of the x and y neighbours
         uf, of = u.reshape(-1), uo.reshape(-1)  # views: the arrays are C-contiguous
         for a in range(i0, i1, self.slab):
@@ -75,6 +79,17 @@ class NumpyUpdate:
             t1 += t2
             np.subtract(t1, of[s:e], out=t1)
             un[a:b, j0:j1, k0:k1] = t1.reshape(b - a, ny, nz)[:, j0:j1, k0:k1]
+
+    def _strided(self, un: np.ndarray, u: np.ndarray, uo: np.ndarray, box: Box) -> None:
+        """The same expression on 3-D views of the box (fine for thin boxes)."""
+        (i0, i1), (j0, j1), (k0, k1) = box
+        cx2, cy2, cz2, center = self.coeffs
+        I, J, K = slice(i0, i1), slice(j0, j1), slice(k0, k1)
+        t = cx2 * (u[i0 - 1 : i1 - 1, J, K] + u[i0 + 1 : i1 + 1, J, K])
+        t = t + cy2 * (u[I, j0 - 1 : j1 - 1, K] + u[I, j0 + 1 : j1 + 1, K])
+        t = t + cz2 * (u[I, J, k0 - 1 : k1 - 1] + u[I, J, k0 + 1 : k1 + 1])
+        t = t + center * u[I, J, K]
+        np.subtract(t, uo[I, J, K], out=un[I, J, K])
 
 
 _numba_funcs: dict[str, object] = {}

@@ -96,3 +96,17 @@ def test_exact_solution_satisfies_the_initial_and_boundary_conditions():
         d = 1e-6
         fd = (exact_solution(combo[0] + (d if combo[0] == 0 else -d), 0.3, 0.4, 0.2) - exact_solution(combo[0], 0.3, 0.4, 0.2)) / d
         assert abs(fd) < 1e-4  # du/dn = 0 on x = 0 and x = 1
+
+
+@pytest.mark.parametrize("kernel", ["numpy", "numba", "c"])
+def test_core_and_shell_update_equals_the_whole_update(kernel):
+    shape = (9, 8, 10)
+    u, uo = _fields(shape, 2)
+    update = wave_kernels.make_update(kernel, shape, COEFFS)
+    whole = np.zeros(shape)
+    update(whole, u, uo, wave_kernels.interior_box(shape))
+    pieces = np.zeros(shape)
+    core, shell = wave_kernels.core_and_shell(shape)
+    for box in [core, *shell]:
+        update(pieces, u, uo, box)
+    np.testing.assert_array_equal(pieces, whole)
