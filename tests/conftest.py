@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import os
 import tempfile
+import uuid
+
+# Every process this test run starts inherits the marker, so leftovers (even orphans
+# re-parented to init) can be found machine-wide: tests/process_tree.py.
+os.environ.setdefault("MPIWORKBENCH_TEST_RUN", uuid.uuid4().hex)
 
 # Tests must not write into the user's ~/.ipython (cluster files, profiles); the C build
 # cache is shared between runs on purpose (compiling is slow, results are hash-keyed).

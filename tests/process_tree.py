@@ -5,57 +5,41 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from mpiworkbench.session.processes import alive, cmdline, descendants as _descendants
+
+
+def descendants(pid: int | None = None) -> list[int]:
+    return _descendants(os.getpid() if pid is None else pid)
+
 #: Command-line fragments of the processes a cluster or a lab server consists of.
 CLUSTER_PARTS = ("ipengine", "ipcontroller", "ipyparallel.engine", "ipyparallel.controller",
                  "ipyparallel.cluster", "mpiexec", "hydra_pmi_proxy", "jupyter", "jupyterlab",
                  "ipykernel", "chromium", "chrome")
 
 
-def _children_map() -> dict[int, list[int]]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # the command name may contain spaces and parentheses: split after the last ')'
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    return children
-
-
-def cmdline(pid: int) -> str:
+def _marked(pid: int, marker: str) -> bool:
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        return marker.encode() in Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:
-        return ""
+        return False
 
 
-def descendants(pid: int | None = None) -> list[int]:
-    pid = os.getpid() if pid is None else pid
-    children = _children_map()
-    found, stack = [], list(children.get(pid, []))
-    while stack:
-        child = stack.pop()
-        found.append(child)
-        stack.extend(children.get(child, []))
-    return found
+def leftover_cluster_processes(exclude: tuple[int, ...] = ()) -> list[str]:
+    """Live processes this test run started that look like clusters, servers or browsers.
 
-
-def leftover_cluster_processes(pid: int | None = None) -> list[str]:
-    """Descendants of *pid* that look like engines, controllers, mpiexec, servers or browsers."""
+    "Started by this run" means: the ``MPIWORKBENCH_TEST_RUN`` marker (set in
+    ``tests/conftest.py``) is in its environment. Orphans re-parented to init are found
+    too, which a walk down from the test process would miss.
+    """
+    marker = "MPIWORKBENCH_TEST_RUN=" + os.environ["MPIWORKBENCH_TEST_RUN"]
     leftovers = []
-    for child in descendants(pid):
-        line = cmdline(child)
-        if line and any(part in line for part in CLUSTER_PARTS):
-            try:
-                state = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                continue
-            if state != "Z":  # a zombie is already dead, waiting to be reaped
-                leftovers.append(f"{child}: {line}")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) in (os.getpid(), *exclude):
+            continue
+        pid = int(entry.name)
+        line = cmdline(pid)
+        if line and any(part in line for part in CLUSTER_PARTS) and alive(pid) and _marked(pid, marker):
+            leftovers.append(f"{pid}: {line}")
     return leftovers
 
 

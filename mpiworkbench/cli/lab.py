@@ -33,6 +33,8 @@ def lab_command(notebook_dir: Path, ip: str, port: int, no_browser: bool) -> lis
     ]
     if no_browser:
         cmd.append("--no-browser")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")  # containers and CI machines often run as root
     return cmd
 
 

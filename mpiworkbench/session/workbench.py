@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import time
 import uuid
 from typing import Any, Callable
@@ -121,6 +124,7 @@ class Workbench:
         self.view = None
         self.ranks: dict[int, int] = {}
         self._magics = None
+        self._watchdog = None
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -158,12 +162,29 @@ class Workbench:
         )
         try:
             self.cluster.start_cluster_sync()
+            self._start_watchdog()
             self.client = self.cluster.connect_client_sync()
             self._connect_engines()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _start_watchdog(self) -> None:
+        # stops the cluster if this process dies without running atexit (a killed kernel)
+        self._watchdog = subprocess.Popen(
+            [sys.executable, "-m", "mpiworkbench.session.watchdog", str(os.getpid()), self.cluster.cluster_file],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    def _stop_watchdog(self) -> None:
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None and watchdog.poll() is None:
+            watchdog.terminate()
+            watchdog.wait(timeout=10)
 
     def _connect_engines(self) -> None:
         self.client.wait_for_engines(self.n, timeout=self.cluster.engine_timeout)
@@ -182,6 +203,7 @@ class Workbench:
         cluster, client = self.cluster, self.client
         self.cluster = self.client = self.view = None
         self.ranks = {}
+        self._stop_watchdog()
         if client is not None:
             client.close()
         if cluster is not None:

@@ -1,0 +1,55 @@
+"""Stop a workbench's cluster when the process that started it dies, however it dies.
+
+ipyparallel stops a cluster at interpreter exit (``atexit``), which never runs when a
+kernel is killed (SIGKILL, an out-of-memory kill, a crashed server): its controller and
+MPI engines would run on for ever. Each :class:`~mpiworkbench.Workbench` therefore starts
+this small process::
+
+    python -m mpiworkbench.session.watchdog PARENT_PID CLUSTER_FILE
+
+It sleeps until PARENT_PID exits, then ends the controller and engine sets recorded in
+ipyparallel's cluster file (kept current across restarts) and removes the file. A
+workbench that stops normally terminates its watchdog first.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from pathlib import Path
+
+from mpiworkbench.session.processes import end_trees, wait_for_exit
+
+
+def cluster_pids(cluster_file: Path) -> list[int]:
+    """Controller and ``mpiexec`` pids recorded in an ipyparallel cluster file."""
+    try:
+        data = json.loads(cluster_file.read_text())
+    except (OSError, ValueError):
+        return []
+    pids = []
+    for engine_set in (data.get("engines") or {}).get("sets", {}).values():
+        if engine_set.get("pid"):
+            pids.append(int(engine_set["pid"]))
+    controller = (data.get("controller") or {}).get("state") or {}
+    if controller.get("pid"):
+        pids.append(int(controller["pid"]))
+    return pids
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parent, cluster_file = int(argv[0]), Path(argv[1])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a ^C in the terminal is the parent's business
+    wait_for_exit(parent)
+    end_trees(cluster_pids(cluster_file))  # engines first (listed first), then the controller
+    try:
+        cluster_file.unlink()
+    except OSError:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

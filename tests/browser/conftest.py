@@ -1,0 +1,205 @@
+"""The browser tier: JupyterLab on loopback, driven in Debian's Chromium by Playwright.
+
+Fixtures
+--------
+lab_server
+    A JupyterLab server (session-scoped) serving a scratch copy of ``notebooks/`` on
+    127.0.0.1, stopped (and its kernels with it) at the end.
+page
+    A fresh Chromium page (headless); ``open_notebook(page, lab_server, name)`` opens a
+    notebook and ``run_cells(page, k)`` runs the next *k* cells with Shift+Enter.
+Screenshots go to ``test-artifacts/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "test-artifacts"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+@dataclass
+class LabServer:
+    url: str
+    token: str
+    root: Path
+    process: subprocess.Popen
+
+    def notebook_url(self, name: str) -> str:
+        return f"{self.url}/lab/tree/{name}?token={self.token}"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_http(url: str, timeout: float, process: subprocess.Popen) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"JupyterLab exited early with code {process.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)  # polling a condition (the port answering), not a fixed wait
+    raise TimeoutError(f"JupyterLab did not answer at {url} within {timeout} s")
+
+
+@pytest.fixture(scope="session")
+def lab_server(tmp_path_factory):
+    if shutil.which("chromium") is None:
+        pytest.fail("Debian's chromium is needed for the browser tier: apt-get install chromium")
+    root = tmp_path_factory.mktemp("lab")
+    for nb in (REPO / "notebooks").glob("*.ipynb"):
+        shutil.copy(nb, root / nb.name)
+    port, token = _free_port(), secrets.token_hex(16)
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env["MPIWORKBENCH_SMALL"] = "1"
+    # no "news" pop-up over the page, no update checks (there is no network here anyway)
+    settings = root / ".lab-settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false", "checkForUpdates": false}')
+    env["JUPYTERLAB_SETTINGS_DIR"] = str(root / ".lab-settings")
+    log = open(root / "jupyterlab.log", "w")  # noqa: SIM115 - closed in the finalizer
+    process = subprocess.Popen(
+        [
+            sys.executable, "-m", "jupyterlab", "--no-browser",
+            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+            "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            *(["--allow-root"] if os.geteuid() == 0 else []),
+        ],
+        env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    server = LabServer(f"http://127.0.0.1:{port}", token, root, process)
+    try:
+        _wait_for_http(f"{server.url}/api/status?token={token}", 120, process)
+        yield server
+    finally:
+        process.send_signal(signal.SIGINT)  # Jupyter's clean shutdown: kernels first
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGINT)  # jupyter asks to confirm; a second ^C forces it
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        log.close()
+
+
+@pytest.fixture
+def page(lab_server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=shutil.which("chromium"), headless=True, args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        pg = context.new_page()
+        pg.set_default_timeout(60_000)
+        try:
+            yield pg
+        finally:
+            context.close()
+            browser.close()
+
+
+def write_notebook(server: LabServer, name: str, cells: list[str]) -> str:
+    """Write a notebook of code *cells* into the server's root and return its name."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nbformat.write(nb, server.root / name)
+    return name
+
+
+def open_notebook(page, server: LabServer, name: str) -> None:
+    page.goto(server.notebook_url(name))
+    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=120_000)
+    # the kernel must be connected and idle before we run cells, or runs are dropped
+    page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=120_000)
+    page.locator(".jp-NotebookPanel .jp-Cell").first.click()
+    page.keyboard.press("Escape")  # command mode on the first cell
+
+
+_ACTIVE_INDEX = """() => Array.from(document.querySelectorAll('.jp-NotebookPanel .jp-Cell'))
+    .findIndex(c => c.classList.contains('jp-mod-active'))"""
+
+_CELL_DONE = r"""([index]) => {
+    const cells = Array.from(document.querySelectorAll('.jp-NotebookPanel .jp-Cell'));
+    const cell = cells[index];
+    if (!cell || !cell.classList.contains('jp-CodeCell')) return true;
+    const prompt = cell.querySelector('.jp-InputPrompt');
+    return prompt && /\[\d+\]/.test(prompt.textContent);
+}"""
+
+
+def run_cells(page, count: int, timeout_ms: int = 300_000) -> None:
+    """Run the next *count* cells one by one, each to completion (Shift+Enter, then wait)."""
+    for _ in range(count):
+        index = page.evaluate(_ACTIVE_INDEX)
+        page.keyboard.press("Shift+Enter")
+        page.wait_for_function(_CELL_DONE, arg=[index], timeout=timeout_ms)
+
+
+def wait_idle(page, timeout_ms: int = 300_000) -> None:
+    """Wait until the kernel has run everything queued."""
+    page.wait_for_function(
+        """() => {
+            const cells = document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt');
+            return Array.from(cells).every(p => !p.textContent.includes('*'));
+        }""",
+        timeout=timeout_ms,
+    )
+
+
+def screenshot(page, name: str) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / name
+    page.screenshot(path=str(path), full_page=False)
+    return path
+
+
+def kernel_sessions(server: LabServer) -> list[dict]:
+    with urllib.request.urlopen(f"{server.url}/api/sessions?token={server.token}", timeout=10) as r:
+        return json.load(r)
+
+
+def shutdown_kernels(server: LabServer) -> None:
+    """Shut every kernel down through the REST API (its atexit stops its cluster)."""
+    for session in kernel_sessions(server):
+        request = urllib.request.Request(
+            f"{server.url}/api/sessions/{session['id']}?token={server.token}", method="DELETE"
+        )
+        urllib.request.urlopen(request, timeout=60).close()

@@ -1,0 +1,76 @@
+"""00_start_here.ipynb in real Chromium: rank output and the control panel on the page."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from tests.browser.conftest import open_notebook, run_cells, screenshot, shutdown_kernels, wait_idle
+from tests.process_tree import leftover_cluster_processes
+
+#: Cells of 00_start_here.ipynb up to and including the gathered plot.
+CELLS_THROUGH_PLOT = 11
+
+
+def _button(scope, label: str):
+    """A widget button by its exact label (its icon adds no text)."""
+    return scope.locator("button").filter(has_text=re.compile(rf"^\s*{label}\s*$"))
+
+
+def _wait_no_cluster_left(server_pid: int, timeout: float = 60) -> list[str]:
+    deadline = time.monotonic() + timeout
+    leftovers = leftover_cluster_processes(exclude=(server_pid,))
+    while leftovers and time.monotonic() < deadline:
+        time.sleep(0.2)  # polling the condition "processes gone"
+        leftovers = leftover_cluster_processes(exclude=(server_pid,))
+    return leftovers
+
+
+def test_start_here_runs_in_the_browser(page, lab_server):
+    open_notebook(page, lab_server, "00_start_here.ipynb")
+    run_cells(page, CELLS_THROUGH_PLOT)
+    outputs = page.locator(".jp-NotebookPanel .jp-OutputArea-output")
+    try:
+        for rank in (0, 1):
+            outputs.filter(has_text=f"Hello, world! I'm process {rank} of 2.").first.wait_for(timeout=300_000)
+        page.locator(".jp-NotebookPanel .jp-OutputArea-output img").first.wait_for(timeout=300_000)
+        wait_idle(page)
+    except Exception:
+        screenshot(page, "00_start_here-failure.png")
+        print("outputs on the page:", outputs.all_inner_texts())
+        raise
+
+    panel = page.locator(".mpiwb-control-panel")
+    panel.wait_for(state="visible")
+    assert panel.locator(".mpiwb-state").inner_text() == "running"
+    assert panel.locator("table.mpiwb-ranks tr").count() == 3  # header + 2 ranks
+    assert "MPICH" in panel.inner_text()
+    for label in ("Start", "Restart", "Stop"):
+        assert _button(panel, label).count() == 1
+    assert _button(panel, "Start").is_disabled()
+
+    # the Restart button gives a fresh MPI world: new engine processes, same ranks
+    pid_cell = panel.locator("table.mpiwb-ranks tr").nth(1).locator("td").nth(3)
+    old_pid = pid_cell.inner_text()
+    _button(panel, "Restart").click()
+    page.wait_for_function(
+        """([old]) => {
+            const cell = document.querySelector('.mpiwb-control-panel table.mpiwb-ranks tr:nth-child(2) td:nth-child(4)');
+            return cell && cell.textContent !== old;
+        }""",
+        arg=[old_pid],
+        timeout=120_000,
+    )
+    assert panel.locator(".mpiwb-state").inner_text() == "running"
+    assert page.locator(".jp-NotebookPanel .jp-OutputArea-output img").count() >= 1  # the gathered plot
+
+    panel.scroll_into_view_if_needed()
+    shot = screenshot(page, "00_start_here.png")
+    assert shot.stat().st_size > 10_000
+
+
+def test_kernel_shutdown_leaves_no_cluster(lab_server):
+    """Shutting kernels down (or killing them) must take their clusters with them."""
+    shutdown_kernels(lab_server)
+    leftovers = _wait_no_cluster_left(lab_server.process.pid)
+    assert leftovers == [], "\n".join(leftovers)
