@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -44,5 +45,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (ValueError, FileNotFoundError, NotImplementedError) as exc:
-        print(f"mpiworkbench {args.command}: error: {exc}", file=sys.stderr)
+        # Bad input raises on every rank (no hang); saying so once is enough.
+        if _launcher_rank() == 0:
+            print(f"mpiworkbench {args.command}: error: {exc}", file=sys.stderr)
         return 2
+
+
+def _launcher_rank() -> int:
+    """This process's rank as the MPI launcher numbered it (0 outside mpiexec), without MPI."""
+    for var in ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK"):
+        if var in os.environ:
+            try:
+                return int(os.environ[var])
+            except ValueError:
+                return 0
+    return 0

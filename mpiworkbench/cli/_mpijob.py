@@ -34,6 +34,8 @@ def add_mpi_arguments(parser: argparse.ArgumentParser, default_np: int | None = 
 
 def run(args: argparse.Namespace, body: Callable[[Any], int | None]) -> int:
     """Run ``body(comm)`` on every rank, launching ``mpiexec`` first when needed."""
+    if args.np is not None and args.np < 1:
+        raise ValueError(f"--np must be at least 1; got {args.np}")
     if launch.needs_launch(args.np):
         return launch.run_under_mpiexec(args.np, args.argv, timeout_s=args.timeout)
     comm = mpi.world()

@@ -11,6 +11,7 @@ import uuid
 from typing import Any, Callable
 
 from mpiworkbench import info
+from mpiworkbench.launch import rank_environment
 from mpiworkbench.session.waiting import wait_ranks
 
 #: Seconds an execution may take before the workbench reports it as hung.
@@ -146,6 +147,7 @@ class Workbench:
         # The mpiexec that belongs to this Python's mpi4py (the venv's, from the mpich wheel),
         # even when the venv's bin/ is not on PATH (a kernel started by a system Jupyter).
         config.MPILauncher.mpi_cmd = [find_mpiexec()]
+        config.MPIEngineSetLauncher.environment = rank_environment()
         self.cluster = ipp.Cluster(
             config=config,
             engines="mpi",

@@ -9,15 +9,29 @@ from __future__ import annotations
 import pytest
 
 
+@pytest.hookimpl(trylast=True)  # after the terminal reporter is registered
 def pytest_configure(config: pytest.Config) -> None:
     from mpi4py import MPI
 
     rank = MPI.COMM_WORLD.rank
     config.addinivalue_line("markers", "mpi_min(n): needs at least n ranks")
     if rank > 0:
-        config.option.verbose = -2
-        config.option.tbstyle = "short"
-        config.option.reportchars = "fE"
+        # silence this rank's progress dots; report only its failures, prefixed by rank
+        reporter = config.pluginmanager.getplugin("terminalreporter")
+        if reporter is not None:
+            config.pluginmanager.unregister(reporter)
+        config.pluginmanager.register(_RankFailureReporter(rank), "mpi-rank-failures")
+
+
+class _RankFailureReporter:
+    def __init__(self, rank: int):
+        self.rank = rank
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed:
+            import sys
+
+            print(f"[rank {self.rank}] FAILED {report.nodeid} ({report.when})\n{report.longreprtext}", file=sys.stderr, flush=True)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

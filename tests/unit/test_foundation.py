@@ -1,0 +1,139 @@
+"""The foundation without MPI: imports, CLI wiring, profiles, reports, panel HTML."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import mpiworkbench
+from mpiworkbench.cli import build_parser, main
+from mpiworkbench.cli.lab import lab_command
+from mpiworkbench.launch import mpiexec_command
+from mpiworkbench.session.errors import ExecutionTimeout, RankFailure, RankStatus
+from mpiworkbench.session.panel import status_html
+from mpiworkbench.session.profile import create_profile
+
+
+def _modules_after_import(statement: str) -> set[str]:
+    code = f"import sys; {statement}; print(' '.join(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return set(out.split())
+
+
+def test_importing_the_package_needs_neither_mpi_nor_ipyparallel():
+    loaded = _modules_after_import("import mpiworkbench")
+    assert not {"mpi4py", "ipyparallel", "IPython"} & loaded
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "mpiworkbench.mpi",
+        "mpiworkbench.remote",
+        "mpiworkbench.info",
+        "mpiworkbench.backends",
+        "mpiworkbench.bench",
+        "mpiworkbench.solvers.wave",
+        "mpiworkbench.solvers.cg",
+        "mpiworkbench.speedup",
+    ],
+)
+def test_engine_side_core_never_imports_ipyparallel_or_ipython(module):
+    loaded = _modules_after_import(f"import {module}")
+    assert not {"ipyparallel", "IPython"} & loaded, module
+
+
+def test_version_flag(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"mpiworkbench {mpiworkbench.__version__}"
+
+
+def test_every_command_is_registered():
+    choices = build_parser()._subparsers._group_actions[0].choices
+    assert {"info", "lab", "profile", "syntax", "bench", "wave", "cg", "speedup"} <= set(choices)
+
+
+def test_lab_listens_on_loopback_by_default(tmp_path):
+    args = build_parser().parse_args(["lab"])
+    assert args.ip == "127.0.0.1"
+    cmd = lab_command(tmp_path, args.ip, args.port, no_browser=True)
+    assert "--ServerApp.ip=127.0.0.1" in cmd and f"--ServerApp.root_dir={tmp_path}" in cmd
+
+
+def test_mpiexec_command_runs_the_cli_under_mpi4py():
+    cmd = mpiexec_command(3, ["wave", "--mesh", "17"])
+    assert cmd[1:3] == ["-n", "3"]
+    assert cmd[3:] == [sys.executable, "-m", "mpi4py", "-m", "mpiworkbench", "wave", "--mesh", "17"]
+
+
+def test_profile_files(tmp_path):
+    profile = create_profile("teach", ipython_dir_=tmp_path)
+    assert profile == tmp_path / "profile_teach"
+    cluster = (profile / "ipcluster_config.py").read_text()
+    assert 'engine_launcher_class = "mpi"' in cluster and "mpi_cmd" in cluster
+    assert "c.IPController.ip = '127.0.0.1'" in (profile / "ipcontroller_config.py").read_text()
+    assert "use_mpi = True" in (profile / "ipengine_config.py").read_text()
+
+
+def test_profile_rejects_unknown_launcher(tmp_path):
+    with pytest.raises(ValueError, match="unknown launcher 'pbs-pro'; available: mpi"):
+        create_profile("x", launcher="pbs-pro", ipython_dir_=tmp_path)
+
+
+def test_profile_command(tmp_path, capsys):
+    assert main(["profile", "create", "--name", "demo", "--ipython-dir", str(tmp_path)]) == 0
+    assert "ipcluster start -n 2 --profile=demo" in capsys.readouterr().out
+    assert (tmp_path / "profile_demo" / "ipcluster_config.py").exists()
+
+
+def test_timeout_report_names_ranks_and_the_way_out():
+    report = ExecutionTimeout(
+        [
+            RankStatus(1, 5, "running"),
+            RankStatus(0, 4, "failed", "ValueError: bad", ["Traceback ...", "ValueError: bad"]),
+        ],
+        detail="(waited 2.0 s)",
+    )
+    text = str(report)
+    assert report.failed == [0] and report.running == [1]
+    assert text.index("rank 0") < text.index("rank 1")  # rank order, whatever the engine ids
+    assert "rank 0 (engine 4): failed with ValueError: bad" in text
+    assert "wb.restart()" in text and "collective" in text
+    rendered = report._render_traceback_()
+    assert rendered[0].startswith("ExecutionTimeout:") and "--- rank 0 ---" in rendered
+
+
+def test_slow_but_healthy_timeout_suggests_raising_the_limit():
+    text = str(ExecutionTimeout([RankStatus(0, 0, "running")]))
+    assert "wb.timeout" in text
+
+
+def test_failure_report():
+    failure = RankFailure([RankStatus(0, 0, "ok"), RankStatus(1, 1, "failed", "KeyError: 'x'")])
+    assert failure.failed == [1] and failure.running == []
+    assert "rank 1 (engine 1): failed with KeyError: 'x'" in str(failure)
+
+
+def test_panel_html_lists_ranks_and_flags_oversubscription():
+    ranks = [{"rank": r, "host": "h<1>", "pid": 100 + r, "thread_level": "multiple"} for r in range(3)]
+    env = {"library": "MPICH 5", "mpi_standard": "5.0", "packages": {"mpi4py": "4.1"}, "thread_level": "multiple",
+           "cores": 2, "np": 3, "oversubscribed": True}
+    html = status_html("running", ranks, env, {0: 7, 1: 8, 2: 9})
+    assert html.count("<tr>") == 4 and "<td>7</td><td>0</td>" in html
+    assert "h&lt;1&gt;" in html and "oversubscribed" in html
+
+
+def test_workbench_validates_before_starting_anything():
+    from mpiworkbench import Workbench
+
+    with pytest.raises(ValueError, match="exceeds the .* cores"):
+        Workbench(n=10_000)
+    wb = Workbench(n=1)
+    assert wb.state == "stopped" and wb.cluster_id.startswith("mpiwb-")
+    assert Workbench(n=1).cluster_id != wb.cluster_id  # two notebooks never share engines
+    with pytest.raises(RuntimeError, match="call wb.start"):
+        wb.run(print)
