@@ -209,6 +209,9 @@ class Workbench:
         if client is not None:
             client.close()
         if cluster is not None:
+            # mpiexec ends with a non-zero code when its engines are terminated, which
+            # ipyparallel logs as a warning with the engines' whole log: expected, so quiet.
+            cluster.log.setLevel(max(self.log_level, logging.ERROR))
             # Engines first, then the controller: stopped together (ipyparallel's
             # stop_cluster), engines lose the hub mid-shutdown and take ~3 s longer to exit.
             cluster.stop_engines_sync()
@@ -230,7 +233,12 @@ class Workbench:
             self.client.send_signal("SIGKILL", targets=list(self.ranks), block=True)
         except Exception:  # noqa: BLE001 - engines already gone: nothing to kill
             pass
-        self.cluster.stop_engines_sync()
+        level = self.cluster.log.level
+        self.cluster.log.setLevel(max(self.log_level, logging.ERROR))  # the kill is expected
+        try:
+            self.cluster.stop_engines_sync()
+        finally:
+            self.cluster.log.setLevel(level)
         _wait_until(lambda: not self.client.ids, timeout=30, what="the old engines to unregister")
         self.cluster.start_engines_sync(self.n)
         self._connect_engines()
