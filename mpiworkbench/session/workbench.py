@@ -330,6 +330,18 @@ class Workbench:
 
         return CGHandle(self, **kwargs)
 
+    def speedup(self, experiment: str = "inner"):
+        """The speedup-experiment panel on this cluster (its ``.widget`` is what to display)."""
+        from mpiworkbench.notebook.speedup import SpeedupPanel
+
+        return SpeedupPanel(self, experiment=experiment)
+
+    def bench(self, benchmark: str = "pingpong", **kwargs: Any):
+        """The micro-benchmark panel on this cluster (its ``.widget`` is what to display)."""
+        from mpiworkbench.notebook.bench import BenchPanel
+
+        return BenchPanel(self, benchmark=benchmark, **kwargs)
+
 
 class RemoteObject:
     """A handle on an object that lives on every engine (built by :meth:`Workbench.create`)."""
