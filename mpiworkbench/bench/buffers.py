@@ -2,9 +2,19 @@
 
 Research note §6.6/§8.2: NumPy ``madvise``s large arrays for transparent huge pages while a
 naive C ``posix_memalign`` does not, which made "Python beat C" at ≥ 1 MiB. So every
-backend, C included, times the *same* NumPy-allocated buffers: 2 MiB-aligned and advised
-``MADV_HUGEPAGE`` when they are at least 2 MiB, 4 KiB-aligned otherwise, and touched
-before any timing (first-touch page faults stay out of the timed region).
+backend, C included, times the *same* NumPy-allocated buffers, touched before any timing
+(first-touch page faults stay out of the timed region).
+
+Huge pages where NumPy gets them: NumPy advises ``MADV_HUGEPAGE`` for allocations of at
+least 4 MiB (:data:`NUMPY_HUGEPAGE_THRESHOLD`, checked in ``/proc/self/smaps`` on this
+machine: 3 MiB arrays get none, 4 MiB arrays get huge pages), so buffers of at least
+4 MiB are 2 MiB-aligned and advised, smaller ones 4 KiB-aligned and not advised.
+
+The buffers are allocated **per message size** (:meth:`Buffers.for_size`), like
+``mpi4py.bench`` and an OSU run that stops at that size: a number measured at 1 MiB must
+not depend on whether the sweep went on to 8 MiB. (An earlier version sized one buffer
+for the largest message, so a 1 MiB message in an 8 MiB sweep sat on huge pages and ran
+2-3× faster than the same message in ``mpi4py.bench`` or a bare C loop.)
 """
 
 from __future__ import annotations
@@ -18,6 +28,8 @@ import numpy as np
 
 HUGE_PAGE = 2 * 1024 * 1024
 PAGE = 4096
+#: NumPy (``_npy_alloc_cache``/``default_malloc``) advises huge pages from this many bytes on.
+NUMPY_HUGEPAGE_THRESHOLD = 4 * 1024 * 1024
 _MADV_HUGEPAGE = 14
 
 
@@ -34,7 +46,7 @@ def _madvise_hugepage(array: np.ndarray) -> bool:
 
 def aligned_bytes(nbytes: int) -> tuple[np.ndarray, bool]:
     """A touched uint8 array of *nbytes*, aligned as described above; (array, huge pages advised)."""
-    align = HUGE_PAGE if nbytes >= HUGE_PAGE else PAGE
+    align = HUGE_PAGE if nbytes >= NUMPY_HUGEPAGE_THRESHOLD else PAGE
     raw = np.empty(nbytes + align, dtype=np.uint8)
     offset = (-raw.ctypes.data) % align
     array = raw[offset:offset + nbytes]
@@ -57,6 +69,11 @@ class Buffers:
     huge_pages: bool
 
     @classmethod
+    def for_size(cls, size: int, nprocs: int) -> "Buffers":
+        """Buffers for messages of *size* bytes (the allocation a sweep uses at that size)."""
+        return cls.allocate(size, nprocs)
+
+    @classmethod
     def allocate(cls, max_size: int, nprocs: int) -> "Buffers":
         nbytes = max(8, int(max_size)) * max(1, int(nprocs))
         nbytes += (-nbytes) % 8
@@ -73,9 +90,11 @@ class Buffers:
     def recv_f64(self) -> np.ndarray:
         return self.recv.view(np.float64)
 
-    def describe(self) -> str:
+    @classmethod
+    def describe(cls) -> str:
         return (
             "NumPy uint8, touched before timing, "
-            + ("2 MiB-aligned + MADV_HUGEPAGE (THP)" if self.huge_pages else "4 KiB-aligned (no THP advice)")
-            + "; the same buffers for every backend"
+            + "allocated per message size (size x np bytes); 2 MiB-aligned + MADV_HUGEPAGE from "
+            + f"{NUMPY_HUGEPAGE_THRESHOLD >> 20} MiB (as NumPy advises), 4 KiB-aligned below"
+            + "; the same buffers for every backend at a size"
         )

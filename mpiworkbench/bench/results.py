@@ -10,6 +10,7 @@ import csv
 import json
 from pathlib import Path
 
+from mpiworkbench.bench.buffers import Buffers
 from mpiworkbench.bench.fit import overhead_vs_c, pingpong_fits
 
 ROW_FIELDS = (
@@ -24,7 +25,7 @@ CSV_ENV_FIELDS = ("mpi_library", "np", "cores_available", "foreign_load_cores", 
 def document(run) -> dict:
     """The results document of a :class:`~mpiworkbench.bench.runner.BenchRun` so far."""
     return build(run.bench.name, run.run_id, run.policy.describe(), run.environment, run.rows,
-                 run.skipped, run.buffers.describe(), complete=run.done)
+                 run.skipped, Buffers.describe(), complete=run.done)
 
 
 def build(benchmark: str, run_id: str, method: dict, env: dict, rows: list[dict],

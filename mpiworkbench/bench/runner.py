@@ -118,7 +118,8 @@ class BenchRun:
         )
         self.run_id = self.comm.bcast(uuid.uuid4().hex[:12] if self.comm.Get_rank() == 0 else None)
         self.environment = environment.capture(self.comm, measure_load=measure_load)
-        self.buffers = Buffers.allocate(max(max(self.sizes), 8), self.comm.Get_size())
+        self.buffers: Buffers | None = None
+        self.buffers_size: int | None = None
         self.loops: dict[str, Callable] = {}
         self.skipped: dict[str, str] = {}
         for name in self.backends:
@@ -129,7 +130,8 @@ class BenchRun:
             try:
                 loop = make_loop(self.bench, name, self.comm, policy)
                 # one-off costs out of every timed region: build/JIT, connection set-up
-                loop(self.buffers, max(self.sizes[0], self.bench.min_size if self.bench.sized else 0), 1, 1)
+                first = max(self.sizes[0], self.bench.min_size if self.bench.sized else 0)
+                loop(self.prepare(first), first, 1, 1)
                 self.loops[name] = loop
             except NotSupported as exc:
                 self.skipped[name] = str(exc)
@@ -157,18 +159,30 @@ class BenchRun:
                 on_rows(rows)
         return self.rows
 
+    def prepare(self, size: int) -> Buffers:
+        """The buffers for messages of *size* bytes: kept while the sweep stays at *size*,
+        allocated afresh (see :mod:`~mpiworkbench.bench.buffers`) when it moves on, so a
+        size's result does not depend on the largest size of the sweep."""
+        size = max(8, int(size))
+        if self.buffers is None or self.buffers_size != size:
+            self.buffers = None  # release the previous size's memory first
+            self.buffers = Buffers.for_size(size, self.comm.Get_size())
+            self.buffers_size = size
+        return self.buffers
+
     def measure(self, backend: str, size: int) -> dict:
         """Collective: time *size* on *backend*; every rank returns the same row."""
         comm, bench, policy, loop = self.comm, self.bench, self.policy, self.loops[backend]
         iters, warmup = policy.counts(bench.kind, size)
+        buffers = self.prepare(size)
         # probe (also a warm-up): estimate one iteration, agree on the capped count
         probe = max(1, min(warmup, 10))
-        seconds = loop(self.buffers, size, probe, 0)
+        seconds = loop(buffers, size, probe, 0)
         estimate = comm.allreduce(seconds / probe, op=mpi.MPI().MAX)
         capped_iters = policy.capped(iters, estimate)
         if capped_iters < iters:
             warmup = max(1, min(warmup, capped_iters // 10))
-        seconds = loop(self.buffers, size, capped_iters, warmup)
+        seconds = loop(buffers, size, capped_iters, warmup)
         return self._row(backend, size, capped_iters, warmup, iters, seconds)
 
     def _row(self, backend: str, size: int, iters: int, warmup: int, rule_iters: int, seconds: float) -> dict:

@@ -65,10 +65,12 @@ def test_every_backend_measures_and_delivers(name):
     else:
         assert run.skipped == {}
     for backend in run.loops:
-        # fresh, rank-specific contents for every backend: prove this loop delivered them
-        run.buffers.send.fill(RANK + 1)
-        run.buffers.recv.fill(0)
         for size in expected_sizes:
+            # fresh, rank-specific contents for every backend: prove this loop delivered them
+            buffers = run.prepare(size)
+            assert run.prepare(size) is buffers  # measure() times these very buffers
+            buffers.send.fill(RANK + 1)
+            buffers.recv.fill(0)
             row = run.measure(backend, size)
             assert row["benchmark"] == name and row["backend"] == backend and row["size"] == size
             assert row["iterations"] == 3 and row["warmup"] == 1 and row["nprocs"] == SIZE
