@@ -1,21 +1,44 @@
 """Is the harness credible? Our numbers next to independent references, in one job.
 
 Runs, interleaved over ``--rounds`` rounds (shuffled order each round, all at MPI thread
-level *single*, ``mpiexec -bind-to core -n 2``):
+level *single*, ``mpiexec -bind-to core -n 2``; before every launch it waits, up to
+``--patience`` s, until fewer than ``--quiet-limit`` cores are busy, and records the load):
 
 * ``mpiworkbench bench pingpong --backend mpi4py-buf,c`` and ``… allreduce …`` (our harness);
-* ``python -m mpi4py.bench pingpong`` (mpi4py's own benchmark, independent code);
+* ``mpi4py.bench pingpong`` (mpi4py's own benchmark, independent code), run unchanged by a
+  three-line driver that only makes ``numpy.empty`` return *touched* arrays (see below);
 * a bare C program (written here, compiled with the venv's mpicc; no mpiworkbench code):
-  an OSU-style ping-pong and allreduce on buffers allocated like ours (2 MiB-aligned +
-  MADV_HUGEPAGE from 2 MiB, 4 KiB-aligned below, touched), so allocation is not the variable;
-* a bare mpi4py allreduce loop (a dozen lines, below) as the reference for mpi4py-buf allreduce.
+  an OSU-style ping-pong and allreduce on buffers allocated per size like ours (2 MiB-aligned
+  + MADV_HUGEPAGE from 4 MiB, where NumPy advises huge pages, 4 KiB-aligned below, touched);
+* bare mpi4py loops (a dozen lines, below): the allreduce reference for ``mpi4py-buf``, and
+  an OSU block-timed ping-pong shown for context (not one of the 25 checks).
 
-Reports medians over rounds and the ratios the issue asks for:
+Every comparison measures the same quantity the same way:
+
+* **Buffers.** Allocated per message size everywhere (our harness used to size one buffer for
+  the largest message, so a 1 MiB message in an 8 MiB sweep sat on huge pages: 48 µs against
+  146 µs for the bare C loop). ``mpi4py.bench`` allocates ``numpy.empty`` per size and never
+  writes its send buffer, so every page of it is the kernel's shared zero page: the sender's
+  side of a 1–8 MiB message is read from one cache-resident page and the reference "moves"
+  8 MiB in ~200 µs where a real buffer takes ~350 µs. That reference is the unfair one; the
+  driver fills each array once when allocated (as OSU fills its buffers), nothing else
+  changes. The untouched run is still printed, as ``mpi4py.bench (as shipped)``, and is not
+  a rival in the "fastest" checks.
+* **Timer.** OSU and our harness time the ping-pong loop as one block on rank 0 (the Python
+  bookkeeping between round trips is inside); ``mpi4py.bench`` times every round trip alone
+  and reports the mean of those samples, so rank 0's loop overhead between iterations (a
+  function call, ``Get_rank``/``Get_size``, a list append: ~0.2–0.3 µs one-way here) is left
+  out. That is a difference of definition, not an error on either side, and it shows only at
+  the smallest sizes; the bare mpi4py block loop, printed beside it, measures what we do.
+* **Collectives** (ours, bare C, bare mpi4py): each call timed, barrier after it outside the
+  timer, per-rank mean then the average across ranks; same counts and warm-up everywhere
+  (:data:`COUNTS`), one barrier before each size, thread level single.
+
+Reports medians over rounds with [min–max], and the ratios the issue asks for:
 harness / reference within 10 % at every size (mpi4py-buf ping-pong vs mpi4py.bench,
 c ping-pong vs bare C, c allreduce vs bare C, mpi4py-buf allreduce vs the bare loop), and
 our ``c`` backend the fastest or within 5 % of the fastest at every size ≥ 64 KiB.
-Background load is sampled before every launch and printed: on a shared machine, read
-the ratios, not the absolute times, and rerun when the load column is not ~0.
+On a shared machine, read the ratios and the load column; rerun when the load is not ~0.
 
 Usage: ``.venv/bin/python benchmarks/bench_credibility.py [--rounds 3] [--json out.json]``
 """
@@ -39,6 +62,8 @@ MPIEXEC = [str(VENV_BIN / "mpiexec"), "-bind-to", "core", "-n", "2"]
 PP_SMALL, PP_LARGE = [8, 1024, 8192], [65536, 1 << 20, 8 << 20]
 AR_SIZES = [8, 1024, 65536, 1 << 20]
 COUNTS = {"small": (2000, 100), "large": (200, 10)}  # (iterations, warm-up), same for everyone
+#: mpi4py.bench run unchanged: context only (its send buffer is never written; see the docstring).
+AS_SHIPPED = "mpi4py.bench (as shipped)"
 
 BARE_C = r"""
 #include <mpi.h>
@@ -46,8 +71,8 @@ BARE_C = r"""
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-static char *buffer(size_t n) {
-    size_t align = n >= (2u << 20) ? (2u << 20) : 4096;
+static char *buffer(size_t n) {  /* as mpiworkbench.bench.buffers: huge pages from 4 MiB, like NumPy */
+    size_t align = n >= (4u << 20) ? (2u << 20) : 4096;
     void *p = NULL;
     if (posix_memalign(&p, align, n + 8)) return NULL;
     if (align > 4096) madvise(p, n, MADV_HUGEPAGE);
@@ -89,25 +114,56 @@ int main(int argc, char **argv) {
 }
 """
 
-BARE_PY_ALLREDUCE = r"""
+BARE_PY = r"""
 import sys
 import numpy as np
 from mpi4py import MPI
 comm = MPI.COMM_WORLD
-iters, skip = int(sys.argv[1]), int(sys.argv[2])
-for n in map(int, sys.argv[3:]):
-    x, y = np.full(n // 8, 1.0), np.empty(n // 8)
-    total = 0.0
-    comm.Barrier()
-    for i in range(iters + skip):
-        t = MPI.Wtime()
-        comm.Allreduce(x, y, op=MPI.SUM)
-        if i >= skip:
-            total += MPI.Wtime() - t
+kind, iters, skip = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+for n in map(int, sys.argv[4:]):
+    if kind == "allreduce":  # OSU: each call timed, barrier after it; average across ranks
+        x, y = np.full(n // 8, 1.0), np.full(n // 8, 2.0)
+        total = 0.0
         comm.Barrier()
-    avg = comm.reduce(total * 1e6 / iters, op=MPI.SUM, root=0)
-    if comm.rank == 0:
-        print(n, avg / comm.size)
+        for i in range(iters + skip):
+            t = MPI.Wtime()
+            comm.Allreduce(x, y, op=MPI.SUM)
+            if i >= skip:
+                total += MPI.Wtime() - t
+            comm.Barrier()
+        avg = comm.reduce(total * 1e6 / iters, op=MPI.SUM, root=0)
+        if comm.rank == 0:
+            print(n, avg / comm.size)
+    else:  # OSU ping-pong: rank 0 times the loop as one block, one-way = round trip / 2
+        s, r = np.full(n, 97, np.uint8), np.full(n, 98, np.uint8)
+        peer, t0 = 1 - comm.rank, 0.0
+        comm.Barrier()
+        for i in range(iters + skip):
+            if i == skip:
+                t0 = MPI.Wtime()
+            if comm.rank == 0:
+                comm.Send(s, peer, 1); comm.Recv(r, peer, 1)
+            else:
+                comm.Recv(r, peer, 1); comm.Send(s, peer, 1)
+        if comm.rank == 0:
+            print(n, (MPI.Wtime() - t0) * 1e6 / (2 * iters))
+"""
+
+#: mpi4py.bench's pingpong, unchanged, except that the arrays it allocates are written once
+#: (an untouched send buffer is the kernel's zero page: no memory traffic on the send side).
+MPI4PY_BENCH_TOUCHED = r"""
+import sys
+import numpy
+_empty = numpy.empty
+def _touched_empty(*args, **kwargs):
+    array = _empty(*args, **kwargs)
+    array.fill(97)
+    return array
+numpy.empty = _touched_empty
+from mpi4py import MPI
+from mpi4py.bench import pingpong
+assert sys.argv[1] == "pingpong", sys.argv
+pingpong(MPI.COMM_WORLD, sys.argv[2:])
 """
 
 
@@ -119,6 +175,16 @@ def busy_cores(window: float = 0.3) -> float:
     a = read()
     time.sleep(window)
     return (read() - a) / os.sysconf("SC_CLK_TCK") / window
+
+
+def wait_until_quiet(limit: float, patience: float) -> float:
+    """Sample the machine until fewer than *limit* cores are busy (at most *patience* s); the last sample."""
+    deadline = time.monotonic() + patience
+    while True:
+        busy = busy_cores()
+        if busy <= limit or time.monotonic() >= deadline:
+            return busy
+        time.sleep(2.0)
 
 
 def run(cmd: list[str], env_extra: dict | None = None, timeout: float = 600) -> str:
@@ -141,16 +207,19 @@ def ours(bench: str, backends: str, sizes: list[int], group: str, tmp: Path) -> 
     return {(r["backend"], r["size"]): r["t_us"] for r in doc["rows"]}
 
 
-def mpi4py_bench(sizes: list[int], group: str) -> dict:
+def mpi4py_bench(sizes: list[int], group: str, driver: Path | None) -> dict:
+    """``mpi4py.bench pingpong`` with our counts: via the touching *driver*, or as shipped (None)."""
     iters, skip = COUNTS[group]
-    text = run(MPIEXEC + [sys.executable, "-m", "mpi4py.bench", "--thread-level", "single", "pingpong",
+    prog = [str(driver)] if driver else ["-m", "mpi4py.bench", "--thread-level", "single"]
+    text = run(MPIEXEC + [sys.executable, *prog, "pingpong",
                           "-m", str(min(sizes)), "-n", str(max(sizes)), "-l", str(iters), "-s", str(skip),
                           "--large-size", str(1 << 40), "--huge-size", str(1 << 40)])
+    name = "mpi4py.bench" if driver else AS_SHIPPED
     got = {}
     for line in text.splitlines():
         m = re.match(r"\s*(\d+)\s+[\d.]+\s+\|\s+([\d.eE+-]+)", line)
         if m and int(m.group(1)) in sizes:
-            got[("mpi4py.bench", int(m.group(1)))] = float(m.group(2)) * 1e6
+            got[(name, int(m.group(1)))] = float(m.group(2)) * 1e6
     return got
 
 
@@ -160,9 +229,10 @@ def bare_c(exe: Path, kind: str, sizes: list[int], group: str) -> dict:
     return {(f"bare C", int(a)): float(b) for a, b in (line.split() for line in text.splitlines() if line.strip())}
 
 
-def bare_py(script: Path, sizes: list[int], group: str) -> dict:
+def bare_py(script: Path, kind: str, sizes: list[int], group: str) -> dict:
     iters, skip = COUNTS[group]
-    text = run(MPIEXEC + [sys.executable, "-m", "mpi4py", str(script), str(iters), str(skip), *map(str, sizes)])
+    text = run(MPIEXEC + [sys.executable, "-m", "mpi4py", str(script), kind, str(iters), str(skip),
+                          *map(str, sizes)])
     return {("bare mpi4py", int(a)): float(b) for a, b in (line.split() for line in text.splitlines() if line.strip())}
 
 
@@ -170,35 +240,45 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--quiet-limit", type=float, default=0.25,
+                        help="before each launch wait until fewer cores than this are busy (default 0.25)")
+    parser.add_argument("--patience", type=float, default=60.0,
+                        help="longest wait for a quiet machine before a launch, seconds (default 60)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="wbcred-") as tmpdir:
         tmp = Path(tmpdir)
         (tmp / "bare.c").write_text(BARE_C)
         exe = tmp / "bare"
         subprocess.run([str(VENV_BIN / "mpicc"), "-O3", "-march=native", "-o", str(exe), str(tmp / "bare.c")], check=True)
-        (tmp / "bare_allreduce.py").write_text(BARE_PY_ALLREDUCE)
+        (tmp / "bare.py").write_text(BARE_PY)
+        (tmp / "mpi4py_bench_touched.py").write_text(MPI4PY_BENCH_TOUCHED)
         jobs = []
         for group, sizes in (("small", PP_SMALL), ("large", PP_LARGE)):
             jobs += [
                 ("pingpong", lambda s=sizes, g=group: ours("pingpong", "mpi4py-buf,c", s, g, tmp)),
-                ("pingpong", lambda s=sizes, g=group: mpi4py_bench(s, g)),
+                ("pingpong", lambda s=sizes, g=group: mpi4py_bench(s, g, tmp / "mpi4py_bench_touched.py")),
+                ("pingpong", lambda s=sizes, g=group: mpi4py_bench(s, g, None)),
                 ("pingpong", lambda s=sizes, g=group: bare_c(exe, "pingpong", s, g)),
+                ("pingpong", lambda s=sizes, g=group: bare_py(tmp / "bare.py", "pingpong", s, g)),
             ]
         for group, sizes in (("small", AR_SIZES[:2]), ("large", AR_SIZES[2:])):
             jobs += [
                 ("allreduce", lambda s=sizes, g=group: ours("allreduce", "mpi4py-buf,c", s, g, tmp)),
                 ("allreduce", lambda s=sizes, g=group: bare_c(exe, "allreduce", s, g)),
-                ("allreduce", lambda s=sizes, g=group: bare_py(tmp / "bare_allreduce.py", s, g)),
+                ("allreduce", lambda s=sizes, g=group: bare_py(tmp / "bare.py", "allreduce", s, g)),
             ]
         samples: dict[tuple, list[float]] = {}
-        loads = []
+        loads, launches = [], []
         for rnd in range(args.rounds):
             order = list(range(len(jobs)))
             random.Random(rnd).shuffle(order)
             for j in order:
                 bench, job = jobs[j]
-                loads.append(busy_cores())
-                for (who, size), t in job().items():
+                loads.append(wait_until_quiet(args.quiet_limit, args.patience))
+                got = job()
+                launches.append({"round": rnd, "bench": bench, "busy_cores_before": loads[-1],
+                                 "t_us": [{"who": w, "size": s, "t_us": v} for (w, s), v in got.items()]})
+                for (who, size), t in got.items():
                     samples.setdefault((bench, who, size), []).append(t)
             print(f"# round {rnd + 1}/{args.rounds} done; busy cores before launches: "
                   f"{min(loads[-len(jobs):]):.2f}-{max(loads[-len(jobs):]):.2f}", flush=True)
@@ -220,21 +300,38 @@ def main() -> int:
         ratio("allreduce", "mpi4py-buf", "bare mpi4py", size, 0.10)
     for bench, sizes in (("pingpong", PP_SMALL + PP_LARGE), ("allreduce", AR_SIZES)):
         for size in [s for s in sizes if s >= 65536]:
-            rivals = {who: t for (b, who, s), t in med.items() if b == bench and s == size}
+            rivals = {who: t for (b, who, s), t in med.items() if b == bench and s == size and who != AS_SHIPPED}
             fastest = min(rivals.values())
             checks.append({"check": f"{bench} c vs fastest ({min(rivals, key=rivals.get)})", "size": size,
                            "ratio": rivals["c"] / fastest, "ok": rivals["c"] <= 1.05 * fastest, "limit": "<= 1.05"})
-    print(f"\n# median one-way / per-call time (us) over {args.rounds} rounds; thread level single; "
-          f"busy cores before launches {min(loads):.2f}-{max(loads):.2f} (machine has {os.cpu_count()})")
+    print(f"\n# median [min-max] over {args.rounds} rounds, us: ping-pong one-way (rank 0), allreduce per call "
+          f"(avg across ranks); thread level single; mpiexec -bind-to core -n 2;\n# busy cores before launches "
+          f"{min(loads):.2f}-{max(loads):.2f} (machine has {os.cpu_count()}); buffers per size, touched; "
+          f"'{AS_SHIPPED}' reads an untouched send buffer (zero page): context only")
     for (bench, who, size), t in sorted(med.items()):
-        print(f"{bench:<10} {who:<13} {size:>8} {t:12.2f}")
+        v = samples[(bench, who, size)]
+        print(f"{bench:<10} {who:<26} {size:>8} {t:12.2f}  [{min(v):.2f}-{max(v):.2f}]")
     print("\n# checks")
     for c in checks:
         print(f"{'ok  ' if c['ok'] else 'FAIL'} {c['check']:<42} {c['size']:>8}  ratio {c['ratio']:.3f}  ({c['limit']})")
+    context = []
+    for size in PP_SMALL + PP_LARGE:
+        for a, b, why in (("mpi4py-buf", "bare mpi4py", "same definition (OSU block timing)"),
+                          ("mpi4py.bench", "bare mpi4py", "per-round-trip timer vs block timer"),
+                          (AS_SHIPPED, "mpi4py.bench", "untouched (zero-page) send buffer vs touched")):
+            x, y = med.get(("pingpong", a, size)), med.get(("pingpong", b, size))
+            if x is not None and y is not None:
+                context.append({"pair": f"pingpong {a} / {b}", "size": size, "ratio": x / y,
+                                "diff_us": x - y, "why": why})
+    print("\n# context, not counted: what the definitions do (ratio, difference in us)")
+    for c in context:
+        print(f"     {c['pair']:<42} {c['size']:>8}  ratio {c['ratio']:.3f}  {c['diff_us']:+8.2f} us  ({c['why']})")
     if args.json:
         Path(args.json).write_text(json.dumps({
+            "context": context,
             "medians_us": [{"bench": b, "who": w, "size": s, "t_us": t} for (b, w, s), t in sorted(med.items())],
-            "checks": checks, "busy_cores_before_launches": loads, "rounds": args.rounds}, indent=2))
+            "checks": checks, "busy_cores_before_launches": loads, "rounds": args.rounds,
+            "launches": launches}, indent=2))
     failed = [c for c in checks if not c["ok"]]
     print(f"\n{len(checks) - len(failed)}/{len(checks)} checks passed"
           + (" — the machine was loaded; rerun when idle before trusting a failure" if max(loads) > 0.25 else ""))

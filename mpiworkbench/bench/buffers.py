@@ -69,9 +69,10 @@ class Buffers:
     huge_pages: bool
 
     @classmethod
-    def for_size(cls, size: int, nprocs: int) -> "Buffers":
-        """Buffers for messages of *size* bytes (the allocation a sweep uses at that size)."""
-        return cls.allocate(size, nprocs)
+    def for_size(cls, size: int, blocks: int = 1) -> "Buffers":
+        """Buffers for messages of *size* bytes, *blocks* of them (one per rank for
+        alltoall/gather/scatter/allgather, else 1): what a sweep uses at that size."""
+        return cls.allocate(size, blocks)
 
     @classmethod
     def allocate(cls, max_size: int, nprocs: int) -> "Buffers":
@@ -94,7 +95,7 @@ class Buffers:
     def describe(cls) -> str:
         return (
             "NumPy uint8, touched before timing, "
-            + "allocated per message size (size x np bytes); 2 MiB-aligned + MADV_HUGEPAGE from "
+            + "allocated per message size (size bytes; size x np for alltoall/gather/scatter/allgather); 2 MiB-aligned + MADV_HUGEPAGE from "
             + f"{NUMPY_HUGEPAGE_THRESHOLD >> 20} MiB (as NumPy advises), 4 KiB-aligned below"
             + "; the same buffers for every backend at a size"
         )

@@ -94,8 +94,9 @@ def _run(be, name: str, b: Buffers, nbytes: int, iters: int, warmup: int, per_ca
 def _collective(be, name: str, b: Buffers, nbytes: int) -> Callable[[], object]:
     rank, size = be.rank, be.size
     s, r = b.send[:nbytes], b.recv[:nbytes]
-    sp = b.send[:nbytes * size].reshape(size, nbytes)
-    rp = b.recv[:nbytes * size].reshape(size, nbytes)
+    blocks = len(b.send) >= nbytes * size  # one block per rank only where the benchmark needs it
+    sp = b.send[:nbytes * size].reshape(size, nbytes) if blocks else None
+    rp = b.recv[:nbytes * size].reshape(size, nbytes) if blocks else None
     count = nbytes // 8
     sf, rf = b.send_f64[:count], b.recv_f64[:count]
     right, left = (rank + 1) % size, (rank - 1) % size

@@ -21,6 +21,10 @@ from mpiworkbench.bench.method import Policy, check_sizes
 
 #: Backends that have timed loops of their own here (C in C, numba-mpi in @njit).
 LOOP_BACKENDS = ("mpi4py-obj", "mpi4py-buf", "numba-mpi", "c")
+#: Benchmarks whose buffers hold one block of the message size per rank; the others need
+#: just the message (sizing them for every rank would put a 2 MiB ping-pong on huge pages
+#: that a 2 MiB NumPy array does not get).
+PER_RANK_BLOCKS = frozenset({"alltoall", "gather", "scatter", "allgather"})
 
 
 class NotSupported(Exception):
@@ -166,7 +170,8 @@ class BenchRun:
         size = max(8, int(size))
         if self.buffers is None or self.buffers_size != size:
             self.buffers = None  # release the previous size's memory first
-            self.buffers = Buffers.for_size(size, self.comm.Get_size())
+            blocks = self.comm.Get_size() if self.bench.name in PER_RANK_BLOCKS else 1
+            self.buffers = Buffers.for_size(size, blocks)
             self.buffers_size = size
         return self.buffers
 
