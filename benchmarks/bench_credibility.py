@@ -5,31 +5,44 @@ level *single*, ``mpiexec -bind-to core -n 2``; before every launch it waits, up
 ``--patience`` s, until fewer than ``--quiet-limit`` cores are busy, and records the load):
 
 * ``mpiworkbench bench pingpong --backend mpi4py-buf,c`` and ``… allreduce …`` (our harness);
-* ``mpi4py.bench pingpong`` (mpi4py's own benchmark, independent code), run unchanged by a
-  three-line driver that only makes ``numpy.empty`` return *touched* arrays (see below);
+* ``mpi4py.bench pingpong`` (mpi4py's own benchmark, independent code), its code run
+  unchanged by a small driver that hands it buffers allocated like ours (see below);
 * a bare C program (written here, compiled with the venv's mpicc; no mpiworkbench code):
-  an OSU-style ping-pong and allreduce on buffers allocated per size like ours (2 MiB-aligned
-  + MADV_HUGEPAGE from 4 MiB, where NumPy advises huge pages, 4 KiB-aligned below, touched);
+  OSU-style ping-pong and allreduce;
 * bare mpi4py loops (a dozen lines, below): the allreduce reference for ``mpi4py-buf``, and
   an OSU block-timed ping-pong shown for context (not one of the 25 checks).
 
-Every comparison measures the same quantity the same way:
+Every comparison measures the same quantity the same way; where the two sides differed,
+this is what was found and which side was changed:
 
-* **Buffers.** Allocated per message size everywhere (our harness used to size one buffer for
-  the largest message, so a 1 MiB message in an 8 MiB sweep sat on huge pages: 48 µs against
-  146 µs for the bare C loop). ``mpi4py.bench`` allocates ``numpy.empty`` per size and never
-  writes its send buffer, so every page of it is the kernel's shared zero page: the sender's
-  side of a 1–8 MiB message is read from one cache-resident page and the reference "moves"
-  8 MiB in ~200 µs where a real buffer takes ~350 µs. That reference is the unfair one; the
-  driver fills each array once when allocated (as OSU fills its buffers), nothing else
-  changes. The untouched run is still printed, as ``mpi4py.bench (as shipped)``, and is not
-  a rival in the "fastest" checks.
-* **Timer.** OSU and our harness time the ping-pong loop as one block on rank 0 (the Python
-  bookkeeping between round trips is inside); ``mpi4py.bench`` times every round trip alone
-  and reports the mean of those samples, so rank 0's loop overhead between iterations (a
-  function call, ``Get_rank``/``Get_size``, a list append: ~0.2–0.3 µs one-way here) is left
-  out. That is a difference of definition, not an error on either side, and it shows only at
-  the smallest sizes; the bare mpi4py block loop, printed beside it, measures what we do.
+* **Buffers, harness.** Allocated per message size, as large as the benchmark needs. The
+  harness used to size one buffer for the largest message of the sweep and every rank, so
+  a 1 MiB message in an 8 MiB sweep sat on huge pages (48 µs one-way against 146 µs for the
+  bare C loop), and an 8 MiB message sat in a 16 MiB buffer.
+* **Buffers, references.** Every program uses the same rule (``mpiworkbench.bench.buffers``,
+  written out again in C and in :data:`ALLOC_PY`): 4 KiB-aligned; 2 MiB-aligned +
+  ``MADV_HUGEPAGE`` from 4 MiB, where NumPy starts advising huge pages; written once before
+  timing. ``mpi4py.bench`` as shipped allocates ``numpy.empty`` per size and never writes
+  its send buffer, so every page of it is the kernel's shared zero page and the send side
+  of a 1–8 MiB message is read from one cache-resident page (it "moves" 8 MiB in ~250 µs
+  where real memory takes ~420 µs): that reference was the unfair one. With NumPy's own
+  buffers written once, huge pages cover only the 2 MiB-aligned interior of the array
+  (6 of 8 MiB), which costs ~1.4× at 8 MiB. Both variants are still run and printed, as
+  context, and are not rivals in the "fastest" checks.
+* **Timer.** OSU and our harness time the ping-pong loop as one block on rank 0 (the
+  loop's bookkeeping between round trips is inside); ``mpi4py.bench`` times every round
+  trip alone and reports the mean of those samples, leaving out rank 0's loop overhead
+  between iterations (a function call, ``Get_rank``/``Get_size``, a list append). That is a
+  difference of definition, not an error on either side; the bare mpi4py block loop,
+  printed beside it, measures what we do, and the context section prints the gap.
+* **Python idiom.** The bare mpi4py loops bind methods to locals and pass positional
+  arguments, as our loops and ``mpi4py.bench`` do (``comm.Allreduce(x, y, op=MPI.SUM)`` in
+  the loop costs a few tenths of a µs more per call).
+* **Launches are bimodal on this VM.** The same bare C ping-pong, launched five times in a
+  row on an idle machine, gave 8 B one-way 1.87, 2.04, 0.86, 0.85, 0.84 µs — steady within
+  a launch, a factor 2 between launches (where the host runs the two vCPUs). So every
+  program is launched once per round, in shuffled order, and the checks use the median
+  over rounds; the same checks on each program's best round are printed beside them.
 * **Collectives** (ours, bare C, bare mpi4py): each call timed, barrier after it outside the
   timer, per-rank mean then the average across ranks; same counts and warm-up everywhere
   (:data:`COUNTS`), one barrier before each size, thread level single.
@@ -61,9 +74,10 @@ VENV_BIN = Path(sys.executable).parent
 MPIEXEC = [str(VENV_BIN / "mpiexec"), "-bind-to", "core", "-n", "2"]
 PP_SMALL, PP_LARGE = [8, 1024, 8192], [65536, 1 << 20, 8 << 20]
 AR_SIZES = [8, 1024, 65536, 1 << 20]
-COUNTS = {"small": (2000, 100), "large": (200, 10)}  # (iterations, warm-up), same for everyone
-#: mpi4py.bench run unchanged: context only (its send buffer is never written; see the docstring).
-AS_SHIPPED = "mpi4py.bench (as shipped)"
+#: (iterations, warm-up), the same for every program: OSU's latency rule (10000/100 up to 8 KiB,
+#: 1000/10 above), also for allreduce (more samples per launch than OSU's collective 1000/100 →
+#: 100/10, for a steadier mean on a shared machine).
+COUNTS = {"small": (10000, 100), "large": (1000, 10)}
 
 BARE_C = r"""
 #include <mpi.h>
@@ -114,57 +128,83 @@ int main(int argc, char **argv) {
 }
 """
 
-BARE_PY = r"""
-import sys
+#: Buffer allocation of the Python references: the rule of mpiworkbench.bench.buffers, written
+#: out again here (4 KiB-aligned; 2 MiB-aligned + MADV_HUGEPAGE from 4 MiB; touched).
+ALLOC_PY = r"""
+import ctypes
 import numpy as np
+def buffer(n, fill=97):
+    align = 2 << 20 if n >= 4 << 20 else 4096
+    raw = np.empty(n + align, np.uint8)
+    off = (-raw.ctypes.data) % align
+    a = raw[off:off + n]
+    if align > 4096:
+        ctypes.CDLL(None).madvise(ctypes.c_void_p(a.ctypes.data), ctypes.c_size_t(n), 14)
+    a.fill(fill)
+    return a
+"""
+
+BARE_PY = ALLOC_PY + r"""
+import sys
 from mpi4py import MPI
 comm = MPI.COMM_WORLD
 kind, iters, skip = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+wtime, barrier, send, recv, allreduce, SUM = MPI.Wtime, comm.Barrier, comm.Send, comm.Recv, comm.Allreduce, MPI.SUM
 for n in map(int, sys.argv[4:]):
+    s, r = buffer(n, 97), buffer(n, 98)
     if kind == "allreduce":  # OSU: each call timed, barrier after it; average across ranks
-        x, y = np.full(n // 8, 1.0), np.full(n // 8, 2.0)
+        x, y = s.view(np.float64), r.view(np.float64)
         total = 0.0
-        comm.Barrier()
+        barrier()
         for i in range(iters + skip):
-            t = MPI.Wtime()
-            comm.Allreduce(x, y, op=MPI.SUM)
+            t = wtime()
+            allreduce(x, y, SUM)
             if i >= skip:
-                total += MPI.Wtime() - t
-            comm.Barrier()
+                total += wtime() - t
+            barrier()
         avg = comm.reduce(total * 1e6 / iters, op=MPI.SUM, root=0)
         if comm.rank == 0:
             print(n, avg / comm.size)
     else:  # OSU ping-pong: rank 0 times the loop as one block, one-way = round trip / 2
-        s, r = np.full(n, 97, np.uint8), np.full(n, 98, np.uint8)
         peer, t0 = 1 - comm.rank, 0.0
-        comm.Barrier()
+        barrier()
         for i in range(iters + skip):
             if i == skip:
-                t0 = MPI.Wtime()
+                t0 = wtime()
             if comm.rank == 0:
-                comm.Send(s, peer, 1); comm.Recv(r, peer, 1)
+                send(s, peer, 1); recv(r, peer, 1)
             else:
-                comm.Recv(r, peer, 1); comm.Send(s, peer, 1)
+                recv(r, peer, 1); send(s, peer, 1)
         if comm.rank == 0:
-            print(n, (MPI.Wtime() - t0) * 1e6 / (2 * iters))
+            print(n, (wtime() - t0) * 1e6 / (2 * iters))
 """
 
-#: mpi4py.bench's pingpong, unchanged, except that the arrays it allocates are written once
-#: (an untouched send buffer is the kernel's zero page: no memory traffic on the send side).
-MPI4PY_BENCH_TOUCHED = r"""
+#: mpi4py.bench's pingpong, its code unchanged; only the arrays it asks ``numpy.empty`` for are
+#: touched (CRED_ALLOC=numpy: NumPy's own allocation, written once) or also allocated by our rule
+#: (CRED_ALLOC=aligned). Untouched, its send buffer is the kernel's zero page.
+MPI4PY_BENCH_DRIVER = ALLOC_PY + r"""
+import os
 import sys
-import numpy
-_empty = numpy.empty
-def _touched_empty(*args, **kwargs):
-    array = _empty(*args, **kwargs)
-    array.fill(97)
-    return array
-numpy.empty = _touched_empty
+_empty = np.empty
+def _empty_for_bench(shape, dtype=float, *args, **kwargs):
+    if dtype == "B" and not args and not kwargs and isinstance(shape, int):
+        if os.environ["CRED_ALLOC"] == "aligned":
+            return buffer(shape)
+        array = _empty(shape, dtype)
+        array.fill(97)
+        return array
+    return _empty(shape, dtype, *args, **kwargs)
+np.empty = _empty_for_bench
 from mpi4py import MPI
 from mpi4py.bench import pingpong
 assert sys.argv[1] == "pingpong", sys.argv
 pingpong(MPI.COMM_WORLD, sys.argv[2:])
 """
+
+#: Context only: mpi4py.bench as shipped (untouched send buffer = zero page) and with NumPy's
+#: own (touched) buffers, whose huge pages cover only the 2 MiB-aligned interior of an array.
+AS_SHIPPED = "mpi4py.bench (as shipped)"
+NUMPY_BUFFERS = "mpi4py.bench (NumPy buffers)"
 
 
 def busy_cores(window: float = 0.3) -> float:
@@ -207,14 +247,15 @@ def ours(bench: str, backends: str, sizes: list[int], group: str, tmp: Path) -> 
     return {(r["backend"], r["size"]): r["t_us"] for r in doc["rows"]}
 
 
-def mpi4py_bench(sizes: list[int], group: str, driver: Path | None) -> dict:
-    """``mpi4py.bench pingpong`` with our counts: via the touching *driver*, or as shipped (None)."""
+def mpi4py_bench(sizes: list[int], group: str, driver: Path, alloc: str) -> dict:
+    """``mpi4py.bench pingpong`` with our counts; *alloc*: 'aligned' (ours), 'numpy', 'shipped'."""
     iters, skip = COUNTS[group]
-    prog = [str(driver)] if driver else ["-m", "mpi4py.bench", "--thread-level", "single"]
+    prog = [str(driver)] if alloc != "shipped" else ["-m", "mpi4py.bench", "--thread-level", "single"]
     text = run(MPIEXEC + [sys.executable, *prog, "pingpong",
                           "-m", str(min(sizes)), "-n", str(max(sizes)), "-l", str(iters), "-s", str(skip),
-                          "--large-size", str(1 << 40), "--huge-size", str(1 << 40)])
-    name = "mpi4py.bench" if driver else AS_SHIPPED
+                          "--large-size", str(1 << 40), "--huge-size", str(1 << 40)],
+               env_extra={"CRED_ALLOC": alloc})
+    name = {"aligned": "mpi4py.bench", "numpy": NUMPY_BUFFERS, "shipped": AS_SHIPPED}[alloc]
     got = {}
     for line in text.splitlines():
         m = re.match(r"\s*(\d+)\s+[\d.]+\s+\|\s+([\d.eE+-]+)", line)
@@ -236,6 +277,33 @@ def bare_py(script: Path, kind: str, sizes: list[int], group: str) -> dict:
     return {("bare mpi4py", int(a)): float(b) for a, b in (line.split() for line in text.splitlines() if line.strip())}
 
 
+def make_checks(value: dict) -> list[dict]:
+    """The 25 checks on one summary *value*[(bench, who, size)] of the rounds."""
+    checks = []
+
+    def ratio(bench, ours_name, ref_name, size, limit):
+        a, b = value.get((bench, ours_name, size)), value.get((bench, ref_name, size))
+        if a is None or b is None:
+            return
+        checks.append({"check": f"{bench} {ours_name} / {ref_name}", "size": size, "ratio": a / b,
+                       "ok": abs(a / b - 1) <= limit, "limit": f"±{limit:.0%}"})
+
+    for size in PP_SMALL + PP_LARGE:
+        ratio("pingpong", "mpi4py-buf", "mpi4py.bench", size, 0.10)
+        ratio("pingpong", "c", "bare C", size, 0.10)
+    for size in AR_SIZES:
+        ratio("allreduce", "c", "bare C", size, 0.10)
+        ratio("allreduce", "mpi4py-buf", "bare mpi4py", size, 0.10)
+    for bench, sizes in (("pingpong", PP_SMALL + PP_LARGE), ("allreduce", AR_SIZES)):
+        for size in [s for s in sizes if s >= 65536]:
+            rivals = {who: t for (b, who, s), t in value.items()
+                      if b == bench and s == size and who not in (AS_SHIPPED, NUMPY_BUFFERS)}
+            fastest = min(rivals.values())
+            checks.append({"check": f"{bench} c vs fastest ({min(rivals, key=rivals.get)})", "size": size,
+                           "ratio": rivals["c"] / fastest, "ok": rivals["c"] <= 1.05 * fastest, "limit": "<= 1.05"})
+    return checks
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -251,13 +319,15 @@ def main() -> int:
         exe = tmp / "bare"
         subprocess.run([str(VENV_BIN / "mpicc"), "-O3", "-march=native", "-o", str(exe), str(tmp / "bare.c")], check=True)
         (tmp / "bare.py").write_text(BARE_PY)
-        (tmp / "mpi4py_bench_touched.py").write_text(MPI4PY_BENCH_TOUCHED)
+        driver = tmp / "mpi4py_bench_driver.py"
+        driver.write_text(MPI4PY_BENCH_DRIVER)
         jobs = []
         for group, sizes in (("small", PP_SMALL), ("large", PP_LARGE)):
             jobs += [
                 ("pingpong", lambda s=sizes, g=group: ours("pingpong", "mpi4py-buf,c", s, g, tmp)),
-                ("pingpong", lambda s=sizes, g=group: mpi4py_bench(s, g, tmp / "mpi4py_bench_touched.py")),
-                ("pingpong", lambda s=sizes, g=group: mpi4py_bench(s, g, None)),
+                ("pingpong", lambda s=sizes, g=group: mpi4py_bench(s, g, driver, "aligned")),
+                ("pingpong", lambda s=sizes, g=group: mpi4py_bench(s, g, driver, "numpy")),
+                ("pingpong", lambda s=sizes, g=group: mpi4py_bench(s, g, driver, "shipped")),
                 ("pingpong", lambda s=sizes, g=group: bare_c(exe, "pingpong", s, g)),
                 ("pingpong", lambda s=sizes, g=group: bare_py(tmp / "bare.py", "pingpong", s, g)),
             ]
@@ -283,42 +353,27 @@ def main() -> int:
             print(f"# round {rnd + 1}/{args.rounds} done; busy cores before launches: "
                   f"{min(loads[-len(jobs):]):.2f}-{max(loads[-len(jobs):]):.2f}", flush=True)
     med = {k: statistics.median(v) for k, v in samples.items()}
-    checks = []
-
-    def ratio(bench, ours_name, ref_name, size, limit):
-        a, b = med.get((bench, ours_name, size)), med.get((bench, ref_name, size))
-        if a is None or b is None:
-            return
-        checks.append({"check": f"{bench} {ours_name} / {ref_name}", "size": size, "ratio": a / b,
-                       "ok": abs(a / b - 1) <= limit, "limit": f"±{limit:.0%}"})
-
-    for size in PP_SMALL + PP_LARGE:
-        ratio("pingpong", "mpi4py-buf", "mpi4py.bench", size, 0.10)
-        ratio("pingpong", "c", "bare C", size, 0.10)
-    for size in AR_SIZES:
-        ratio("allreduce", "c", "bare C", size, 0.10)
-        ratio("allreduce", "mpi4py-buf", "bare mpi4py", size, 0.10)
-    for bench, sizes in (("pingpong", PP_SMALL + PP_LARGE), ("allreduce", AR_SIZES)):
-        for size in [s for s in sizes if s >= 65536]:
-            rivals = {who: t for (b, who, s), t in med.items() if b == bench and s == size and who != AS_SHIPPED}
-            fastest = min(rivals.values())
-            checks.append({"check": f"{bench} c vs fastest ({min(rivals, key=rivals.get)})", "size": size,
-                           "ratio": rivals["c"] / fastest, "ok": rivals["c"] <= 1.05 * fastest, "limit": "<= 1.05"})
+    best = {k: min(v) for k, v in samples.items()}
+    checks = make_checks(med)
+    checks_best = make_checks(best)
     print(f"\n# median [min-max] over {args.rounds} rounds, us: ping-pong one-way (rank 0), allreduce per call "
           f"(avg across ranks); thread level single; mpiexec -bind-to core -n 2;\n# busy cores before launches "
           f"{min(loads):.2f}-{max(loads):.2f} (machine has {os.cpu_count()}); buffers per size, touched; "
-          f"'{AS_SHIPPED}' reads an untouched send buffer (zero page): context only")
+          f"'{AS_SHIPPED}' and '{NUMPY_BUFFERS}': context only")
     for (bench, who, size), t in sorted(med.items()):
         v = samples[(bench, who, size)]
         print(f"{bench:<10} {who:<26} {size:>8} {t:12.2f}  [{min(v):.2f}-{max(v):.2f}]")
-    print("\n# checks")
-    for c in checks:
-        print(f"{'ok  ' if c['ok'] else 'FAIL'} {c['check']:<42} {c['size']:>8}  ratio {c['ratio']:.3f}  ({c['limit']})")
+    print("\n# checks on the medians over rounds (these decide the exit status); in brackets the same check on "
+          "the best round of each program (launches are bimodal here, see the docstring)")
+    for c, cb in zip(checks, checks_best):
+        print(f"{'ok  ' if c['ok'] else 'FAIL'} {c['check']:<42} {c['size']:>8}  ratio {c['ratio']:.3f}  ({c['limit']})"
+              f"   [best: {'ok' if cb['ok'] else 'FAIL'} {cb['ratio']:.3f}]")
     context = []
     for size in PP_SMALL + PP_LARGE:
         for a, b, why in (("mpi4py-buf", "bare mpi4py", "same definition (OSU block timing)"),
                           ("mpi4py.bench", "bare mpi4py", "per-round-trip timer vs block timer"),
-                          (AS_SHIPPED, "mpi4py.bench", "untouched (zero-page) send buffer vs touched")):
+                          (NUMPY_BUFFERS, "mpi4py.bench", "NumPy's unaligned buffers vs ours"),
+                          (AS_SHIPPED, NUMPY_BUFFERS, "untouched (zero-page) send buffer vs touched")):
             x, y = med.get(("pingpong", a, size)), med.get(("pingpong", b, size))
             if x is not None and y is not None:
                 context.append({"pair": f"pingpong {a} / {b}", "size": size, "ratio": x / y,
@@ -328,12 +383,14 @@ def main() -> int:
         print(f"     {c['pair']:<42} {c['size']:>8}  ratio {c['ratio']:.3f}  {c['diff_us']:+8.2f} us  ({c['why']})")
     if args.json:
         Path(args.json).write_text(json.dumps({
-            "context": context,
+            "context": context, "checks_on_best_round": checks_best,
+            "best_us": [{"bench": b, "who": w, "size": s, "t_us": t} for (b, w, s), t in sorted(best.items())],
             "medians_us": [{"bench": b, "who": w, "size": s, "t_us": t} for (b, w, s), t in sorted(med.items())],
             "checks": checks, "busy_cores_before_launches": loads, "rounds": args.rounds,
             "launches": launches}, indent=2))
     failed = [c for c in checks if not c["ok"]]
-    print(f"\n{len(checks) - len(failed)}/{len(checks)} checks passed"
+    print(f"\n{len(checks) - len(failed)}/{len(checks)} checks passed on the medians "
+          f"({sum(c['ok'] for c in checks_best)}/{len(checks_best)} on the best rounds)"
           + (" — the machine was loaded; rerun when idle before trusting a failure" if max(loads) > 0.25 else ""))
     return 1 if failed else 0
 

@@ -2,7 +2,10 @@
 
 Every backend gets the same buffers, the same iteration/warm-up counts (agreed across
 ranks), the same time cap and the same statistics; only the timed loop is the backend's
-own. Sizes run in the outer loop and backends in the inner one (interleaved), so a drift
+own. Buffers are allocated afresh for every message size and only as large as the
+benchmark needs (:meth:`BenchRun.prepare`), so the number at a size does not depend on
+the rest of the sweep; ``benchmarks/bench_credibility.py`` checks the result against
+``mpi4py.bench`` and a bare C loop. Sizes run in the outer loop and backends in the inner one (interleaved), so a drift
 in background load hits every backend alike, and each finished size can be written out
 or plotted at once.
 """

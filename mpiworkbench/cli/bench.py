@@ -68,6 +68,7 @@ def _select_thread_level(level: str) -> None:
 
 def _body(comm, args, sizes, policy) -> int:
     from mpiworkbench.bench import results
+    from mpiworkbench.bench.buffers import Buffers
     from mpiworkbench.bench.runner import BenchRun
 
     run = BenchRun(args.name, args.backend.split(","), sizes, policy, comm=comm,
@@ -83,6 +84,12 @@ def _body(comm, args, sizes, policy) -> int:
             print(f"# {env['mpi_library']}; np={env['np']}; thread level {got}; "
                   f"collective mode {policy.collective_mode}; MB = 10^6 B")
             print(f"# cores available {env['cores_available']}; foreign load {env['foreign_load_cores']} cores")
+            method = run.policy.describe()
+            timing = ("every rank times its Sendrecv loop as one block" if run.bench.name == "sendrecv"
+                      else method["timing"][run.bench.kind])
+            print(f"# timing: {timing}; warm-up outside the timer; "
+                  f"{method['barrier']}")
+            print(f"# buffers: {Buffers.describe()}")
             for name, why in run.skipped.items():
                 print(f"# skipped {name}: {why}")
         for warning in env["warnings"]:
