@@ -44,7 +44,7 @@ def test_syntax_notebook_runs_in_the_browser(page, lab_server):
     last = len(cells) - 1
     assert cells[last].cell_type == "code" and cells[last].source.strip() == "wb.stop()"
     hello = next(i for i, c in enumerate(cells) if 'run_lesson_on(wb, "hello")' in c.source)
-    panel_cell = next(i for i, c in enumerate(cells) if "SyntaxPanel(wb" in c.source and "display(panel.widget)" in c.source)
+    panel_cell = next(i for i, c in enumerate(cells) if "SyntaxPanel(wb" in c.source and "panel.widget" in c.source)
     may_raise = {i for i, c in enumerate(cells) if "raises-exception" in c.metadata.get("tags", [])}
 
     open_fresh(page, lab_server, NOTEBOOK)

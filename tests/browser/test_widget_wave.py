@@ -17,7 +17,9 @@ from tests.browser.widgets_support import (
     wait_image_loaded,
     wait_kernel_idle,
     wait_number,
+    wait_redrawn,
     wait_src_changed,
+    watch_redraws,
 )
 
 CELLS = [
@@ -27,6 +29,7 @@ CELLS = [
 ]
 PANEL_CELL = 2
 STEPS = r"steps = (\d+)"
+TIMING = 2  # the timing bars: the last picture a redraw sets
 #: Steps per round trip while playing.
 PLAY_CHUNK = WavePanel.PLAY_CHUNK
 
@@ -46,10 +49,16 @@ def test_wave_widget_steps_plays_and_redraws(page, lab_server):
         slice_image = images.nth(0)
         before = image_sources(images)
 
+        # Every redraw sets the status, then the slice, error and timing pictures, in that
+        # order: the timing picture changing after the status shows that a redraw is done.
+        status = panel.locator(".widget-html-content", has_text="steps = ")
+        watch_redraws(page, status, images)
+
         # Step 10: the status counts 10 and every image redraws
         assert click_until_number(page, button(panel, "Step 10"), STEPS, 10) == 10
         for i in range(3):
             wait_src_changed(page, images.nth(i), before[i])
+        wait_redrawn(page, STEPS, 10, TIMING)
         assert wait_number(page, r"t = (\d+\.\d+)", minimum=1e-9) > 0
 
         # Play: the count keeps growing (each round trip redraws), then pause
@@ -64,9 +73,13 @@ def test_wave_widget_steps_plays_and_redraws(page, lab_server):
 
         # Paused: while playing every count is 10 + a multiple of PLAY_CHUNK and the step
         # buttons are ignored; Step 1 is taken only once the play loop has ended, so a count
-        # that is not a multiple of PLAY_CHUNK shows that playing stopped.
-        paused_at = int(click_until_number(page, button(panel, "Step 1"), STEPS, not_multiple_of=PLAY_CHUNK))
+        # that is not a multiple of PLAY_CHUNK shows that playing stopped. (Whether one more
+        # chunk runs after the pause cannot be seen from the page: a click may be ignored.)
+        paused_at = int(click_until_number(page, button(panel, "Step 1"), STEPS, not_multiple_of=PLAY_CHUNK,
+                                           attempt_ms=20_000))
+        wait_redrawn(page, STEPS, paused_at, TIMING)
         assert click_until_number(page, button(panel, "Step 10"), STEPS, paused_at + 10) == paused_at + 10
+        wait_redrawn(page, STEPS, paused_at + 10, TIMING)
 
         # Slice axis: a slice normal to x is drawn (its axis labels differ, so the picture
         # does). The error and timing pictures need not change: they do not depend on it.
@@ -78,7 +91,8 @@ def test_wave_widget_steps_plays_and_redraws(page, lab_server):
         # Slice index, from the keyboard: Home moves the slider to the x = 0 face
         slider.locator(".noUi-handle").first.focus()
         page.keyboard.press("Home")
-        page.wait_for_function("([el]) => el.textContent.trim() === '0'", arg=[slider.locator(".widget-readout").element_handle()])
+        readout = slider.locator(".widget-readout").element_handle()
+        page.wait_for_function("([el]) => el.textContent.trim() === '0'", arg=[readout])
         wait_src_changed(page, slice_image, src)
         wait_image_loaded(page, slice_image)
         wait_kernel_idle(page)  # the redraw ran in the kernel's message handler: all sent now

@@ -133,6 +133,38 @@ def click_until_number(
     )
 
 
+_WATCH_REDRAWS = """([status, images]) => {
+    const log = window.__redrawLog = [];
+    new MutationObserver(() => log.push({status: status.textContent}))
+        .observe(status, {childList: true, subtree: true, characterData: true});
+    images.forEach((img, i) => new MutationObserver(() => log.push({image: i}))
+        .observe(img, {attributes: true, attributeFilter: ['src']}));
+}"""
+
+_REDRAW_DONE = """([pattern, n, last]) => {
+    const re = new RegExp(pattern);
+    const log = window.__redrawLog;
+    let shown = -1;
+    log.forEach((e, i) => {
+        if (e.status !== undefined) { const m = re.exec(e.status); if (m && Number(m[1]) === n) shown = i; }
+    });
+    return shown >= 0 && log.slice(shown + 1).some(e => e.image === last);
+}"""
+
+
+def watch_redraws(page, status, images) -> None:
+    """Log, from now on, every change of the *status* element and of the ``src`` of *images*
+    (a locator of several ``<img>``), in order; see :func:`wait_redrawn`."""
+    handles = [images.nth(i).element_handle() for i in range(images.count())]
+    page.evaluate(_WATCH_REDRAWS, [status.element_handle(), handles])
+
+
+def wait_redrawn(page, pattern: str, number: float, last_image: int, timeout_ms: int = LIMIT_MS) -> None:
+    """Wait until the status showed *number* (group 1 of *pattern*) and image *last_image*
+    changed after it: a panel that redraws status first and that image last is then done."""
+    page.wait_for_function(_REDRAW_DONE, arg=[pattern, number, last_image], timeout=timeout_ms)
+
+
 def read_number(page, pattern: str) -> float | None:
     """The current group-1 number of the first HTML widget matching *pattern* (None if none)."""
     return page.evaluate(
