@@ -47,8 +47,8 @@ def test_syntax_notebook_runs_in_the_browser(page, lab_server):
     panel_cell = next(i for i, c in enumerate(cells) if "SyntaxPanel(wb" in c.source and "panel.widget" in c.source)
     may_raise = {i for i, c in enumerate(cells) if "raises-exception" in c.metadata.get("tags", [])}
 
-    open_fresh(page, lab_server, NOTEBOOK)
     with kernel_session(page, lab_server, "syntax_notebook"):
+        open_fresh(page, lab_server, NOTEBOOK)
         # every cell but the last (wb.stop()), in order, each to completion
         run_cells(page, last)
         wait_kernel_idle(page)

@@ -46,8 +46,8 @@ def _status_word(panel) -> str:
 
 def test_cg_widget_iterates_converges_stops_and_resets(page, lab_server):
     name = write_notebook(lab_server, "browser_cg_widget.ipynb", CELLS)
-    open_fresh(page, lab_server, name)
     with kernel_session(page, lab_server, "widget_cg"):
+        open_fresh(page, lab_server, name)
         run_cells(page, len(CELLS))
         panel = cell_output(page, PANEL_CELL)
         run, stop = button(panel, "Run to convergence"), button(panel, "Stop")

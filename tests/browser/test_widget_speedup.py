@@ -53,8 +53,8 @@ def _fill(panel, description: str, value: str) -> None:
 
 def test_speedup_panel_runs_the_inner_product_on_1_and_2_ranks(page, lab_server):
     name = write_notebook(lab_server, "browser_speedup_panel.ipynb", CELLS)
-    open_fresh(page, lab_server, name)
     with kernel_session(page, lab_server, "widget_speedup"):
+        open_fresh(page, lab_server, name)
         run_cells(page, len(CELLS))
         panel = cell_output(page, PANEL_CELL)
         run = button(panel, "Run")

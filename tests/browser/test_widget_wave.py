@@ -36,8 +36,8 @@ PLAY_CHUNK = WavePanel.PLAY_CHUNK
 
 def test_wave_widget_steps_plays_and_redraws(page, lab_server):
     name = write_notebook(lab_server, "browser_wave_widget.ipynb", CELLS)
-    open_fresh(page, lab_server, name)
     with kernel_session(page, lab_server, "widget_wave"):
+        open_fresh(page, lab_server, name)
         run_cells(page, len(CELLS))
         panel = cell_output(page, PANEL_CELL)
         button(panel, "Step 10").wait_for(timeout=LIMIT_MS)
