@@ -88,6 +88,8 @@ def lab_server(tmp_path_factory):
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false", "checkForUpdates": false}')
     env["JUPYTERLAB_SETTINGS_DIR"] = str(root / ".lab-settings")
+    # open tabs are remembered per workspace; a private one keeps runs from seeing each other's
+    env["JUPYTERLAB_WORKSPACES_DIR"] = str(root / ".lab-workspaces")
     log = open(root / "jupyterlab.log", "w")  # noqa: SIM115 - closed in the finalizer
     process = subprocess.Popen(
         [
