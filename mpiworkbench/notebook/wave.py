@@ -188,6 +188,7 @@ class WavePanel:
         """Step *k* times in the background unless a step is already running; returns whether it started."""
         if not self._busy.acquire(blocking=False):
             return False
+        self._show_busy(True)
         self._thread = threading.Thread(target=self._run_steps, args=(k,), name="wave-steps", daemon=True)
         self._thread.start()
         return True
@@ -198,6 +199,7 @@ class WavePanel:
             self._playing.set()
             self.play.icon = "pause"
             if self._busy.acquire(blocking=False):
+                self._show_busy(True)
                 self._thread = threading.Thread(target=self._play_loop, name="wave-play", daemon=True)
                 self._thread.start()
         else:
@@ -230,6 +232,7 @@ class WavePanel:
         if self._playing.is_set():  # Play was pressed while these steps ran: keep the lock, play on
             self._play_loop()
         else:
+            self._show_busy(False)
             self._busy.release()
 
     def _play_loop(self) -> None:
@@ -241,8 +244,14 @@ class WavePanel:
             self._show_error(exc)
             self._playing.clear()
         finally:
+            self._show_busy(False)
             self._busy.release()
             self.play.value = False
+
+    def _show_busy(self, busy: bool) -> None:
+        # a click while steps run would be ignored: show it by disabling the step buttons
+        for button in self.buttons.values():
+            button.disabled = busy
 
     def _show_error(self, exc: BaseException) -> None:
         self.status.value = f"<b style='color:#b2182b'>step failed:</b> {type(exc).__name__}: {exc}"
