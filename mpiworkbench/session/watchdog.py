@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
+import time
 from pathlib import Path
 
 from mpiworkbench.session.processes import end_trees, wait_for_exit
@@ -24,9 +25,15 @@ from mpiworkbench.session.processes import end_trees, wait_for_exit
 
 def cluster_pids(cluster_file: Path) -> list[int]:
     """Controller and ``mpiexec`` pids recorded in an ipyparallel cluster file."""
-    try:
-        data = json.loads(cluster_file.read_text())
-    except (OSError, ValueError):
+    for _attempt in range(50):  # ipyparallel may be rewriting the file this very moment
+        try:
+            data = json.loads(cluster_file.read_text())
+            break
+        except FileNotFoundError:
+            return []
+        except (OSError, ValueError):
+            time.sleep(0.1)
+    else:
         return []
     pids = []
     for engine_set in (data.get("engines") or {}).get("sets", {}).values():

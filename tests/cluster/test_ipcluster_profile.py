@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -15,6 +16,15 @@ from mpiworkbench.session.profile import create_profile
 
 def _ipcluster(*args: str) -> list[str]:
     return [str(Path(sys.executable).with_name("ipcluster")), *args]
+
+
+def _engines_recorded(cluster_file: Path) -> bool:
+    """Whether ipcluster has finished writing a cluster file that records its engines."""
+    try:
+        data = json.loads(cluster_file.read_text())
+    except (OSError, ValueError):  # not there yet, or caught half-written
+        return False
+    return bool((data.get("engines") or {}).get("sets"))
 
 
 @ipp.interactive  # resolve globals in the engine's namespace
@@ -38,7 +48,7 @@ def test_ipcluster_starts_mpi_engines_from_the_profile(tmp_path):
         import time
 
         start = time.monotonic()
-        while not cluster_file.exists():  # the condition: ipcluster has written its cluster file
+        while not _engines_recorded(cluster_file):  # the condition: ipcluster wrote its cluster file
             assert server.poll() is None, "ipcluster exited early"
             assert time.monotonic() - start < deadline, "ipcluster did not come up"
             time.sleep(0.1)
