@@ -124,3 +124,24 @@ def test_controller_listens_on_loopback_only(wb):
     addresses = listening_addresses([controller, *descendants(controller)])
     assert addresses, "the controller should listen on some port"
     assert all(a.startswith("127.") for a in addresses), addresses
+
+
+def test_thread_level_is_selectable():
+    def level():
+        from mpiworkbench.info import thread_level_name
+
+        from mpi4py import MPI
+
+        return thread_level_name(MPI.Query_thread())
+
+    bench = Workbench(n=1, thread_level="single")
+    try:
+        bench.start()
+        assert bench.run(level) == ["single"]
+    finally:
+        bench.stop()
+
+
+def test_thread_level_must_be_known():
+    with pytest.raises(ValueError, match="thread_level must be one of single, funneled, serialized, multiple"):
+        Workbench(n=1, thread_level="triple")
