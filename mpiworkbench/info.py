@@ -18,20 +18,21 @@ from mpiworkbench import __version__, mpi
 
 _PACKAGES = ("mpi4py", "mpich", "numpy", "scipy", "numba", "numba-mpi", "ipyparallel", "matplotlib")
 
-_THREAD_LEVELS = {
-    "THREAD_SINGLE": "single",
-    "THREAD_FUNNELED": "funneled",
-    "THREAD_SERIALIZED": "serialized",
-    "THREAD_MULTIPLE": "multiple",
-}
+#: MPI thread levels, lowest first, by mpi4py's names (``MPI.THREAD_SINGLE`` … ``THREAD_MULTIPLE``).
+THREAD_LEVELS = ("single", "funneled", "serialized", "multiple")
+
+
+def affinity() -> list[int]:
+    """The CPUs this process may run on (respects affinity masks and cgroup pinning)."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return list(range(os.cpu_count() or 1))
 
 
 def cores() -> int:
-    """CPU cores this process may run on (respects affinity masks and cgroup pinning)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+    """How many CPU cores this process may run on."""
+    return len(affinity())
 
 
 def package_versions() -> dict[str, str | None]:
@@ -45,9 +46,10 @@ def package_versions() -> dict[str, str | None]:
 
 
 def thread_level_name(level: int) -> str:
+    """``"multiple"`` for ``MPI.THREAD_MULTIPLE`` and so on."""
     MPI = mpi.MPI()
-    for attr, name in _THREAD_LEVELS.items():
-        if getattr(MPI, attr) == level:
+    for name in THREAD_LEVELS:
+        if getattr(MPI, f"THREAD_{name.upper()}") == level:
             return name
     return str(level)
 

@@ -50,11 +50,12 @@ def find_mpiexec() -> str:
     return found
 
 
-def mpiexec_command(np: int, argv: list[str], oversubscribe: bool = False) -> list[str]:
-    """The command line that runs ``python -m mpiworkbench *argv`` on *np* ranks."""
-    cmd = [find_mpiexec(), "-n", str(np)]
-    del oversubscribe  # MPICH's Hydra allows more ranks than cores without a flag
-    return cmd + [sys.executable, "-m", "mpi4py", "-m", "mpiworkbench", *argv]
+def mpiexec_command(np: int, argv: list[str]) -> list[str]:
+    """The command line that runs ``python -m mpiworkbench *argv`` on *np* ranks.
+
+    (MPICH's Hydra runs more ranks than cores without an oversubscription flag.)
+    """
+    return [find_mpiexec(), "-n", str(np), sys.executable, "-m", "mpi4py", "-m", "mpiworkbench", *argv]
 
 
 def run_under_mpiexec(np: int, argv: list[str], timeout_s: float | None = None) -> int:

@@ -11,19 +11,11 @@ import platform
 import socket
 import sys
 import time
-from importlib import metadata
 
-THREAD_LEVELS = {0: "single", 1: "funneled", 2: "serialized", 3: "multiple"}
+from mpiworkbench import info
 #: Foreign CPU use (in cores) above which a run is flagged as measured on a loaded machine.
 LOADED_CORES = 0.25
 LOAD_WINDOW_S = 0.3
-
-
-def _version(dist: str) -> str | None:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def _cpu_jiffies() -> tuple[int, int] | None:
@@ -57,10 +49,6 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def thread_level_name(level: int) -> str:
-    return THREAD_LEVELS.get(level, str(level))
-
-
 def capture(comm, measure_load: bool = True) -> dict:
     """Collective: describe the environment of a run (every rank contributes; all get it).
 
@@ -70,10 +58,7 @@ def capture(comm, measure_load: bool = True) -> dict:
     from mpi4py import MPI
 
     host = socket.gethostname()
-    try:
-        affinity = sorted(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        affinity = list(range(os.cpu_count() or 1))
+    affinity = info.affinity()
     comm.Barrier()
     load = None
     if measure_load:
@@ -96,14 +81,14 @@ def capture(comm, measure_load: bool = True) -> dict:
         hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
         busy = (after[0] - before[0]) - own_total
         foreign = max(0.0, busy / hz / elapsed)
-    level = MPI.Query_thread()
+    library = info.mpi_library()
     env = {
-        "mpi_library": MPI.Get_library_version().strip().splitlines()[0],
-        "mpi_standard": "%d.%d" % MPI.Get_version(),
+        "mpi_library": library["library"],
+        "mpi_standard": library["mpi_standard"],
         "mpi_vendor": "%s %s" % (MPI.get_vendor()[0], ".".join(map(str, MPI.get_vendor()[1]))),
-        "thread_level": thread_level_name(level),
+        "thread_level": library["thread_level"],
         "python": sys.version.split()[0],
-        "packages": {name: _version(name) for name in ("mpi4py", "numpy", "numba", "numba-mpi", "mpich")},
+        "packages": info.package_versions(),
         "np": comm.Get_size(),
         "hosts": {h: r for h, r in hosts.items()},
         "binding": {str(r): p["affinity"] for r, p in enumerate(per_rank)},

@@ -72,3 +72,13 @@ def write_json(path: str | Path | None, payload: Any) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(text + "\n")
     tmp.replace(path)
+
+
+def report(text: str, payload: Any, json_path: str | Path | None, save_path: str | Path | None = None, field: Any = None) -> None:
+    """Rank 0's ending of a solver command: print *text*, write the JSON, save *field* as ``.npy``."""
+    print(text, flush=True)
+    write_json(json_path, payload)
+    if save_path is not None:
+        import numpy as np
+
+        np.save(save_path, field)

@@ -13,7 +13,7 @@ import sys
 
 from mpiworkbench.cli import _mpijob
 
-THREAD_LEVELS = ("single", "funneled", "serialized", "multiple")
+from mpiworkbench.info import THREAD_LEVELS
 
 
 def register(subparsers) -> None:

@@ -82,8 +82,6 @@ def format_result(res: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     def body(comm) -> int:
-        import numpy as np
-
         from mpiworkbench.solvers.cg import CGSolver
 
         solver = CGSolver(
@@ -97,10 +95,7 @@ def run(args: argparse.Namespace) -> int:
         finally:
             solver.close()
         if comm.Get_rank() == 0:
-            print(format_result(res), flush=True)
-            _mpijob.write_json(args.json, res)
-            if args.save:
-                np.save(args.save, u)
+            _mpijob.report(format_result(res), res, args.json, args.save, u)
         return 0
 
     return _mpijob.run(args, body)

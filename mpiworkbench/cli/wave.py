@@ -78,8 +78,6 @@ def format_result(res: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     def body(comm) -> int:
-        import numpy as np
-
         from mpiworkbench import mpi
         from mpiworkbench.solvers.wave import WaveSolver
 
@@ -117,10 +115,7 @@ def run(args: argparse.Namespace) -> int:
                 "exchange_s": max(t["exchange_s"] for t in timings),
                 "per_rank": timings,
             }
-            print(format_result(res), flush=True)
-            _mpijob.write_json(args.json, res)
-            if args.save:
-                np.save(args.save, field)
+            _mpijob.report(format_result(res), res, args.json, args.save, field)
         return 0
 
     return _mpijob.run(args, body)

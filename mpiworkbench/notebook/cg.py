@@ -14,30 +14,28 @@ from typing import Any, Callable
 
 import numpy as np
 
+from mpiworkbench.notebook.solver_handle import SolverHandle
 from mpiworkbench.solvers import poisson
 
 FACTORY = "mpiworkbench.solvers.cg:CGSolver"
 
 
-class CGHandle:
+class CGHandle(SolverHandle):
     """A CG solver on every engine of *wb*; keyword arguments go to ``CGSolver``.
 
     >>> c = wb.cg(mesh=257)          # doctest: +SKIP
     >>> c.iterate(50); c.residuals[-1]
     """
 
+    factory = FACTORY
+
     def __init__(self, wb, mesh: int = 257, **options: Any):
-        self.wb = wb
-        self.options = {"mesh": mesh, **options}
-        self._obj = None
-        self._lock = threading.Lock()
-        self.reset()
+        super().__init__(wb, mesh=mesh, **options)
 
     # -- life cycle --------------------------------------------------------------------
     def reset(self) -> None:
         """Start again from ``x0`` (a fresh solver on the engines, same options)."""
-        self.close()
-        self._obj = self.wb.create(FACTORY, **self.options)
+        self._create()
         first = self._obj.root("advance", 0, 0)
         self._residuals: list[float] = list(first["history"]["residual"])
         self._rho_ratios: list[float] = list(first["history"]["rho_ratio"])
@@ -48,12 +46,6 @@ class CGHandle:
         self.tol, self.criterion, self.maxiter = info["tol"], info["criterion"], info["maxiter"]
         self.manufactured = info["max_error"] is not None
         self._warned = False
-
-    def close(self) -> None:
-        """Delete the solver on the engines."""
-        if self._obj is not None:
-            self._obj.delete()
-            self._obj = None
 
     # -- stepping ----------------------------------------------------------------------
     def iterate(self, k: int = 1) -> dict[str, Any]:

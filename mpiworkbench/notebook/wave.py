@@ -13,12 +13,13 @@ from typing import Any
 
 import numpy as np
 
+from mpiworkbench.notebook.solver_handle import SolverHandle
 from mpiworkbench.solvers.decomposition import decompose
 
 FACTORY = "mpiworkbench.solvers.wave:WaveSolver"
 
 
-class WaveHandle:
+class WaveHandle(SolverHandle):
     """A wave solver on every engine of *wb*; keyword arguments go to ``WaveSolver``.
 
     >>> w = wb.wave(mesh=65, kernel="numba")   # doctest: +SKIP
@@ -26,18 +27,15 @@ class WaveHandle:
     >>> plane = w.slice("z", 32)
     """
 
+    factory = FACTORY
+
     def __init__(self, wb, mesh: Any = 65, **options: Any):
-        self.wb = wb
-        self.options = {"mesh": mesh, **options}
-        self._obj = None
-        self._lock = threading.Lock()
-        self.reset()
+        super().__init__(wb, mesh=mesh, **options)
 
     # -- life cycle --------------------------------------------------------------------
     def reset(self) -> None:
         """A fresh solver at t = 0 on the engines, same options."""
-        self.close()
-        self._obj = self.wb.create(FACTORY, **self.options)
+        self._create()
         info = self._obj.root("info")
         self.info = info
         self.mesh = tuple(info["mesh"])
@@ -49,13 +47,6 @@ class WaveHandle:
         self.errors: list[float] = [self._obj.root("error")]
         self.steps = 0
         self.last_timings: list[dict[str, Any]] = self._obj.call("timings")
-
-    def close(self) -> None:
-        """Delete the solver on the engines."""
-        if self._obj is not None:
-            self._obj.call("close")
-            self._obj.delete()
-            self._obj = None
 
     # -- stepping ----------------------------------------------------------------------
     def step_async(self, k: int = 1):

@@ -10,15 +10,12 @@ import time
 import uuid
 from typing import Any, Callable
 
-from mpiworkbench import info
+from mpiworkbench import info, remote
 from mpiworkbench.launch import rank_environment
 from mpiworkbench.session.waiting import wait_ranks
 
 #: Seconds an execution may take before the workbench reports it as hung.
 DEFAULT_TIMEOUT_S = 120.0
-
-#: MPI thread levels an engine can be started with.
-THREAD_LEVELS = ("single", "funneled", "serialized", "multiple")
 
 #: Hub heartbeat period (ms). ipyparallel's 3000 ms default is what makes a cluster take
 #: ~7 s to come up: the hub only counts an engine as registered after a heartbeat round.
@@ -32,30 +29,6 @@ def _mpi_rank() -> int:
     from mpi4py import MPI
 
     return MPI.COMM_WORLD.rank
-
-
-def _remote_create(key, factory, args, kwargs, nranks):
-    from mpiworkbench import remote as _remote
-
-    return _remote.create(key, factory, args, kwargs, nranks)
-
-
-def _remote_call(key, method, args, kwargs):
-    from mpiworkbench import remote as _remote
-
-    return _remote.call(key, method, args, kwargs)
-
-
-def _remote_attribute(key, name):
-    from mpiworkbench import remote as _remote
-
-    return _remote.attribute(key, name)
-
-
-def _remote_delete(key):
-    from mpiworkbench import remote as _remote
-
-    _remote.delete(key)
 
 
 def _wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
@@ -120,9 +93,9 @@ class Workbench:
                 "but timings and speedups stop being meaningful. Pass oversubscribe=True to "
                 f"start {n} ranks anyway, or use n <= {cores}."
             )
-        if thread_level not in (None, *THREAD_LEVELS):
+        if thread_level not in (None, *info.THREAD_LEVELS):
             raise ValueError(
-                f"thread_level must be one of {', '.join(THREAD_LEVELS)} (or None for mpi4py's "
+                f"thread_level must be one of {', '.join(info.THREAD_LEVELS)} (or None for mpi4py's "
                 f"default); got {thread_level!r}"
             )
         self.thread_level = thread_level
@@ -317,7 +290,7 @@ class Workbench:
         """Build ``factory(*args, **kwargs)`` on every engine and return a handle to it."""
         self._require_running()
         key = f"obj-{uuid.uuid4().hex[:10]}"
-        holds = self.run(_remote_create, key, factory, args, kwargs, nranks)
+        holds = self.run(remote.create, key, factory, args, kwargs, nranks)
         return RemoteObject(self, key, factory, holds)
 
     # ------------------------------------------------------------------ panels and handles
@@ -371,7 +344,7 @@ class RemoteObject:
         self.holds = holds
 
     def call_async(self, method: str, *args: Any, **kwargs: Any):
-        return self.wb.run_async(_remote_call, self.key, method, args, kwargs)
+        return self.wb.run_async(remote.call, self.key, method, args, kwargs)
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> list[Any]:
         """``obj.method(*args, **kwargs)`` on every rank; results in rank order."""
@@ -382,11 +355,11 @@ class RemoteObject:
         return self.call(method, *args, **kwargs)[0]
 
     def attr(self, name: str) -> list[Any]:
-        return self.wb.run(_remote_attribute, self.key, name)
+        return self.wb.run(remote.attribute, self.key, name)
 
     def delete(self) -> None:
         if self.wb.view is not None:
-            self.wb.run(_remote_delete, self.key)
+            self.wb.run(remote.delete, self.key)
 
     def __repr__(self) -> str:
         return f"<RemoteObject {self.factory} key={self.key!r} on {sum(map(bool, self.holds))} rank(s)>"

@@ -8,12 +8,12 @@ allreduces per iteration) and the partition (rows as in thesis Fig. 6.8, or 2-D 
 
 from __future__ import annotations
 
+from mpiworkbench.speedup.registry import split_variant
+
 
 def parse_variant(variant: str) -> tuple[str, str]:
-    cg_variant, sep, partition = variant.partition("/")
-    if not sep:
-        raise ValueError(f"cg variant must look like 'classic/rows' (variant/partition); got {variant!r}")
-    return cg_variant, partition
+    """``variant/partition``."""
+    return split_variant(variant, "cg", "classic/rows (variant/partition)")
 
 
 class CGSolve:

@@ -18,6 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+def split_variant(variant: str, experiment: str, example: str) -> tuple[str, str]:
+    """``"numpy/sendrecv"`` → ``("numpy", "sendrecv")``; a clear error for anything else."""
+    first, sep, second = variant.partition("/")
+    if not sep:
+        raise ValueError(f"{experiment} variant must look like {example!r}; got {variant!r}")
+    return first, second
+
+
 @dataclass(frozen=True)
 class Parameter:
     """One option of an experiment (besides the swept size and the variant)."""

@@ -17,20 +17,12 @@ import os
 import time
 from typing import Any
 
-from mpiworkbench import mpi, remote
+from mpiworkbench import info, mpi, remote
 from mpiworkbench.speedup import registry
 from mpiworkbench.speedup.blas_threads import limit_blas_threads
 
 #: Sleep between tests of the idle ranks' Ibarrier (seconds): short against any point.
 IDLE_POLL_S = 0.002
-
-
-def available_cores() -> int:
-    """Cores this process may run on (``os.sched_getaffinity``, else ``os.cpu_count``)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def placement(comm, active: bool) -> dict[str, Any]:
@@ -39,11 +31,7 @@ def placement(comm, active: bool) -> dict[str, Any]:
     Cores on a host are the union of the CPU sets its ranks may use; a point is
     oversubscribed when some host runs more active ranks than it has cores.
     """
-    try:
-        cpus = sorted(os.sched_getaffinity(0))
-    except AttributeError:
-        cpus = list(range(os.cpu_count() or 1))
-    entries = comm.allgather((mpi.MPI().Get_processor_name(), cpus, bool(active)))
+    entries = comm.allgather((mpi.MPI().Get_processor_name(), info.affinity(), bool(active)))
     hosts: dict[str, dict[str, Any]] = {}
     for host, host_cpus, is_active in entries:
         h = hosts.setdefault(host, {"cpus": set(), "active_ranks": 0, "resident_ranks": 0})

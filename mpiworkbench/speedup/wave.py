@@ -8,14 +8,14 @@ sub-communicators the smaller rank counts use.
 
 from __future__ import annotations
 
+from mpiworkbench.speedup.registry import split_variant
+
 import math
 
 
 def parse_variant(variant: str) -> tuple[str, str]:
-    kernel, sep, exchange = variant.partition("/")
-    if not sep:
-        raise ValueError(f"wave variant must look like 'numpy/sendrecv' (kernel/exchange); got {variant!r}")
-    return kernel, exchange
+    """``kernel/exchange``."""
+    return split_variant(variant, "wave", "numpy/sendrecv (kernel/exchange)")
 
 
 class WaveSteps:
