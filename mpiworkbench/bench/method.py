@@ -88,7 +88,9 @@ class Policy:
     """How many iterations to time at a size, and how long one size may take.
 
     ``iterations``/``warmup`` override the OSU rule for every size when given
-    (like OSU's ``-i``/``-x``). ``time_cap_s`` bounds the timed loop of one size
+    (like OSU's ``-i``/``-x``). ``repeats`` times every size that many times (backends
+    interleaved) and reports the median, keeping each repeat (research note §6.5: on a
+    shared or virtualised node the spread between runs exceeds the differences compared). ``time_cap_s`` bounds the timed loop of one size
     (estimated from the warm-up); ``collective_mode`` is ``"osu"`` (time each call,
     barrier after it outside the timer) or ``"block"`` (time the back-to-back loop).
     """
@@ -99,6 +101,7 @@ class Policy:
     collective_mode: str = "osu"
     window: int = DEFAULT_WINDOW
     large_message_size: int = LARGE_MESSAGE_SIZE
+    repeats: int = 1
 
     def __post_init__(self):
         if self.iterations is not None and self.iterations < 1:
@@ -114,6 +117,8 @@ class Policy:
             )
         if self.window < 1:
             raise ValueError(f"window must be at least 1 message; got {self.window}")
+        if not isinstance(self.repeats, int) or self.repeats < 1:
+            raise ValueError(f"repeats must be a whole number of at least 1; got {self.repeats!r}")
 
     def counts(self, kind: str, size: int) -> tuple[int, int]:
         """(iterations, warm-up) for a benchmark *kind* at *size* bytes, before the cap."""
@@ -149,5 +154,10 @@ class Policy:
                 ),
             },
             "barrier": "one barrier before every size (inside each backend's own loop)",
+            "repeats": (
+                "one timed loop per size and backend" if self.repeats == 1 else
+                f"{self.repeats} timed loops per size and backend, backends interleaved; "
+                "t_us and the other times are medians over them, each repeat in t_us_repeats"
+            ),
             "megabyte": "MB = 10^6 B",
         }

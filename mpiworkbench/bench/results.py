@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import statistics
 from pathlib import Path
 
 from mpiworkbench.bench.buffers import Buffers
@@ -15,7 +16,7 @@ from mpiworkbench.bench.fit import overhead_vs_c, pingpong_fits
 
 ROW_FIELDS = (
     "run_id", "benchmark", "backend", "size", "nprocs", "iterations", "warmup", "capped", "mode",
-    "thread_level", "t_us", "t_avg_us", "t_min_us", "t_max_us", "throughput_MBps",
+    "thread_level", "repeats", "launches", "t_us", "t_avg_us", "t_min_us", "t_max_us", "throughput_MBps",
     "throughput_def", "flagged", "time",
 )
 #: Environment fields repeated on every CSV row (so a CSV alone still says where it came from).
@@ -43,6 +44,58 @@ def build(benchmark: str, run_id: str, method: dict, env: dict, rows: list[dict]
     if benchmark == "pingpong":
         doc["fit"] = pingpong_fits(rows)
     return doc
+
+
+#: Times of a row that become medians when launches are merged.
+_TIMES = ("t_us", "t_avg_us", "t_min_us", "t_max_us", "throughput_MBps")
+
+
+def merge_launches(docs: list[dict], planned: int | None = None) -> dict:
+    """One document from the documents of several launches of the same command.
+
+    A launch of an MPI job can run wholly in a slower state of a shared or virtualised
+    machine (on this project's 2-vCPU VM: every program in the launch, C included, up to
+    2.3x slower at 64 KiB-1 MiB, steady within the launch). So a row here is the **median
+    over launches** of each time (``t_us``, ``t_avg_us``, ...), with every launch's ``t_us``
+    in ``t_us_launches`` and their number in ``launches``; the fit and the overheads are
+    recomputed from the merged rows. *planned*: how many launches were asked for (the
+    document is complete only if all of them finished every size).
+    """
+    if not docs:
+        raise ValueError("no launch documents to merge; run at least one launch")
+    first = docs[0]
+    run_id = "+".join(d["run_id"] for d in docs)
+    groups: dict[tuple, list[dict]] = {}
+    for doc in docs:
+        for row in doc["rows"]:
+            groups.setdefault((row["size"], row["backend"]), []).append(row)
+    order = {(r["size"], r["backend"]): i for i, r in enumerate(r for d in docs for r in d["rows"])}
+    rows = []
+    for key in sorted(groups, key=lambda k: (k[0], order[k])):
+        group = groups[key]
+        row = dict(group[0])
+        for field in _TIMES:
+            values = [r[field] for r in group if r.get(field) is not None]
+            row[field] = statistics.median(values) if values else None
+        row.update(run_id=run_id, launches=len(group), t_us_launches=[r["t_us"] for r in group],
+                   iterations=min(r["iterations"] for r in group), capped=any(r["capped"] for r in group),
+                   flagged=any(r["flagged"] for r in group))
+        row.pop("t_us_repeats", None)
+        rows.append(row)
+    method = {**first["method"], "launches": (
+        f"{len(docs)} launches of mpiexec; every time is the median over launches, each launch's t_us in "
+        "t_us_launches")}
+    skipped = {k: v for d in docs for k, v in d.get("skipped", {}).items()}
+    merged = build(first["benchmark"], run_id, method, first["environment"], rows, skipped,
+                   first["method"].get("buffers", ""),
+                   complete=all(d["complete"] for d in docs) and len(docs) == (planned or len(docs)))
+    merged["launches"] = [
+        {"run_id": d["run_id"], "complete": d["complete"], "rows": d["rows"],
+         "foreign_load_cores": d["environment"].get("foreign_load_cores"),
+         "warnings": d["environment"].get("warnings", [])}
+        for d in docs
+    ]
+    return merged
 
 
 def write_json(path: str | Path, doc: dict) -> None:
@@ -103,5 +156,9 @@ def format_rows(rows: list[dict]) -> str:
             f"{r['backend']:<11} {r['size']:>9} {r['t_us']:>11.2f} {r['t_avg_us']:>10.2f} "
             f"{r['t_min_us']:>10.2f} {r['t_max_us']:>10.2f} {mbps:>10} {r['iterations']:>6}"
             + ("  (capped)" if r["capped"] else "")
+            + (f"  median of {r['repeats']} repeats [{min(r['t_us_repeats']):.2f}-{max(r['t_us_repeats']):.2f}]"
+               if r.get("repeats", 1) > 1 and "t_us_repeats" in r else "")
+            + (f"  median of {r['launches']} launches [{min(r['t_us_launches']):.2f}-{max(r['t_us_launches']):.2f}]"
+               if "t_us_launches" in r else "")
         )
     return "\n".join(lines)

@@ -5,16 +5,17 @@ ranks), the same time cap and the same statistics; only the timed loop is the ba
 own. Buffers are allocated afresh for every message size and only as large as the
 benchmark needs (:meth:`BenchRun.prepare`), so the number at a size does not depend on
 the rest of the sweep; ``benchmarks/bench_credibility.py`` checks the result against
-``mpi4py.bench`` and a bare C loop. Sizes run in the outer loop and backends in the inner one (interleaved), so a drift
-in background load hits every backend alike, and each finished size can be written out
-or plotted at once.
+``mpi4py.bench`` and a bare C loop. Sizes run in the outer loop, the policy's repeats
+inside it and backends innermost (interleaved), so a drift in background load hits every
+backend alike, and each finished size can be written out or plotted at once.
 """
 
 from __future__ import annotations
 
+import statistics
 import time
 import uuid
-from typing import Callable, Iterable
+from typing import Callable, Iterable, NamedTuple
 
 from mpiworkbench import mpi
 from mpiworkbench.bench import environment
@@ -28,6 +29,16 @@ LOOP_BACKENDS = ("mpi4py-obj", "mpi4py-buf", "numba-mpi", "c")
 #: just the message (sizing them for every rank would put a 2 MiB ping-pong on huge pages
 #: that a 2 MiB NumPy array does not get).
 PER_RANK_BLOCKS = frozenset({"alltoall", "gather", "scatter", "allgather"})
+
+
+class Sample(NamedTuple):
+    """One timed loop of one size on one backend: counts, and every rank's seconds per unit
+    (per one-way message for ping-pong, per iteration otherwise)."""
+
+    iterations: int
+    warmup: int
+    rule_iterations: int
+    per_rank: list[float]
 
 
 class NotSupported(Exception):
@@ -154,7 +165,11 @@ class BenchRun:
         if self.done:
             return []
         size = self.sizes[self.next_index]
-        rows = [self.measure(name, size) for name in self.loops]
+        samples: dict[str, list[Sample]] = {name: [] for name in self.loops}
+        for _ in range(self.policy.repeats):  # repeats interleaved over backends, like sizes
+            for name in self.loops:
+                samples[name].append(self._time(name, size))
+        rows = [self._row(name, size, samples[name]) for name in self.loops]
         self.next_index += 1
         self.rows.extend(rows)
         return rows
@@ -179,7 +194,11 @@ class BenchRun:
         return self.buffers
 
     def measure(self, backend: str, size: int) -> dict:
-        """Collective: time *size* on *backend*; every rank returns the same row."""
+        """Collective: time *size* on *backend* once; every rank returns the same row."""
+        return self._row(backend, size, [self._time(backend, size)])
+
+    def _time(self, backend: str, size: int) -> "Sample":
+        """Collective: one timed loop of *size* on *backend*; every rank's seconds per unit."""
         comm, bench, policy, loop = self.comm, self.bench, self.policy, self.loops[backend]
         iters, warmup = policy.counts(bench.kind, size)
         buffers = self.prepare(size)
@@ -191,18 +210,23 @@ class BenchRun:
         if capped_iters < iters:
             warmup = max(1, min(warmup, capped_iters // 10))
         seconds = loop(buffers, size, capped_iters, warmup)
-        return self._row(backend, size, capped_iters, warmup, iters, seconds)
+        units = 2 * capped_iters if bench.name == "pingpong" else capped_iters
+        return Sample(capped_iters, warmup, iters, comm.allgather(seconds / units))
 
-    def _row(self, backend: str, size: int, iters: int, warmup: int, rule_iters: int, seconds: float) -> dict:
-        bench, comm, nprocs = self.bench, self.comm, self.comm.Get_size()
-        units = 2 * iters if bench.name == "pingpong" else iters
-        per_rank = comm.allgather(seconds / units)
-        taking_part = per_rank[:2] if bench.name in ("pingpong", "bw", "bibw") else per_rank
-        t_avg = sum(taking_part) / len(taking_part)
-        t_min, t_max = min(taking_part), max(taking_part)
-        primary = per_rank[0] if bench.name in ("pingpong", "bw", "bibw") else t_avg
-        through_t = primary if bench.name in ("pingpong", "bw", "bibw") else t_max
-        mbps = throughput_mbps(bench, size, through_t, nprocs, self.policy.window)
+    def _row(self, backend: str, size: int, samples: list["Sample"]) -> dict:
+        """The row of *size* on *backend* from one or more repeats (medians across repeats)."""
+        bench, nprocs = self.bench, self.comm.Get_size()
+        pt2pt = bench.name in ("pingpong", "bw", "bibw")
+        primary, t_avg, t_min, t_max, through = [], [], [], [], []
+        for sample in samples:
+            taking_part = sample.per_rank[:2] if pt2pt else sample.per_rank
+            t_avg.append(sum(taking_part) / len(taking_part))
+            t_min.append(min(taking_part))
+            t_max.append(max(taking_part))
+            primary.append(sample.per_rank[0] if pt2pt else t_avg[-1])
+            through.append(primary[-1] if pt2pt else t_max[-1])
+        median = statistics.median
+        mbps = throughput_mbps(bench, size, median(through), nprocs, self.policy.window)
         if bench.name == "pingpong":
             mode = "one-way = rank 0 round trip / 2, block timing"
         elif bench.kind == "bandwidth":
@@ -211,6 +235,7 @@ class BenchRun:
             mode = "block timing per Sendrecv"
         else:
             mode = self.policy.collective_mode
+        iters = min(s.iterations for s in samples)
         return {
             "run_id": self.run_id,
             "benchmark": bench.name,
@@ -218,14 +243,16 @@ class BenchRun:
             "size": size,
             "nprocs": nprocs,
             "iterations": iters,
-            "warmup": warmup,
-            "capped": iters < rule_iters,
+            "warmup": min(s.warmup for s in samples),
+            "capped": iters < samples[0].rule_iterations,
             "mode": mode,
             "thread_level": self.environment["thread_level"],
-            "t_us": primary * 1e6,
-            "t_avg_us": t_avg * 1e6,
-            "t_min_us": t_min * 1e6,
-            "t_max_us": t_max * 1e6,
+            "repeats": len(samples),
+            "t_us": median(primary) * 1e6,
+            "t_avg_us": median(t_avg) * 1e6,
+            "t_min_us": median(t_min) * 1e6,
+            "t_max_us": median(t_max) * 1e6,
+            "t_us_repeats": [t * 1e6 for t in primary],
             "throughput_MBps": mbps,
             "throughput_def": bench.throughput,
             "flagged": bool(self.environment["warnings"]),

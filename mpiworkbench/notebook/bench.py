@@ -81,6 +81,9 @@ class BenchPanel:
         self.ranks = w.BoundedIntText(value=wb.n, min=1, max=wb.n, description="Ranks")
         self.mode = w.Dropdown(options=["osu", "block"], value="osu", description="Mode")
         self.cap = w.BoundedFloatText(value=1.0, min=0.01, max=60, description="Time cap (s)")
+        self.repeats = w.BoundedIntText(value=1, min=1, max=50, description="Repeats",
+                                        tooltip="time every size this many times (backends interleaved); "
+                                                "rows show the median")
         self.metric = w.Dropdown(options=[("time (µs)", "t_us"), ("throughput (MB/s)", "throughput_MBps")],
                                  value="t_us", description="Metric")
         self.run_button = w.Button(description="Run", button_style="primary")
@@ -101,7 +104,7 @@ class BenchPanel:
         self.metric.observe(lambda _: self.redraw(), names="value")
         self.widget = w.VBox([
             w.HBox([self.benchmark, self.sizes, self.ranks]),
-            w.HBox([self.backends, w.VBox([self.mode, self.cap, self.metric])]),
+            w.HBox([self.backends, w.VBox([self.mode, self.cap, self.repeats, self.metric])]),
             w.HBox([self.run_button, self.stop_button, self.progress]),
             self.status, self.image, self.table,
             w.HBox([self.file, self.save_button, self.load_button, self.clear_button]),
@@ -111,7 +114,8 @@ class BenchPanel:
     def settings(self) -> dict:
         return {"benchmark": self.benchmark.value, "backends": list(self.backends.value),
                 "sizes": self.sizes.value, "ranks": self.ranks.value,
-                "collective_mode": self.mode.value, "time_cap_s": self.cap.value}
+                "collective_mode": self.mode.value, "time_cap_s": self.cap.value,
+                "repeats": self.repeats.value}
 
     def run(self) -> dict:
         """Run with the current settings, blocking, redrawing after every size."""

@@ -100,6 +100,27 @@ def test_sweep_streams_rows_size_by_size():
         assert set(doc["fit"]) == {"c", "mpi4py-buf"}
 
 
+def test_repeats_are_interleaved_and_reported_as_their_median():
+    name = "pingpong" if SIZE >= 2 else "allreduce"
+    run = BenchRun(name, ["c", "mpi4py-buf"], [8, 1024], Policy(iterations=20, warmup=2, repeats=3),
+                   comm=COMM, measure_load=False)
+    timed = []
+    for backend, loop in list(run.loops.items()):  # record the order the loops are timed in
+        def spy(buffers, n, iters, warmup, _loop=loop, _backend=backend):
+            if iters == 20:  # the timed loop, not the probe
+                timed.append((_backend, n))
+            return _loop(buffers, n, iters, warmup)
+        run.loops[backend] = spy
+    rows = run.run()
+    assert timed == [("c", 8), ("mpi4py-buf", 8)] * 3 + [("c", 1024), ("mpi4py-buf", 1024)] * 3
+    for row in rows:
+        assert row["repeats"] == 3 and len(row["t_us_repeats"]) == 3
+        assert row["t_us"] == sorted(row["t_us_repeats"])[1]
+    assert COMM.allgather([r["t_us"] for r in rows]) == [[r["t_us"] for r in rows]] * SIZE
+    single = BenchRun(name, ["c"], [8], POLICY, comm=COMM, measure_load=False).step()[0]
+    assert single["repeats"] == 1 and single["t_us_repeats"] == [single["t_us"]]
+
+
 def test_time_cap_lowers_iterations_and_says_so():
     run = BenchRun("allreduce", ["c"], [8], Policy(iterations=10**7, warmup=1, time_cap_s=0.01),
                    comm=COMM, measure_load=False)

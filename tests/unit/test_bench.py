@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import math
+import statistics
 import subprocess
 import sys
 
@@ -65,6 +66,8 @@ def test_time_cap():
     ({"iterations": 0}, "iterations must be at least 1; got 0"),
     ({"collective_mode": "fast"}, "collective mode must be 'osu'"),
     ({"time_cap_s": 0}, "time cap must be positive"),
+    ({"repeats": 0}, "repeats must be a whole number of at least 1; got 0"),
+    ({"repeats": 2.5}, "repeats must be a whole number of at least 1; got 2.5"),
 ])
 def test_policy_rejects_bad_values(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -74,6 +77,8 @@ def test_policy_rejects_bad_values(kwargs, message):
 def test_method_is_described_in_the_output():
     text = str(Policy(collective_mode="block").describe())
     assert "back-to-back" in text and "MB = 10^6 B" in text and "OSU" in text
+    assert Policy().describe()["repeats"] == "one timed loop per size and backend"
+    assert "medians over them" in Policy(repeats=3).describe()["repeats"]
 
 
 def test_throughput_definitions_follow_paper_001_and_osu():
@@ -145,6 +150,30 @@ def test_results_round_trip_json_and_csv(tmp_path):
         results.load(tmp_path / "missing.json")
 
 
+def test_launches_merge_into_medians_and_keep_every_launch():
+    def doc(run, times, complete=True, load=0.0):
+        rows = [_row(b, size, t, run=run) for (b, size), t in times.items()]
+        return results.build("pingpong", run, Policy().describe(), {"np": 2, "foreign_load_cores": load,
+                             "warnings": []}, rows, {}, "NumPy", complete=complete)
+
+    docs = [doc("a", {("c", 8): 1.0, ("mpi4py-buf", 8): 2.0, ("c", 64): 3.0, ("mpi4py-buf", 64): 5.0}),
+            doc("b", {("c", 8): 2.0, ("mpi4py-buf", 8): 3.0, ("c", 64): 9.0, ("mpi4py-buf", 64): 7.0}),
+            doc("c", {("c", 8): 1.5, ("mpi4py-buf", 8): 2.5}, complete=False, load=1.2)]  # stopped after 8 B
+    merged = results.merge_launches(docs, planned=3)
+    got = {(r["backend"], r["size"]): (r["t_us"], r["launches"], r["t_us_launches"]) for r in merged["rows"]}
+    assert got == {("c", 8): (1.5, 3, [1.0, 2.0, 1.5]), ("mpi4py-buf", 8): (2.5, 3, [2.0, 3.0, 2.5]),
+                   ("c", 64): (6.0, 2, [3.0, 9.0]), ("mpi4py-buf", 64): (6.0, 2, [5.0, 7.0])}
+    assert [(r["size"], r["backend"]) for r in merged["rows"]] == [(8, "c"), (8, "mpi4py-buf"), (64, "c"),
+                                                                   (64, "mpi4py-buf")]
+    assert not merged["complete"] and len(merged["launches"]) == 3 and merged["launches"][2]["foreign_load_cores"] == 1.2
+    assert merged["rows"][0]["throughput_MBps"] == pytest.approx(statistics.median([8 / 1.0, 8 / 2.0, 8 / 1.5]))
+    assert set(merged["fit"]) == {"c", "mpi4py-buf"} and {o["size"] for o in merged["overhead_vs_c"]} == {8, 64}
+    assert "3 launches" in merged["method"]["launches"] and "median of 2 launches" in results.format_rows(merged["rows"])
+    assert results.merge_launches(docs[:2], planned=2)["complete"]
+    with pytest.raises(ValueError, match="no launch documents"):
+        results.merge_launches([])
+
+
 def test_environment_warnings_flag_load_and_oversubscription():
     clean = {"oversubscribed": False, "foreign_load_cores": 0.0, "hosts": {"h": [0, 1]}, "cores_available": 2}
     assert warnings(clean) == []
@@ -169,4 +198,5 @@ def test_cli_parses_the_documented_command():
     )
     assert args.name == "pingpong" and args.np == 2 and args.json == "out.json"
     assert args.backend.split(",") == ["mpi4py-obj", "mpi4py-buf", "numba-mpi", "c"]
-    assert args.thread_level == "single" and args.mode == "osu"
+    assert args.thread_level == "single" and args.mode == "osu" and args.repeat == 1
+    assert build_parser().parse_args(["bench", "allreduce", "--repeat", "5"]).repeat == 5
