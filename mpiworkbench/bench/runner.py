@@ -193,6 +193,15 @@ class BenchRun:
             self.buffers_size = size
         return self.buffers
 
+    def adopt_buffers(self, buffers: Buffers, size: int) -> None:
+        """Time *size* in *buffers* (allocated by the caller) instead of fresh ones: for a
+        comparison of programs on the very same memory (``benchmarks/bench_credibility.py``;
+        at 8 MiB an allocation itself draws faster or slower memory on a VM)."""
+        blocks = self.comm.Get_size() if self.bench.name in PER_RANK_BLOCKS else 1
+        if buffers.send.nbytes < max(8, size) * blocks or buffers.recv.nbytes < max(8, size) * blocks:
+            raise ValueError(f"buffers of {buffers.send.nbytes} B are too small for {size} B x {blocks}")
+        self.buffers, self.buffers_size = buffers, max(8, int(size))
+
     def measure(self, backend: str, size: int) -> dict:
         """Collective: time *size* on *backend* once; every rank returns the same row."""
         return self._row(backend, size, [self._time(backend, size)])

@@ -121,6 +121,20 @@ def test_repeats_are_interleaved_and_reported_as_their_median():
     assert single["repeats"] == 1 and single["t_us_repeats"] == [single["t_us"]]
 
 
+def test_adopted_buffers_are_the_ones_timed():
+    from mpiworkbench.bench.buffers import Buffers
+
+    run = BenchRun("allreduce", ["c", "mpi4py-buf"], [64], POLICY, comm=COMM, measure_load=False)
+    mine = Buffers.for_size(64)
+    mine.send_f64[:] = RANK + 1.0
+    run.adopt_buffers(mine, 64)
+    rows = run.step()
+    assert [r["backend"] for r in rows] == ["c", "mpi4py-buf"] and run.buffers is mine
+    assert np.all(mine.recv_f64 == SIZE * (SIZE + 1) / 2)  # the reduction landed in our memory
+    with pytest.raises(ValueError, match="too small for 128 B"):
+        run.adopt_buffers(mine, 128)
+
+
 def test_time_cap_lowers_iterations_and_says_so():
     run = BenchRun("allreduce", ["c"], [8], Policy(iterations=10**7, warmup=1, time_cap_s=0.01),
                    comm=COMM, measure_load=False)
