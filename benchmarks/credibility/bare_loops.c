@@ -9,23 +9,13 @@
  *
  * Buffers follow the rule every program of the comparison uses: 4 KiB-aligned; 2 MiB-aligned
  * and advised MADV_HUGEPAGE from 4 MiB, where NumPy starts advising huge pages; written once
- * before timing; allocated per call and freed after it.
+ * before timing (the driver's, handed in; the own program's, bare_buffer below, per size).
  */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-
-static char *bare_buffer(size_t n, int fill)
-{
-    size_t align = n >= (4u << 20) ? (2u << 20) : 4096;
-    void *p = NULL;
-    if (posix_memalign(&p, align, n + 8)) return NULL;
-    if (align > 4096) madvise(p, n, MADV_HUGEPAGE);
-    memset(p, fill, n + 8);
-    return p;
-}
 
 /* One-way latency in microseconds on rank 0 (round trip / 2, the loop timed as one block
  * from iteration == skip) between the buffers s and r; 0 on other ranks. */
@@ -70,6 +60,16 @@ double bare_allreduce_in(int iters, int skip, int n, char *s, char *r)
 }
 
 #ifdef BARE_MAIN
+static char *bare_buffer(size_t n, int fill)
+{
+    size_t align = n >= (4u << 20) ? (2u << 20) : 4096;
+    void *p = NULL;
+    if (posix_memalign(&p, align, n + 8)) return NULL;
+    if (align > 4096) madvise(p, n, MADV_HUGEPAGE);
+    memset(p, fill, n + 8);
+    return p;
+}
+
 /* A loop in buffers of its own (allocated by the rule above, freed after); -1 if memory ran out. */
 static double in_own_buffers(double (*loop)(int, int, int, char *, char *), int iters, int skip, int n)
 {
