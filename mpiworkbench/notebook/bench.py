@@ -90,6 +90,10 @@ class BenchPanel:
         self.stop_button = w.Button(description="Stop", disabled=True)
         self.progress = w.IntProgress(value=0, min=0, max=1, description="Progress")
         self.status = w.HTML()
+        level = getattr(wb, "thread_level", None) or "mpi4py's default (multiple)"
+        self.thread_info = w.HTML(
+            f"MPI thread level of the engines: <b>{level}</b> — every backend runs at it; it is chosen "
+            "when the cluster starts, e.g. <code>Workbench(n=2, thread_level=\"single\")</code>")
         self.image = w.Image(format="png")
         self.table = w.HTML()
         self.file = w.Text(value="bench.json", description="File")
@@ -103,6 +107,7 @@ class BenchPanel:
         self.clear_button.on_click(lambda _: self.clear_overlays())
         self.metric.observe(lambda _: self.redraw(), names="value")
         self.widget = w.VBox([
+            self.thread_info,
             w.HBox([self.benchmark, self.sizes, self.ranks]),
             w.HBox([self.backends, w.VBox([self.mode, self.cap, self.repeats, self.metric])]),
             w.HBox([self.run_button, self.stop_button, self.progress]),
