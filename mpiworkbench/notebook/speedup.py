@@ -9,18 +9,29 @@ methods below; the methods only call ordinary functions of :mod:`mpiworkbench.sp
 Control ``description``s (stable, for tests and documentation):
 ``Experiment``, ``Sizes``, ``Ranks``, ``Variants``, ``Repetitions``, ``Scaling``, one per
 experiment parameter named as the parameter (``loops``, ``steps``, ``tol``,
-``iterations``, ``backend``), ``Run``, ``Progress``, ``JSON file``, ``Save``, ``Load``,
-``Clear comparison``.
+``iterations``, ``backend``), ``Run``, ``Stop``, ``Progress``, ``JSON file``, ``Save``, ``Load``,
+``Clear comparison``. **Run** works in the background (the kernel stays free), **Stop** ends the
+experiment after the point in progress and keeps the points done.
 """
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any, Callable
 
 from mpiworkbench.speedup import analysis, registry
 from mpiworkbench.speedup.analysis import SpeedupResult
-from mpiworkbench.speedup.driver import SpeedupSpec, parse_int_list, run_experiment, small_mode
+from mpiworkbench.speedup.driver import SpeedupSpec, begin_experiment, parse_int_list, run_experiment, small_mode
+
+
+def check_ranks(wb, spec: SpeedupSpec) -> None:
+    """The rank counts of *spec* must fit the cluster's engines (sub-communicators, no restart)."""
+    if max(spec.nranks) > wb.n:
+        raise ValueError(
+            f"rank counts go up to {max(spec.nranks)} but the cluster has {wb.n} engines; "
+            f"use counts from 1 to {wb.n} or start Workbench(n={max(spec.nranks)})"
+        )
 
 
 def run_on_workbench(
@@ -32,11 +43,7 @@ def run_on_workbench(
     """Run *spec* on the engines of *wb*, one point at a time (see :func:`run_experiment`)."""
     from mpiworkbench.speedup.runner import run_point
 
-    if max(spec.nranks) > wb.n:
-        raise ValueError(
-            f"rank counts go up to {max(spec.nranks)} but the cluster has {wb.n} engines; "
-            f"use counts from 1 to {wb.n} or start Workbench(n={max(spec.nranks)})"
-        )
+    check_ranks(wb, spec)
     return run_experiment(spec, lambda point: wb.run(run_point, point)[0], on_point=on_point, label=label)
 
 
@@ -60,6 +67,9 @@ class SpeedupPanel:
         self.params_box = w.HBox()
         self.param_widgets: dict[str, Any] = {}
         self.run_button = w.Button(description="Run", button_style="primary", icon="play")
+        self.stop_button = w.Button(description="Stop", icon="stop", disabled=True)
+        self._stop = False
+        self._task: asyncio.Task | None = None
         self.progress = w.IntProgress(value=0, min=0, max=1, description="Progress")
         self.status = w.HTML()
         self.figure = w.Image(format="png")
@@ -70,7 +80,8 @@ class SpeedupPanel:
         self.clear_button = w.Button(description="Clear comparison")
 
         self.experiment.observe(lambda change: self.select_experiment(change["new"]), names="value")
-        self.run_button.on_click(lambda _: self._guarded(self.run))
+        self.run_button.on_click(lambda _: self.start())
+        self.stop_button.on_click(lambda _: self.stop())
         self.save_button.on_click(lambda _: self._guarded(lambda: self.save(self.path.value)))
         self.load_button.on_click(lambda _: self._guarded(lambda: self.load(self.path.value)))
         self.clear_button.on_click(lambda _: self._guarded(self.clear_comparison))
@@ -80,7 +91,7 @@ class SpeedupPanel:
                 w.HBox([self.experiment, self.scaling, self.repeats]),
                 w.HBox([self.sizes, self.ranks]),
                 w.HBox([self.variants, self.params_box]),
-                w.HBox([self.run_button, self.progress, self.status]),
+                w.HBox([self.run_button, self.stop_button, self.progress, self.status]),
                 self.figure,
                 self.table,
                 w.HBox([self.path, self.save_button, self.load_button, self.clear_button]),
@@ -128,20 +139,48 @@ class SpeedupPanel:
         ).resolved()
 
     def run(self) -> SpeedupResult:
-        """Run the experiment the controls describe, redrawing after every point."""
-        spec = self.spec()
-        exp = registry.get(spec.experiment)
-        self.progress.max = max(1, len(spec.sizes) * len(spec.variants) * len(spec.nranks))
-        self.progress.value = 0
-        self.result = None
-        self.run_button.disabled = True
-        self.status.value = "running…"
+        """Run the experiment the controls describe, blocking, redrawing after every point."""
+        spec = self._begin()
         try:
             self.result = run_on_workbench(self.wb, spec, on_point=self._on_point, label="this run")
         finally:
-            self.run_button.disabled = False
-        self.status.value = f"done: {len(self.result.points)} points of {exp.name}"
+            self._end(spec)
         return self.result
+
+    def start(self) -> asyncio.Task:
+        """What **Run** does: run in the background, so the kernel stays free and Stop works."""
+        self.run_button.disabled = self.stop_button.disabled = True  # until the task takes over
+        self.status.value = "starting…"
+        self._task = asyncio.ensure_future(self.run_async())
+        return self._task
+
+    async def run_async(self) -> SpeedupResult | None:
+        """Run point by point, waiting for each without blocking the kernel; errors go to the status."""
+        from mpiworkbench.speedup.runner import run_point
+
+        spec = None
+        try:
+            spec = self._begin()
+            check_ranks(self.wb, spec)
+            points, result = begin_experiment(spec, label="this run")
+            for i, point in enumerate(points, start=1):
+                if self._stop:
+                    break
+                pending = self.wb.run_async(run_point, point)
+                while not pending.ready():
+                    await asyncio.sleep(0.05)
+                self._on_point(result, result.add(self.wb.gather(pending)[0]), i, len(points))
+            self.result = result
+        except Exception as exc:  # noqa: BLE001 - shown in the panel, the kernel stays usable
+            self._error(exc)
+        finally:
+            self._end(spec)
+        return self.result
+
+    def stop(self) -> None:
+        """End the experiment after the point in progress; the points done stay."""
+        self._stop = True
+        self.status.value = "stopping after this point…"
 
     def save(self, path: str) -> None:
         if self.result is None:
@@ -188,11 +227,29 @@ class SpeedupPanel:
         )
         self.redraw()
 
+    def _begin(self) -> SpeedupSpec:
+        spec = self.spec()
+        self.progress.max = max(1, len(spec.sizes) * len(spec.variants) * len(spec.nranks))
+        self.progress.value = 0
+        self.result, self._stop = None, False
+        self.run_button.disabled, self.stop_button.disabled = True, False
+        self.status.value = "running…"
+        return spec
+
+    def _end(self, spec: SpeedupSpec | None) -> None:
+        self.run_button.disabled, self.stop_button.disabled = False, True
+        if self.result is not None and spec is not None:
+            stopped = " (stopped)" if self._stop else ""
+            self.status.value = f"done: {len(self.result.points)} points of {spec.experiment}{stopped}"
+
+    def _error(self, exc: Exception) -> None:
+        self.status.value = f"<span style='color:#b2182b'>{type(exc).__name__}: {exc}</span>"
+
     def _guarded(self, action: Callable[[], Any]) -> None:
         try:
             action()
         except Exception as exc:  # noqa: BLE001 - shown in the panel instead of lost in a callback
-            self.status.value = f"<span style='color:#b2182b'>{type(exc).__name__}: {exc}</span>"
+            self._error(exc)
 
 
 def speedup_panel(wb, experiment: str = "inner") -> SpeedupPanel:

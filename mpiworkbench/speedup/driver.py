@@ -146,15 +146,9 @@ def _user() -> str:
         return ""
 
 
-def run_experiment(
-    spec: SpeedupSpec,
-    execute: Callable[[dict[str, Any]], dict[str, Any]],
-    on_point: Callable[[SpeedupResult, dict[str, Any], int, int], None] | None = None,
-    label: str = "",
-) -> SpeedupResult:
-    """Run every planned point through *execute*; call ``on_point(result, point, i, total)`` after each."""
+def begin_experiment(spec: SpeedupSpec, label: str = "") -> tuple[list[dict[str, Any]], SpeedupResult]:
+    """The planned points of *spec* and the empty result they are added to (``result.add``)."""
     spec = spec.resolved()
-    points = plan_points(spec)
     result = SpeedupResult(
         experiment=spec.experiment,
         scaling=spec.scaling,
@@ -162,6 +156,17 @@ def run_experiment(
         machine=machine_info(),
         label=label,
     )
+    return plan_points(spec), result
+
+
+def run_experiment(
+    spec: SpeedupSpec,
+    execute: Callable[[dict[str, Any]], dict[str, Any]],
+    on_point: Callable[[SpeedupResult, dict[str, Any], int, int], None] | None = None,
+    label: str = "",
+) -> SpeedupResult:
+    """Run every planned point through *execute*; call ``on_point(result, point, i, total)`` after each."""
+    points, result = begin_experiment(spec, label)
     for i, point in enumerate(points, start=1):
         added = result.add(execute(point))
         if on_point is not None:

@@ -1,4 +1,6 @@
-"""The speedup panel on a real 2-engine cluster: Run, a point per rank count, save and reload."""
+"""The speedup panel on a real 2-engine cluster: Run, a point per rank count, Stop, save and reload."""
+
+import asyncio
 
 import pytest
 
@@ -20,8 +22,17 @@ def test_panel_runs_an_experiment_and_reloads_it(wb, tmp_path):
     panel.param_widgets["loops"].value = 3
     panel.repeats.value = 2
     panel.variants.value = ("numpy",)
-    panel.run_button.click()
+
+    async def click_run_and_wait():
+        panel.run_button.click()  # Run starts a background task: the kernel stays free
+        assert panel.run_button.disabled  # at once: no second run while this one starts
+        await asyncio.sleep(0)
+        assert not panel.stop_button.disabled  # the task has begun: Stop can end it
+        await panel._task
+
+    asyncio.run(click_run_and_wait())
     assert panel.result is not None, panel.status.value
+    assert panel.status.value == "done: 2 points of inner" and not panel.run_button.disabled
     assert panel.progress.value == panel.progress.max == 2
     assert bytes(panel.figure.value[:4]) == b"\x89PNG"
     assert "<table>" in panel.table.value
@@ -35,8 +46,29 @@ def test_panel_runs_an_experiment_and_reloads_it(wb, tmp_path):
 def test_panel_reports_bad_input_in_its_status(wb):
     panel = SpeedupPanel(wb)
     panel.ranks.value = f"1-{wb.n + 1}"
-    panel.run_button.click()
-    assert "cluster has" in panel.status.value and panel.result is None
+    assert asyncio.run(panel.run_async()) is None
+    assert "cluster has" in panel.status.value and panel.result is None and not panel.run_button.disabled
+    panel.ranks.value = "1,x"
+    assert asyncio.run(panel.run_async()) is None and "Ranks" in panel.status.value
+
+
+def test_stop_keeps_the_points_done(wb):
+    panel = SpeedupPanel(wb)
+    panel.sizes.value = "4096"
+    panel.param_widgets["loops"].value = 3
+    panel.repeats.value = 1
+    panel.variants.value = ("c", "numpy")
+    seen = []
+    on_point = panel._on_point
+
+    def stop_after_first(result, point, i, total):
+        on_point(result, point, i, total)
+        seen.append(i)
+        panel.stop_button.click()  # as if pressed while the first point's results arrive
+
+    panel._on_point = stop_after_first
+    result = asyncio.run(panel.run_async())
+    assert seen == [1] and len(result.points) == 1 and panel.status.value.endswith("(stopped)")
 
 
 @pytest.mark.parametrize("name", ["wave", "cg", "bench"])
