@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def register(subparsers) -> None:
@@ -14,16 +15,23 @@ def register(subparsers) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     create = actions.add_parser("create", help="write (or overwrite) a profile")
     create.add_argument("--name", default="mpi", help="profile name (default: mpi)")
-    create.add_argument("--launcher", default="mpi", help="engine launcher by name (default: mpi)")
+    create.add_argument("--launcher", default="mpi",
+                        help="engines started by mpiexec here (mpi, default) or as one Slurm job (slurm)")
     create.add_argument("--ip", default="127.0.0.1", help="controller interface (default: loopback only)")
     create.add_argument("--ipython-dir", default=None, help="IPython directory (default: IPython's)")
     create.set_defaults(func=run_create)
 
 
 def run_create(args: argparse.Namespace) -> int:
+    import warnings
+
     from mpiworkbench.session.profile import create_profile
 
-    path = create_profile(args.name, launcher=args.launcher, ip=args.ip, ipython_dir_=args.ipython_dir)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        path = create_profile(args.name, launcher=args.launcher, ip=args.ip, ipython_dir_=args.ipython_dir)
+    for warning in caught:
+        print(f"warning: {warning.message}", file=sys.stderr)
     print(f"profile {args.name!r} written to {path}")
     print(f"start it with: ipcluster start -n 2 --profile={args.name}")
     return 0

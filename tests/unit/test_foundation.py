@@ -80,8 +80,23 @@ def test_profile_files(tmp_path):
 
 
 def test_profile_rejects_unknown_launcher(tmp_path):
-    with pytest.raises(ValueError, match="unknown launcher 'pbs-pro'; available: mpi"):
+    with pytest.raises(ValueError, match="unknown launcher 'pbs-pro'; available: mpi, slurm"):
         create_profile("x", launcher="pbs-pro", ipython_dir_=tmp_path)
+
+
+def test_slurm_profile_holds_the_world_in_one_job_and_warns_about_loopback(tmp_path):
+    with pytest.warns(UserWarning, match="engines on other hosts cannot reach it"):
+        profile = create_profile("hpc", launcher="slurm", ipython_dir_=tmp_path)
+    cluster = (profile / "ipcluster_config.py").read_text()
+    assert 'engine_launcher_class = "slurm"' in cluster and "#SBATCH --ntasks={n}" in cluster
+    assert "mpiexec -n {n} {program_and_args}" in cluster  # one mpiexec: one MPI world
+    compile(cluster, "ipcluster_config.py", "exec")  # valid Python once written
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an explicit address: no warning
+        create_profile("hpc", launcher="slurm", ip="10.0.0.5", ipython_dir_=tmp_path)
+    assert "c.IPController.ip = '10.0.0.5'" in (profile / "ipcontroller_config.py").read_text()
 
 
 def test_profile_command(tmp_path, capsys):
