@@ -87,26 +87,18 @@ HERE = Path(__file__).resolve().parent / "credibility"
 sys.path.insert(0, str(HERE))
 import plan  # noqa: E402
 
+from mpiworkbench.bench.environment import busy_cores  # noqa: E402
+
 VENV_BIN = Path(sys.executable).parent
 MPIEXEC = [str(VENV_BIN / "mpiexec"), "-bind-to", "core", "-n", "2"]
 OWN_PROGRAM = "bare C (own program)"
-
-
-def busy_cores(window: float = 0.3) -> float:
-    def read():
-        with open("/proc/stat") as fh:
-            f = [int(x) for x in fh.readline().split()[1:]]
-        return sum(f) - f[3] - f[4]
-    a = read()
-    time.sleep(window)
-    return (read() - a) / os.sysconf("SC_CLK_TCK") / window
 
 
 def wait_until_quiet(limit: float, patience: float) -> float:
     """Sample the machine until fewer than *limit* cores are busy (at most *patience* s); the last sample."""
     deadline = time.monotonic() + patience
     while True:
-        busy = busy_cores()
+        busy = busy_cores() or 0.0
         if busy <= limit or time.monotonic() >= deadline:
             return busy
         time.sleep(2.0)

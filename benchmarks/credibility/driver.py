@@ -17,8 +17,8 @@ programs taken seconds apart in the same launch — the pairs the checks compare
 
 **Same memory.** In a block, at a size, every program (but the two context variants) sends
 from and receives into the same two buffers, allocated afresh for that block and size by
-the common rule (4 KiB-aligned; 2 MiB-aligned + ``MADV_HUGEPAGE`` from 4 MiB, as NumPy
-advises; written once). On this VM an 8 MiB allocation itself draws faster or slower memory
+the harness's rule (:meth:`mpiworkbench.bench.buffers.Buffers.for_size`: 4 KiB-aligned;
+2 MiB-aligned + ``MADV_HUGEPAGE`` from 4 MiB, as NumPy advises; written once). On this VM an 8 MiB allocation itself draws faster or slower memory
 (in one block: 273 and 275 us one-way for two programs with buffers of their own, 455 us
 for our two backends sharing theirs); sharing the buffers keeps that draw out of the
 comparison of the measurements, and blocks sample many allocations. Thread level single.
@@ -50,19 +50,6 @@ from mpiworkbench.bench.method import Policy  # noqa: E402
 from mpiworkbench.bench.runner import BenchRun  # noqa: E402
 
 COMM = MPI.COMM_WORLD
-_MADV_HUGEPAGE = 14
-
-
-def buffer(n: int, fill: int = 97) -> np.ndarray:
-    """The allocation rule of every program here (written out again, as in bare_loops.c)."""
-    align = 2 << 20 if n >= 4 << 20 else 4096
-    raw = np.empty(n + align, np.uint8)
-    off = (-raw.ctypes.data) % align
-    a = raw[off:off + n]
-    if align > 4096:
-        ctypes.CDLL(None).madvise(ctypes.c_void_p(a.ctypes.data), ctypes.c_size_t(n), _MADV_HUGEPAGE)
-    a.fill(fill)
-    return a
 
 
 # -- mpi4py.bench, its code unchanged: only what numpy.empty hands it is chosen here ------
@@ -151,12 +138,13 @@ def main() -> int:
                 ours = BenchRun(bench, plan.OURS, grp_sizes, Policy(iterations=iters, warmup=skip, time_cap_s=60.0),
                                 comm=COMM, measure_load=False)
                 for size in grp_sizes:
-                    s, r = buffer(size, 97), buffer(size, 98)  # this block's memory at this size
+                    memory = Buffers.for_size(size)  # this block's memory at this size, for every program
+                    s, r = memory.send, memory.recv
                     order = list(plan.PROGRAMS[bench])
                     rng.shuffle(order)  # same seed on every rank: the same order everywhere
                     for who in order:
                         if who == "ours":
-                            ours.adopt_buffers(Buffers(s, r, size, size >= 4 << 20), size)
+                            ours.adopt_buffers(memory, size)
                             got = {row["backend"]: row["t_us"] for row in ours.step()}
                             assert ours.rows[-1]["size"] == size
                         elif who == "bare C":

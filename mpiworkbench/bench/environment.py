@@ -29,6 +29,17 @@ def _cpu_jiffies() -> tuple[int, int] | None:
     return sum(fields) - idle, sum(fields)
 
 
+def busy_cores(window_s: float = LOAD_WINDOW_S) -> float | None:
+    """Cores the whole machine kept busy over the next *window_s* seconds (None off Linux)."""
+    before = _cpu_jiffies()
+    time.sleep(window_s)
+    after = _cpu_jiffies()
+    if before is None or after is None:
+        return None
+    hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    return (after[0] - before[0]) / hz / window_s
+
+
 def _own_jiffies() -> int | None:
     try:
         with open("/proc/self/stat") as fh:

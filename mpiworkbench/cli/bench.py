@@ -89,6 +89,7 @@ def _several_launches(args: argparse.Namespace) -> int:
     from mpiworkbench.bench import results
 
     docs: list[dict] = []
+    merged: dict | None = None
     with tempfile.TemporaryDirectory(prefix="wbbench-") as tmp:
         for k in range(1, args.launches + 1):
             part = Path(tmp) / f"launch{k}.json"
@@ -102,16 +103,15 @@ def _several_launches(args: argparse.Namespace) -> int:
             if part.exists():
                 docs.append(results.load(part))
                 merged = results.merge_launches(docs, planned=args.launches)
-                if args.json:
-                    results.write_json(args.json, merged)
-                if args.csv:
-                    results.write_csv(args.csv, merged)
+                _write(merged, args.json, args.csv)
             if code != 0:
-                kept = f"{args.json or args.csv} keeps the {len(docs)} launch(es) that wrote rows" if docs and (
-                    args.json or args.csv) else "nothing was written"
+                written = args.json or args.csv
+                kept = f"{written} keeps the {len(docs)} launch(es) that wrote rows" if docs and written else "nothing was written"
                 print(f"# launch {k}/{args.launches} failed (exit {code}); {kept}", file=sys.stderr)
                 return code
-    merged = results.merge_launches(docs, planned=args.launches)
+    if merged is None:
+        print("# no launch wrote any rows", file=sys.stderr)
+        return 1
     if not args.quiet:
         print(f"\n# median over {len(docs)} launches [min-max of the launches], us")
         print(results.format_rows(merged["rows"]))
@@ -120,6 +120,16 @@ def _several_launches(args: argparse.Namespace) -> int:
         if path:
             print(f"# wrote {path}")
     return 0
+
+
+def _write(doc: dict, json_path: str | None, csv_path: str | None) -> None:
+    """Rewrite the results files asked for (after every size, or every launch)."""
+    from mpiworkbench.bench import results
+
+    if json_path:
+        results.write_json(json_path, doc)
+    if csv_path:
+        results.write_csv(csv_path, doc)
 
 
 def _print_fit(doc: dict) -> None:
@@ -178,10 +188,7 @@ def _body(comm, args, sizes, policy) -> int:
         rows = run.step()
         if root:
             doc = run.summary()
-            if json_path:
-                results.write_json(json_path, doc)
-            if csv_path:
-                results.write_csv(csv_path, doc)
+            _write(doc, json_path, csv_path)
             if not args.quiet:
                 text = results.format_rows(rows)
                 print(text if not header_done else text.split("\n", 1)[1], flush=True)

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from mpiworkbench.bench import results
 from mpiworkbench.bench.catalog import BENCHMARKS
 from mpiworkbench.bench.method import Policy, parse_sizes
+from mpiworkbench.session.waiting import until_ready
 
 DEFAULT_BACKENDS = ("mpi4py-obj", "mpi4py-buf", "numba-mpi", "c")
 FACTORY = "mpiworkbench.bench.runner:BenchRun"
@@ -150,8 +151,7 @@ class BenchPanel:
                 if self._stop:
                     break
                 ar = run.call_async("step")
-                while not ar.ready():
-                    await asyncio.sleep(0.05)
+                await until_ready(ar)
                 self._on_rows(step_result(self.wb, ar), {"done": done, "total": total})
             self.doc = run.root("summary")
         except Exception as exc:  # noqa: BLE001 - shown in the panel, the kernel stays usable

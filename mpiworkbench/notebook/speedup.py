@@ -20,6 +20,7 @@ import asyncio
 from pathlib import Path
 from typing import Any, Callable
 
+from mpiworkbench.session.waiting import until_ready
 from mpiworkbench.speedup import analysis, registry
 from mpiworkbench.speedup.analysis import SpeedupResult
 from mpiworkbench.speedup.driver import SpeedupSpec, begin_experiment, parse_int_list, run_experiment, small_mode
@@ -167,8 +168,7 @@ class SpeedupPanel:
                 if self._stop:
                     break
                 pending = self.wb.run_async(run_point, point)
-                while not pending.ready():
-                    await asyncio.sleep(0.05)
+                await until_ready(pending)
                 self._on_point(result, result.add(self.wb.gather(pending)[0]), i, len(points))
             self.result = result
         except Exception as exc:  # noqa: BLE001 - shown in the panel, the kernel stays usable

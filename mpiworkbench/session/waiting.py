@@ -8,11 +8,19 @@ rank by rank what happened.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import time
 from typing import Mapping
 
 from mpiworkbench.session.errors import ExecutionTimeout, RankFailure, RankStatus
+
+
+async def until_ready(ar, poll_s: float = 0.05) -> None:
+    """Wait for *ar* without blocking the kernel's event loop, so widgets (a Stop button)
+    stay live while the engines work; the panels' background runs use it."""
+    while not ar.ready():
+        await asyncio.sleep(poll_s)
 
 
 def _targets(ar) -> list[int]:
