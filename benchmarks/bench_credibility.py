@@ -6,7 +6,7 @@ fewer than ``--quiet-limit`` cores are busy, and records the load). In every lau
 ``--blocks`` blocks, each size is measured once by every program, in an order shuffled
 per size:
 
-* our harness: ``mpiworkbench.bench.runner.BenchRun`` — what ``mpiworkbench bench`` runs —
+* our harness: ``mpiworkbench.bench.harness.BenchRun`` — what ``mpiworkbench bench`` runs —
   with backends ``mpi4py-buf`` and ``c``, ping-pong and allreduce;
 * ``mpi4py.bench``'s ``pingpong`` (mpi4py's own benchmark, independent code), its code run
   unchanged, handed buffers allocated like ours (see below);
@@ -87,8 +87,7 @@ HERE = Path(__file__).resolve().parent / "credibility"
 sys.path.insert(0, str(HERE))
 import plan  # noqa: E402
 
-from mpiworkbench.bench.environment import busy_cores  # noqa: E402
-
+from mpiworkbench.core.environment import busy_cores  # noqa: E402
 VENV_BIN = Path(sys.executable).parent
 MPIEXEC = [str(VENV_BIN / "mpiexec"), "-bind-to", "core", "-n", "2"]
 OWN_PROGRAM = "bare C (own program)"

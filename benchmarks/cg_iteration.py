@@ -2,7 +2,7 @@
 
 One run measures, on the same ``mesh × mesh`` Poisson matrix (thesis: 1025²):
 
-1. our :class:`~mpiworkbench.solvers.cg.CGSolver` on one rank against
+1. our :class:`~mpiworkbench.solvers.cg.solver.CGSolver` on one rank against
    ``scipy.sparse.linalg.cg`` — both in this process, alternating, best of ``--repeat``
    runs of ``--iterations`` iterations (target: ours within 1.25× of scipy's);
 2. the parallel efficiency ``E = T1 / (2·T2)`` of our solver under ``mpiexec -n 1`` and
@@ -33,8 +33,7 @@ UNREACHABLE_TOL = 1e-300
 
 
 def time_ours(mesh: int, iterations: int, comm) -> dict:
-    from mpiworkbench.solvers.cg import CGSolver
-
+    from mpiworkbench.solvers.cg.solver import CGSolver
     solver = CGSolver(mesh, comm=comm, tol=UNREACHABLE_TOL, criterion="relative", maxiter=iterations + 1)
     comm.Barrier()
     t0 = time.perf_counter()
@@ -51,8 +50,7 @@ def time_scipy(mesh: int, iterations: int) -> float:
     import numpy as np
     import scipy.sparse.linalg as spla
 
-    from mpiworkbench.solvers import poisson
-
+    from mpiworkbench.solvers.cg import poisson
     a, b = poisson.global_matrix(mesh), poisson.global_rhs(mesh)
     count = [0]
     t0 = time.perf_counter()
@@ -65,8 +63,7 @@ def time_scipy(mesh: int, iterations: int) -> float:
 
 
 def _mpi():
-    from mpiworkbench import mpi
-
+    from mpiworkbench.core import mpi
     return mpi.MPI()
 
 

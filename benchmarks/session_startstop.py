@@ -28,9 +28,7 @@ import ipyparallel as ipp
 from traitlets.config import Config
 
 from mpiworkbench import Workbench
-from mpiworkbench.launch import find_mpiexec
-
-
+from mpiworkbench.core.launch import find_mpiexec
 def time_defaults(n: int) -> tuple[float, float]:
     config = Config()
     config.MPILauncher.mpi_cmd = [find_mpiexec()]  # only so mpiexec is found; otherwise defaults

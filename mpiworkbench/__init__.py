@@ -2,7 +2,7 @@
 
 The package has two sides (see ``DESIGN`` in the README):
 
-* an engine-side core (:mod:`mpiworkbench.mpi`, :mod:`mpiworkbench.backends`,
+* an engine-side core (:mod:`mpiworkbench.core.mpi`, :mod:`mpiworkbench.backends`,
   :mod:`mpiworkbench.bench`, :mod:`mpiworkbench.solvers`) that takes a communicator and
   runs the same in ipyparallel engines, under ``mpiexec`` from the CLI, and on a batch
   system. It never imports ipyparallel or IPython.
@@ -23,7 +23,6 @@ def __getattr__(name: str):
     # Lazy: the notebook kernel pays for ipyparallel only when it asks for a session,
     # and engine-side code never pays for it at all.
     if name in ("Workbench", "ExecutionTimeout", "RankFailure"):
-        from mpiworkbench import session
-
-        return getattr(session, name)
+        from mpiworkbench import client
+        return getattr(client, name)
     raise AttributeError(f"module 'mpiworkbench' has no attribute {name!r}")

@@ -3,6 +3,5 @@
 import sys
 
 from mpiworkbench.cli import main
-
 if __name__ == "__main__":
     sys.exit(main())

@@ -5,9 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mpiworkbench.session.processes import alive, cmdline, descendants as _descendants
-
-
+from mpiworkbench.client.processes import alive, cmdline, descendants as _descendants
 def descendants(pid: int | None = None) -> list[int]:
     return _descendants(os.getpid() if pid is None else pid)
 

@@ -6,7 +6,7 @@ In each block, every size is measured by every program once, in an order shuffle
 size (the same on both ranks), so each program's figure has neighbours from the other
 programs taken seconds apart in the same launch — the pairs the checks compare:
 
-* ``ours``: :class:`mpiworkbench.bench.runner.BenchRun` with backends ``mpi4py-buf`` and
+* ``ours``: :class:`mpiworkbench.bench.harness.BenchRun` with backends ``mpi4py-buf`` and
   ``c``, exactly what ``mpiworkbench bench`` runs (one run per count group, stepped size by size);
 * ``mpi4py.bench``: mpi4py's own ``pingpong`` function, its code unchanged, asked for one
   size per call; the two arrays it requests from ``numpy.empty`` are the block's buffers
@@ -47,8 +47,7 @@ import plan  # noqa: E402
 
 from mpiworkbench.bench.buffers import Buffers  # noqa: E402
 from mpiworkbench.bench.method import Policy  # noqa: E402
-from mpiworkbench.bench.runner import BenchRun  # noqa: E402
-
+from mpiworkbench.bench.harness import BenchRun  # noqa: E402
 COMM = MPI.COMM_WORLD
 
 

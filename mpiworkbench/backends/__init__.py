@@ -31,7 +31,6 @@ Example (the same body runs with any backend name)::
 
     import numpy as np
     from mpiworkbench.backends import get_backend
-
     be = get_backend("mpi4py-buf")                 # or "mpi4py-obj", "c", "numba-mpi"
     right = (be.rank + 1) % be.size
     left = (be.rank - 1) % be.size
@@ -76,10 +75,10 @@ __all__ = [
 
 #: name → (module, class). Order = column order of every side-by-side table (C first).
 _REGISTRY: dict[str, tuple[str, str]] = {
-    "c": ("mpiworkbench.backends.c", "CBackend"),
-    "mpi4py-obj": ("mpiworkbench.backends.mpi4py_obj", "Mpi4pyObject"),
-    "mpi4py-buf": ("mpiworkbench.backends.mpi4py_buf", "Mpi4pyBuffer"),
-    "numba-mpi": ("mpiworkbench.backends.numba_mpi", "NumbaMpi"),
+    "c": ("mpiworkbench.backends.c.backend", "CBackend"),
+    "mpi4py-obj": ("mpiworkbench.backends.mpi4py.obj", "Mpi4pyObject"),
+    "mpi4py-buf": ("mpiworkbench.backends.mpi4py.buf", "Mpi4pyBuffer"),
+    "numba-mpi": ("mpiworkbench.backends.numba_mpi.backend", "NumbaMpi"),
     "mpi4jax": ("mpiworkbench.backends.mpi4jax", "Mpi4jax"),
 }
 
@@ -103,7 +102,6 @@ def backend_names() -> list[str]:
 def historic_names() -> list[str]:
     """The five historic modules of the thesis (syntax tables and emulations only)."""
     from mpiworkbench.syntax.historic import HISTORIC_MODULES
-
     return list(HISTORIC_MODULES)
 
 

@@ -121,8 +121,7 @@ class Backend:
     objects: ClassVar[bool] = False
 
     def __init__(self, comm=None):
-        from mpiworkbench import mpi
-
+        from mpiworkbench.core import mpi
         MPI = mpi.MPI()
         self.comm = mpi.resolve_comm(comm)
         self.rank: int = self.comm.Get_rank()

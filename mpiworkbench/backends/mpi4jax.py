@@ -10,7 +10,6 @@ column as unavailable instead of pretending.
 from __future__ import annotations
 
 from mpiworkbench.backends.base import BackendUnavailableError
-
 try:  # pragma: no cover - depends on the environment
     import mpi4jax as _mpi4jax  # noqa: F401
 except ImportError as exc:

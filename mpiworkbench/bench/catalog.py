@@ -1,6 +1,6 @@
 """The registered micro-benchmarks: what each measures, how its time becomes a throughput.
 
-Every benchmark runs through the same harness (:mod:`mpiworkbench.bench.runner`) on
+Every benchmark runs through the same harness (:mod:`mpiworkbench.bench.harness`) on
 every backend that has a timed loop for it; a benchmark is data, the loops live in
 ``loops_c.py`` / ``loops_numba.py`` / ``loops_python.py``.
 """

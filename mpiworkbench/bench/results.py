@@ -13,7 +13,6 @@ from pathlib import Path
 
 from mpiworkbench.bench.buffers import Buffers
 from mpiworkbench.bench.fit import overhead_vs_c, pingpong_fits
-
 ROW_FIELDS = (
     "run_id", "benchmark", "backend", "size", "nprocs", "iterations", "warmup", "capped", "mode",
     "thread_level", "repeats", "launches", "t_us", "t_avg_us", "t_min_us", "t_max_us", "throughput_MBps",
@@ -24,7 +23,7 @@ CSV_ENV_FIELDS = ("mpi_library", "np", "cores_available", "foreign_load_cores", 
 
 
 def document(run) -> dict:
-    """The results document of a :class:`~mpiworkbench.bench.runner.BenchRun` so far."""
+    """The results document of a :class:`~mpiworkbench.bench.harness.BenchRun` so far."""
     return build(run.bench.name, run.run_id, run.policy.describe(), run.environment, run.rows,
                  run.skipped, Buffers.describe(), complete=run.done)
 
@@ -100,7 +99,6 @@ def merge_launches(docs: list[dict], planned: int | None = None) -> dict:
 
 def write_json(path: str | Path, doc: dict) -> None:
     from mpiworkbench.cli._mpijob import write_json as _write
-
     _write(path, doc)
 
 

@@ -14,9 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from mpiworkbench import launch, mpi
-
-
+from mpiworkbench.core import launch, mpi
 def add_mpi_arguments(parser: argparse.ArgumentParser, default_np: int | None = None) -> None:
     parser.add_argument(
         "--np",

@@ -15,9 +15,7 @@ import tempfile
 from pathlib import Path
 
 from mpiworkbench.cli import _mpijob
-
-from mpiworkbench.info import THREAD_LEVELS
-
+from mpiworkbench.core.machine import THREAD_LEVELS
 #: Set by ``--launches``' parent process for each launch: where that launch writes its
 #: document, and "k/K" for its header.
 PART_ENV, LAUNCH_ENV = "MPIWORKBENCH_BENCH_PART", "MPIWORKBENCH_BENCH_LAUNCH"
@@ -25,7 +23,6 @@ PART_ENV, LAUNCH_ENV = "MPIWORKBENCH_BENCH_PART", "MPIWORKBENCH_BENCH_LAUNCH"
 
 def register(subparsers) -> None:
     from mpiworkbench.bench.catalog import BENCHMARKS
-
     p = subparsers.add_parser(
         "bench",
         help="OSU-style micro-benchmarks on every backend, C as the reference",
@@ -63,7 +60,6 @@ def register(subparsers) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from mpiworkbench.bench.method import Policy, parse_sizes
-
     sizes = parse_sizes(args.sizes)
     policy = Policy(iterations=args.iterations, warmup=args.warmup, time_cap_s=args.time_cap,
                     collective_mode=args.mode, window=args.window, repeats=args.repeat)
@@ -71,8 +67,7 @@ def main(args: argparse.Namespace) -> int:
     if args.launches < 1:
         raise ValueError(f"--launches must be at least 1; got {args.launches}")
     if args.launches > 1 and PART_ENV not in os.environ:
-        from mpiworkbench import launch
-
+        from mpiworkbench.core import launch
         if not launch.needs_launch(args.np):
             raise ValueError(
                 f"--launches {args.launches} starts mpiexec {args.launches} times, so it cannot run "
@@ -85,9 +80,8 @@ def main(args: argparse.Namespace) -> int:
 
 def _several_launches(args: argparse.Namespace) -> int:
     """Launch the sweep ``args.launches`` times; merge and write after every launch."""
-    from mpiworkbench import launch
+    from mpiworkbench.core import launch
     from mpiworkbench.bench import results
-
     docs: list[dict] = []
     merged: dict | None = None
     with tempfile.TemporaryDirectory(prefix="wbbench-") as tmp:
@@ -125,7 +119,6 @@ def _several_launches(args: argparse.Namespace) -> int:
 def _write(doc: dict, json_path: str | None, csv_path: str | None) -> None:
     """Rewrite the results files asked for (after every size, or every launch)."""
     from mpiworkbench.bench import results
-
     if json_path:
         results.write_json(json_path, doc)
     if csv_path:
@@ -153,8 +146,7 @@ def _select_thread_level(level: str) -> None:
 def _body(comm, args, sizes, policy) -> int:
     from mpiworkbench.bench import results
     from mpiworkbench.bench.buffers import Buffers
-    from mpiworkbench.bench.runner import BenchRun
-
+    from mpiworkbench.bench.harness import BenchRun
     run = BenchRun(args.name, args.backend.split(","), sizes, policy, comm=comm,
                    measure_load=not args.no_load_check)
     root = comm.Get_rank() == 0

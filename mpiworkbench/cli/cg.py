@@ -11,9 +11,8 @@ from __future__ import annotations
 import argparse
 
 from mpiworkbench.cli import _mpijob
-
 # Choices repeated here (not imported) to keep the CLI import free of scipy and MPI;
-# tests/unit/test_cg_cli.py checks they match mpiworkbench.solvers.cg.
+# tests/unit/test_cg_cli.py checks they match mpiworkbench.solvers.cg.solver.
 CRITERIA = ("thesis", "relative")
 PARTITIONS = ("rows", "blocks")
 VARIANTS = ("classic", "thesis", "fused")
@@ -82,8 +81,7 @@ def format_result(res: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     def body(comm) -> int:
-        from mpiworkbench.solvers.cg import CGSolver
-
+        from mpiworkbench.solvers.cg.solver import CGSolver
         solver = CGSolver(
             args.mesh, comm=comm, tol=args.tol, criterion=args.criterion, partition=args.partition,
             dims=args.dims, rhs=args.rhs, maxiter=args.maxiter, variant=args.variant, backend=args.backend,

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 
 from mpiworkbench.cli import _mpijob
-
-
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "info",
@@ -35,8 +33,7 @@ def format_environment(env: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     def body(comm) -> int:
-        from mpiworkbench.info import environment
-
+        from mpiworkbench.core.machine import environment
         env = environment(comm)
         if comm.rank == 0:
             print(format_environment(env))

@@ -1,7 +1,7 @@
 """``mpiworkbench speedup {inner,wave,cg,bench} --np 1,2[,…] … --json FILE``.
 
 Starts ``mpiexec`` once with the largest rank count; the smaller counts run on
-sub-communicators of that world (the same :func:`~mpiworkbench.speedup.runner.run_point`
+sub-communicators of that world (the same :func:`~mpiworkbench.speedup.point.run_point`
 the notebook panel uses). Prints a table like thesis Table 2.1 and writes times,
 speedups and efficiencies to JSON.
 """
@@ -11,9 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from mpiworkbench.speedup import registry
-
-
+from mpiworkbench.speedup import experiments as registry
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "speedup",
@@ -48,8 +46,7 @@ def register(subparsers) -> None:
 
 
 def build_spec(args: argparse.Namespace):
-    from mpiworkbench.speedup.driver import SpeedupSpec, parse_int_list
-
+    from mpiworkbench.speedup.plan import SpeedupSpec, parse_int_list
     exp = registry.get(args.experiment)
     params = {p.name: getattr(args, p.name) for p in exp.params if getattr(args, p.name, None) is not None}
     spec = SpeedupSpec(
@@ -66,8 +63,7 @@ def build_spec(args: argparse.Namespace):
 
 
 def main(args: argparse.Namespace) -> int:
-    from mpiworkbench import launch, mpi
-
+    from mpiworkbench.core import launch, mpi
     spec = build_spec(args)  # bad input fails here, before any mpiexec starts
     largest = max(spec.nranks)
     if not mpi.launched_by_mpiexec():
@@ -76,11 +72,10 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _run_in_world(args: argparse.Namespace, spec) -> int:
-    from mpiworkbench import mpi
+    from mpiworkbench.core import mpi
     from mpiworkbench.speedup import analysis
-    from mpiworkbench.speedup.driver import run_experiment
-    from mpiworkbench.speedup.runner import run_point
-
+    from mpiworkbench.speedup.plan import run_experiment
+    from mpiworkbench.speedup.point import run_point
     comm = mpi.world()
     exp = registry.get(spec.experiment)
     if max(spec.nranks) > comm.size:

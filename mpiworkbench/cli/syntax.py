@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 
 from mpiworkbench.cli import _mpijob
-
 _SYMBOLS = {"ok": "ok", "mismatch": "MISMATCH", "failed": "FAILED", "unsupported": "-", "skipped": "skip"}
 
 
@@ -35,7 +34,6 @@ def register(subparsers) -> None:
 
 def _lessons_for(op: str | None) -> list[str] | None:
     from mpiworkbench.syntax.lessons import LESSONS, OPERATION_LESSON
-
     if op is None:
         return None
     if op in LESSONS:
@@ -49,7 +47,6 @@ def _main(args: argparse.Namespace) -> int:
     lessons_to_run = _lessons_for(args.op)  # validate before launching mpiexec
     if args.column:
         from mpiworkbench.syntax.lessons import COLUMNS
-
         bad = [c for c in args.column if c not in COLUMNS]
         if bad:
             raise ValueError(f"unknown --column {bad}; choose from {list(COLUMNS)}")
@@ -57,14 +54,13 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def _body(comm, lessons_to_run, args) -> int:
-    from mpiworkbench.syntax import runner, tables
+    from mpiworkbench.syntax import execution, tables
     from mpiworkbench.syntax.lessons import COLUMNS, LESSONS
-
     columns = tuple(args.column) if args.column else COLUMNS
-    results = runner.run_all(comm, lessons_to_run, columns)
+    results = execution.run_all(comm, lessons_to_run, columns)
     if comm.Get_rank() != 0:
         return 0
-    ops = runner.operation_table(results)
+    ops = execution.operation_table(results)
     rows = {lesson: results[lesson] for lesson in results if not LESSONS[lesson].operations}
     print(f"mpiworkbench syntax on {comm.Get_size()} rank(s); historic columns are emulations on mpi4py (syntax only)")
     width = max(len(c) for c in columns) + 1

@@ -12,9 +12,8 @@ import argparse
 import math
 
 from mpiworkbench.cli import _mpijob
-
 # Repeated here (not imported) so the CLI imports neither MPI nor numba;
-# tests/unit/test_wave_cli.py checks they match mpiworkbench.solvers.wave.
+# tests/unit/test_wave_cli.py checks they match mpiworkbench.solvers.wave.solver.
 KERNELS = ("numpy", "numba", "c")
 EXCHANGES = (
     "sendrecv", "nonblocking", "packed", "none",
@@ -78,9 +77,8 @@ def format_result(res: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     def body(comm) -> int:
-        from mpiworkbench import mpi
-        from mpiworkbench.solvers.wave import WaveSolver
-
+        from mpiworkbench.core import mpi
+        from mpiworkbench.solvers.wave.solver import WaveSolver
         solver = WaveSolver(
             args.mesh, comm=comm, dims=args.dims, cfl=args.cfl, dt=args.dt, kernel=args.kernel, exchange=args.exchange
         )

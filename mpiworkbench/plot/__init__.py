@@ -5,5 +5,4 @@ They never touch MPI or a cluster, and use the object-oriented Matplotlib API (n
 """
 
 from mpiworkbench.plot.render import figure_to_png, new_figure
-
 __all__ = ["figure_to_png", "new_figure"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from mpiworkbench.plot.render import new_figure
-
 #: One colour per backend, the same in every figure (C is the black reference line).
 BACKEND_COLOURS = {
     "c": "black", "mpi4py-buf": "tab:blue", "mpi4py-obj": "tab:orange", "numba-mpi": "tab:green",

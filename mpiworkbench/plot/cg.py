@@ -13,7 +13,6 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from mpiworkbench.plot.render import new_figure
-
 #: Timing categories in stacking order, with their colours.
 TIMING_COLOURS = {"matvec": "#1b9e77", "exchange": "#d95f02", "allreduce": "#7570b3", "vector": "#e7298a"}
 

@@ -17,7 +17,6 @@ from matplotlib.ticker import FuncFormatter, LogLocator
 
 from mpiworkbench.plot.render import new_figure
 from mpiworkbench.speedup.analysis import SpeedupResult, busy_note
-
 _MARKERS = "osD^v<>ph*"
 _OVERSUB_COLOUR = "#fdb863"
 

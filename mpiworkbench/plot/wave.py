@@ -12,7 +12,6 @@ from matplotlib.figure import Figure
 
 from mpiworkbench.plot.render import new_figure
 from mpiworkbench.solvers.decomposition import Decomposition
-
 AXES = ("x", "y", "z")
 
 

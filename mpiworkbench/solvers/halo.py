@@ -36,8 +36,7 @@ from typing import Sequence
 
 import numpy as np
 
-from mpiworkbench import mpi
-
+from mpiworkbench.core import mpi
 #: Backends of :mod:`mpiworkbench.backends` a halo exchange can be written with.
 BACKENDS = ("c", "mpi4py-buf", "mpi4py-obj", "numba-mpi", "mpi4jax")
 #: Exchange names this module implements, in the order a notebook lists them.
@@ -47,7 +46,6 @@ EXCHANGES = ("sendrecv", "nonblocking", "packed", "none", *(f"backend:{b}" for b
 def _backend_over(cart, name: str):
     """Backend *name* over *cart*; numba-mpi (COMM_WORLD only) gets the world when it is the same ranks."""
     from mpiworkbench.backends import BackendUnavailableError, NotSupportedError, get_backend
-
     MPI = mpi.MPI()
     comm = cart
     if name == "numba-mpi" and MPI.Group.Compare(cart.group, MPI.COMM_WORLD.group) == MPI.IDENT:

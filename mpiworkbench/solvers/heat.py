@@ -30,8 +30,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from mpiworkbench import mpi
-
+from mpiworkbench.core import mpi
 EXCHANGES = ("sendrecv", "nonblocking", "persistent", "persistent-naive")
 
 

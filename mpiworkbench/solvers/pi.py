@@ -22,8 +22,7 @@ import time
 import numba
 import numpy as np
 
-from mpiworkbench import mpi
-
+from mpiworkbench.core import mpi
 #: Relative tolerance both drivers check their π against.
 RTOL = 1e-3
 

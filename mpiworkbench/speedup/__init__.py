@@ -1,18 +1,17 @@
 """Live speedup experiments: time a kernel on 1 … n ranks of the running MPI world.
 
-* :mod:`~mpiworkbench.speedup.registry` — the experiments (``inner``, ``wave``, ``cg``,
+* :mod:`~mpiworkbench.speedup.experiments` — the experiments (``inner``, ``wave``, ``cg``,
   ``bench``), their parameters and variants (no MPI; the CLI and panel read it).
-* :mod:`~mpiworkbench.speedup.runner` — engine-side: one point on a sub-communicator.
-* :mod:`~mpiworkbench.speedup.driver` — plans the points and runs them one by one.
+* :mod:`~mpiworkbench.speedup.point` — engine-side: one point on a sub-communicator.
+* :mod:`~mpiworkbench.speedup.plan` — plans the points and runs them one by one.
 * :mod:`~mpiworkbench.speedup.analysis` — medians, spread, speedup, efficiency, tables, JSON.
 
 Importing this package needs neither MPI nor NumPy beyond what analysis uses.
 """
 
 from mpiworkbench.speedup.analysis import SpeedupResult, format_html, format_table, load, save
-from mpiworkbench.speedup.driver import SpeedupSpec, plan_points, run_experiment
-from mpiworkbench.speedup.registry import EXPERIMENTS, Experiment, Parameter
-
+from mpiworkbench.speedup.plan import SpeedupSpec, plan_points, run_experiment
+from mpiworkbench.speedup.experiments import EXPERIMENTS, Experiment, Parameter
 __all__ = [
     "EXPERIMENTS",
     "Experiment",

@@ -8,9 +8,7 @@ allreduces per iteration) and the partition (rows as in thesis Fig. 6.8, or 2-D 
 
 from __future__ import annotations
 
-from mpiworkbench.speedup.registry import split_variant
-
-
+from mpiworkbench.speedup.experiments import split_variant
 def parse_variant(variant: str) -> tuple[str, str]:
     """``variant/partition``."""
     return split_variant(variant, "cg", "classic/rows (variant/partition)")
@@ -25,8 +23,7 @@ class CGSolve:
         self.prepare()  # validates the input on every rank now
 
     def prepare(self) -> None:
-        from mpiworkbench.solvers.cg import CGSolver
-
+        from mpiworkbench.solvers.cg.solver import CGSolver
         if self.solver is not None:
             self.solver.close()
         self.solver = CGSolver(
@@ -53,6 +50,6 @@ class CGSolve:
 
 
 def make_kernel(comm, size: int, variant: str, tol: float = 1e-8) -> CGSolve:
-    """Registry factory (see :mod:`mpiworkbench.speedup.registry`)."""
+    """Registry factory (see :mod:`mpiworkbench.speedup.experiments`)."""
     parse_variant(variant)
     return CGSolve(comm, size, variant, tol)

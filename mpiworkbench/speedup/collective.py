@@ -16,8 +16,7 @@ class CollectiveLoop:
         from mpiworkbench.bench.buffers import Buffers
         from mpiworkbench.bench.catalog import get_benchmark
         from mpiworkbench.bench.method import Policy
-        from mpiworkbench.bench.runner import make_loop
-
+        from mpiworkbench.bench.harness import make_loop
         self.bench = get_benchmark(benchmark)
         if comm.size < self.bench.min_ranks:
             raise ValueError(

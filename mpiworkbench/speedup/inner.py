@@ -21,8 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mpiworkbench import cbuild, mpi
-
+from mpiworkbench.core import cbuild, mpi
 VARIANTS = ("c", "numpy", "numpy-pickle")
 
 
@@ -98,7 +97,7 @@ class InnerProduct:
 
 
 def make_kernel(comm, size: int, variant: str, loops: int = 200) -> InnerProduct:
-    """Registry factory (see :mod:`mpiworkbench.speedup.registry`)."""
+    """Registry factory (see :mod:`mpiworkbench.speedup.experiments`)."""
     if variant not in VARIANTS:
         raise ValueError(f"inner product variant must be one of {', '.join(VARIANTS)}; got {variant!r}")
     if size < comm.size:

@@ -8,8 +8,7 @@ sub-communicators the smaller rank counts use.
 
 from __future__ import annotations
 
-from mpiworkbench.speedup.registry import split_variant
-
+from mpiworkbench.speedup.experiments import split_variant
 import math
 
 
@@ -19,11 +18,10 @@ def parse_variant(variant: str) -> tuple[str, str]:
 
 
 class WaveSteps:
-    """Owns a :class:`~mpiworkbench.solvers.wave.WaveSolver`; ``run()`` advances ``steps`` steps."""
+    """Owns a :class:`~mpiworkbench.solvers.wave.solver.WaveSolver`; ``run()`` advances ``steps`` steps."""
 
     def __init__(self, comm, mesh: int, variant: str, steps: int):
-        from mpiworkbench.solvers.wave import WaveSolver
-
+        from mpiworkbench.solvers.wave.solver import WaveSolver
         kernel, exchange = parse_variant(variant)
         self.steps = int(steps)
         # a numba kernel compiles on its first step: the runner's warm-up run keeps that untimed
@@ -46,7 +44,7 @@ class WaveSteps:
 
 
 def make_kernel(comm, size: int, variant: str, steps: int = 40) -> WaveSteps:
-    """Registry factory (see :mod:`mpiworkbench.speedup.registry`)."""
+    """Registry factory (see :mod:`mpiworkbench.speedup.experiments`)."""
     if steps < 1:
         raise ValueError(f"steps must be at least 1; got {steps}")
     parse_variant(variant)

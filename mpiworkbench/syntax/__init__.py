@@ -2,7 +2,7 @@
 
 * :mod:`~mpiworkbench.syntax.lessons`: the lessons (one scenario per Table 4.1 routine),
   their snippet files (``snippets/<lesson>/<column>``) and the expected results;
-* :mod:`~mpiworkbench.syntax.runner`: runs the snippets on a communicator and checks them;
+* :mod:`~mpiworkbench.syntax.execution`: runs the snippets on a communicator and checks them;
 * :mod:`~mpiworkbench.syntax.historic`: labelled emulations of pypar, pyMPI,
   Scientific.MPI, MYMPI and boostmpi on top of mpi4py (syntax only, never performance);
 * :mod:`~mpiworkbench.syntax.tables`: thesis Tables 3.1 and 4.1 regenerated from the

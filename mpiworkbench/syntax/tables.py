@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 from mpiworkbench.syntax.historic import FEATURES, HISTORIC_MODULES, TABLE_3_1_NOTE, HistoricModule, routines
-
 #: Column order of the thesis's Table 4.1.
 THESIS_MODULES = ("pypar", "mpi4py", "MYMPI", "pyMPI", "Scientific.MPI", "boostmpi")
 
@@ -106,7 +105,6 @@ def table_4_1() -> dict[str, dict[str, bool]]:
     from :func:`mpiworkbench.backends.capabilities`.
     """
     from mpiworkbench.backends import OPERATIONS, capabilities
-
     caps = capabilities(["c", "mpi4py-obj", "mpi4py-buf", "numba-mpi"])
     table: dict[str, dict[str, bool]] = {}
     for op in OPERATIONS:
@@ -125,7 +123,6 @@ def table_4_1() -> dict[str, dict[str, bool]]:
 def table_3_1() -> dict[str, dict[str, bool]]:
     """Feature → {module: yes/no} (thesis Table 3.1), mpi4py's column from its backends."""
     from mpiworkbench.backends import backend_class
-
     obj, buf = backend_class("mpi4py-obj"), backend_class("mpi4py-buf")
     mpi4py = {
         "Pre-allocated buffer for send-recv": not buf.objects,  # the upper-case buffer API

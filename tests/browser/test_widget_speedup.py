@@ -21,7 +21,7 @@ from tests.browser.widgets_support import (
 
 CELLS = [
     "from mpiworkbench import Workbench\nwb = Workbench(n=2)\nwb.start()",
-    "from mpiworkbench.notebook.speedup import SpeedupPanel\npanel = SpeedupPanel(wb)\npanel.widget",
+    "from mpiworkbench.widgets.speedup import SpeedupPanel\npanel = SpeedupPanel(wb)\npanel.widget",
 ]
 PANEL_CELL = 1
 SIZE = 16384

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mpiworkbench.notebook.wave import WavePanel
+from mpiworkbench.widgets.wave import WavePanel
 from tests.browser.conftest import run_cells, screenshot, write_notebook
 from tests.browser.widgets_support import (
     LIMIT_MS,

@@ -70,6 +70,5 @@ def test_bench_launches_refuses_to_nest_and_reports_a_failed_launch(tmp_path):
 
 
 def _mpiexec() -> str:
-    from mpiworkbench.launch import find_mpiexec
-
+    from mpiworkbench.core.launch import find_mpiexec
     return find_mpiexec()

@@ -22,9 +22,7 @@ from pathlib import Path
 import ipyparallel as ipp
 import pytest
 
-from mpiworkbench.session.profile import create_profile
-
-
+from mpiworkbench.client.profile import create_profile
 def _ipcluster(*args: str) -> list[str]:
     return [str(Path(sys.executable).with_name("ipcluster")), *args]
 

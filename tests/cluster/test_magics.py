@@ -5,8 +5,6 @@ from __future__ import annotations
 import pytest
 
 from mpiworkbench import ExecutionTimeout, Workbench
-
-
 @pytest.fixture
 def shell():
     from IPython.core.interactiveshell import InteractiveShell

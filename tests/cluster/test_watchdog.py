@@ -9,8 +9,7 @@ import subprocess
 import sys
 import time
 
-from mpiworkbench.session.processes import alive, descendants
-
+from mpiworkbench.client.processes import alive, descendants
 SCRIPT = """
 import json, sys
 from mpiworkbench import Workbench

@@ -103,7 +103,7 @@ def test_remote_objects_live_on_the_engines(wb):
 
 def test_remote_object_on_a_sub_communicator(wb):
     # rank_info(comm=...) returns a dict: a fine stand-in for an engine-side object
-    sub = wb.create("mpiworkbench.info:rank_info", nranks=1)
+    sub = wb.create("mpiworkbench.core.machine:rank_info", nranks=1)
     assert sub.holds == [True] + [False] * (wb.n - 1)
     assert sub.call("get", "size") == [1] + [None] * (wb.n - 1)
     sub.delete()
@@ -128,8 +128,7 @@ def test_controller_listens_on_loopback_only(wb):
 
 def test_thread_level_is_selectable():
     def level():
-        from mpiworkbench.info import thread_level_name
-
+        from mpiworkbench.core.machine import thread_level_name
         from mpi4py import MPI
 
         return thread_level_name(MPI.Query_thread())

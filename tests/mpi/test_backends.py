@@ -12,7 +12,6 @@ import pytest
 from mpi4py import MPI
 
 from mpiworkbench.backends import NotSupportedError, backend_class, get_backend
-
 COMM = MPI.COMM_WORLD
 #: The runnable backends of the reference environment (mpi4jax is optional and absent).
 NAMES = ["mpi4py-obj", "mpi4py-buf", "c", "numba-mpi"]

@@ -13,8 +13,7 @@ from mpi4py import MPI
 
 from mpiworkbench.bench.catalog import BENCHMARKS
 from mpiworkbench.bench.method import Policy
-from mpiworkbench.bench.runner import BenchRun
-
+from mpiworkbench.bench.harness import BenchRun
 COMM = MPI.COMM_WORLD
 RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
 BACKENDS = ["mpi4py-buf", "mpi4py-obj", "numba-mpi", "c", "api:mpi4py-buf", "api:c"]
@@ -123,7 +122,6 @@ def test_repeats_are_interleaved_and_reported_as_their_median():
 
 def test_adopted_buffers_are_the_ones_timed():
     from mpiworkbench.bench.buffers import Buffers
-
     run = BenchRun("allreduce", ["c", "mpi4py-buf"], [64], POLICY, comm=COMM, measure_load=False)
     mine = Buffers.for_size(64)
     mine.send_f64[:] = RANK + 1.0

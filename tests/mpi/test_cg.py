@@ -10,9 +10,8 @@ import pytest
 import scipy.sparse.linalg as spla
 from mpi4py import MPI
 
-from mpiworkbench.solvers import poisson
-from mpiworkbench.solvers.cg import CGSolver
-
+from mpiworkbench.solvers.cg import poisson
+from mpiworkbench.solvers.cg.solver import CGSolver
 comm = MPI.COMM_WORLD
 MESH = 23  # 23 rows: 12+11 on 2 ranks, 8+8+7 on 3
 

@@ -10,10 +10,9 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from mpiworkbench import remote
-from mpiworkbench.notebook.cg import CGHandle, CGPanel
-from mpiworkbench.solvers import poisson
-
+from mpiworkbench.core import objects
+from mpiworkbench.widgets.cg import CGHandle, CGPanel
+from mpiworkbench.solvers.cg import poisson
 comm = MPI.COMM_WORLD
 
 
@@ -35,7 +34,7 @@ class SpmdObject:
 
 class SpmdWorkbench:
     def create(self, factory, *args, nranks=None, **kwargs):
-        return SpmdObject(remote.resolve(factory)(*args, comm=comm, **kwargs))
+        return SpmdObject(objects.resolve(factory)(*args, comm=comm, **kwargs))
 
 
 def test_handle_iterates_and_gathers():

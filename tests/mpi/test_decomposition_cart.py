@@ -3,8 +3,6 @@
 from mpi4py import MPI
 
 from mpiworkbench.solvers.decomposition import compute_dims, create_cart, decompose
-
-
 def test_compute_dims_matches_mpi():
     for nprocs in range(1, 33):
         for ndim in (1, 2, 3):

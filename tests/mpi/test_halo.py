@@ -6,14 +6,11 @@ from mpi4py import MPI
 
 from mpiworkbench.solvers.decomposition import create_cart, decompose
 from mpiworkbench.solvers.halo import EXCHANGES, HaloExchange, mirror_boundaries
-
-
 def _runnable(method):
     if method == "none":
         return False
     if method.startswith("backend:"):
         from mpiworkbench.backends import is_available
-
         return is_available(method.split(":", 1)[1])
     return True
 

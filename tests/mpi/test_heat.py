@@ -6,7 +6,6 @@ import pytest
 from mpi4py import MPI
 
 from mpiworkbench.solvers.heat import EXCHANGES, HeatSolver, row_range, steady_state
-
 COMM = MPI.COMM_WORLD
 SHAPE = (11, 6)  # 11 rows: uneven splits on 2 and 3 ranks
 
@@ -80,7 +79,6 @@ def test_too_few_rows_for_the_ranks():
     if COMM.size < 4:
         with pytest.raises(ValueError, match="every rank needs at least one row: got M=3 rows on 4 ranks"):
             from mpiworkbench.solvers.heat import _validate
-
             _validate((3, 3), 4, 0.25, "sendrecv", 1e-4)
     else:
         with pytest.raises(ValueError, match="every rank needs at least one row"):

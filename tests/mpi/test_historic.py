@@ -8,7 +8,6 @@ from mpi4py import MPI
 
 from mpiworkbench.syntax import listings
 from mpiworkbench.syntax.historic import bind, boostmpi, mympi, pympi, pypar, scientific_mpi
-
 COMM = MPI.COMM_WORLD
 
 
@@ -30,7 +29,6 @@ def test_listings_run_on_a_duplicate_communicator():
 def test_mympi_receive_from_proc_null_gives_zeros():
     # Thesis §6.1.3: MYMPI had no working MPI_PROC_NULL; the ghost plane silently became 0.
     from mpiworkbench.syntax.listings import wave_exchange_mympi
-
     with bind(COMM):
         ghost = wave_exchange_mympi.proc_null_pitfall()
     assert (ghost == 0).all()

@@ -7,7 +7,6 @@ import tempfile
 from mpi4py import MPI
 
 from mpiworkbench.cli import main
-
 COMM = MPI.COMM_WORLD
 
 

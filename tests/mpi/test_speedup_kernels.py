@@ -3,8 +3,7 @@
 import pytest
 from mpi4py import MPI
 
-from mpiworkbench.speedup.runner import run_point
-
+from mpiworkbench.speedup.point import run_point
 COMM = MPI.COMM_WORLD
 
 

@@ -5,8 +5,6 @@ import math
 from mpi4py import MPI
 
 from mpiworkbench.solvers.pi import RTOL, pi_mpi4py, pi_numba_mpi, pi_part, speedup_vs_calls_per_interval
-
-
 def test_both_drivers_give_the_same_pi():
     a = pi_mpi4py(1001, 3)
     b = pi_numba_mpi(1001, 3)

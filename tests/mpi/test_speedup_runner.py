@@ -5,8 +5,7 @@ from mpi4py import MPI
 
 from mpiworkbench.speedup import SpeedupSpec, run_experiment
 from mpiworkbench.speedup.inner import exact_inner, local_range
-from mpiworkbench.speedup.runner import placement, run_point
-
+from mpiworkbench.speedup.point import placement, run_point
 COMM = MPI.COMM_WORLD
 
 

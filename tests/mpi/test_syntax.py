@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 from mpi4py import MPI
 
-from mpiworkbench.syntax import lessons, runner
+from mpiworkbench.syntax import lessons, execution
 from mpiworkbench.syntax.tables import table_4_1
-
 COMM = MPI.COMM_WORLD
 TABLE = table_4_1()
 
@@ -24,7 +23,7 @@ def expected_status(lesson: str, column: str) -> str:
 
 @pytest.mark.parametrize("lesson", list(lessons.LESSONS))
 def test_every_column_of_a_lesson(lesson):
-    reports = runner.run_lesson(lesson, COMM)
+    reports = execution.run_lesson(lesson, COMM)
     reports = COMM.bcast(reports, root=0)
     for column in lessons.COLUMNS:
         report = reports[column]
@@ -38,7 +37,7 @@ def test_every_column_of_a_lesson(lesson):
 
 
 def test_hello_prints_the_thesis_greeting():
-    reports = COMM.bcast(runner.run_lesson("hello", COMM), root=0)
+    reports = COMM.bcast(execution.run_lesson("hello", COMM), root=0)
     for column in lessons.COLUMNS:
         out = reports[column]["outputs"][COMM.rank]
         assert out.strip() == f"Hello, world! I'm process {COMM.rank} of {COMM.size}.", (column, out)
@@ -47,7 +46,7 @@ def test_hello_prints_the_thesis_greeting():
 def test_numba_column_refuses_a_sub_communicator():
     sub = COMM.Split(COMM.rank % 2, COMM.rank)  # a new communicator, even at 1 rank
     try:
-        reports = runner.run_lesson("bcast", sub, ["numba-mpi", "mpi4py-buf", "c", "pypar"])
+        reports = execution.run_lesson("bcast", sub, ["numba-mpi", "mpi4py-buf", "c", "pypar"])
         reports = sub.bcast(reports, root=0)
         assert reports["numba-mpi"]["status"] == "unsupported"
         assert "COMM_WORLD" in reports["numba-mpi"]["reason"]
@@ -60,7 +59,7 @@ def test_numba_column_refuses_a_sub_communicator():
 def test_run_on_first_ranks_only(nranks):
     if nranks > COMM.size:
         pytest.skip(f"needs {nranks} ranks")
-    report = runner.run_on_subcommunicator("allreduce", nranks, ["c", "mpi4py-obj", "boostmpi"])
+    report = execution.run_on_subcommunicator("allreduce", nranks, ["c", "mpi4py-obj", "boostmpi"])
     if COMM.rank == 0:
         assert {r["status"] for r in report.values()} == {"ok"}
         assert all(r["ranks"] == nranks for r in report.values())
@@ -70,4 +69,4 @@ def test_run_on_first_ranks_only(nranks):
 
 def test_unknown_lesson_fails_on_every_rank():
     with pytest.raises(ValueError, match="unknown lesson"):
-        runner.run_lesson("broadcast", COMM)
+        execution.run_lesson("broadcast", COMM)

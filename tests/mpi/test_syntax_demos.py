@@ -7,7 +7,6 @@ import pytest
 from mpi4py import MPI
 
 from mpiworkbench.syntax.demos import deadlock, persistent, pickle_vs_buffer
-
 COMM = MPI.COMM_WORLD
 
 

@@ -6,8 +6,6 @@ import pytest
 
 from mpiworkbench import backends
 from mpiworkbench.backends import BackendUnavailableError, NotSupportedError
-
-
 def test_names_c_first_and_historic_listed_apart():
     names = backends.backend_names()
     assert names[0] == "c" and {"mpi4py-obj", "mpi4py-buf", "numba-mpi", "mpi4jax"} <= set(names)

@@ -13,11 +13,9 @@ import pytest
 
 from mpiworkbench.bench import results
 from mpiworkbench.bench.catalog import BENCHMARKS, get_benchmark, throughput_mbps
-from mpiworkbench.bench.environment import warnings
+from mpiworkbench.core.environment import warnings
 from mpiworkbench.bench.fit import fit_latency_bandwidth, overhead_vs_c, pingpong_fits
 from mpiworkbench.bench.method import MIN_ITERATIONS, Policy, parse_size, parse_sizes
-
-
 def test_default_sweep_is_8_bytes_to_8_mebibytes_in_powers_of_two():
     sizes = parse_sizes(None)
     assert sizes[0] == 8 and sizes[-1] == 8 * 2**20 and len(sizes) == 21
@@ -192,7 +190,6 @@ def test_cli_module_is_cheap_to_import():
 
 def test_cli_parses_the_documented_command():
     from mpiworkbench.cli import build_parser
-
     args = build_parser().parse_args(
         ["bench", "pingpong", "--np", "2", "--backend", "mpi4py-obj,mpi4py-buf,numba-mpi,c", "--json", "out.json"]
     )

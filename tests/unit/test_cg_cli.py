@@ -8,10 +8,8 @@ import pytest
 
 from mpiworkbench.cli import build_parser
 from mpiworkbench.cli import cg as cli
-from mpiworkbench.solvers import cg as solver
-from mpiworkbench.solvers import poisson
-
-
+from mpiworkbench.solvers.cg import solver as solver
+from mpiworkbench.solvers.cg import poisson
 def test_cli_choices_match_the_solver():
     assert cli.CRITERIA == solver.CRITERIA
     assert cli.PARTITIONS == solver.PARTITIONS

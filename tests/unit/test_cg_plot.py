@@ -6,9 +6,7 @@ import numpy as np
 
 from mpiworkbench.plot import cg as plot
 from mpiworkbench.plot.render import figure_to_png
-from mpiworkbench.solvers import poisson
-
-
+from mpiworkbench.solvers.cg import poisson
 def test_residual_figure_is_log_scaled_with_the_stop_line():
     res = np.logspace(0, -8, 30)
     fig = plot.residual_figure(res, res**2, tol=1e-8, criterion="thesis")

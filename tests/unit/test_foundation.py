@@ -10,12 +10,10 @@ import pytest
 import mpiworkbench
 from mpiworkbench.cli import build_parser, main
 from mpiworkbench.cli.lab import lab_command
-from mpiworkbench.launch import mpiexec_command
-from mpiworkbench.session.errors import ExecutionTimeout, RankFailure, RankStatus
-from mpiworkbench.session.panel import status_html
-from mpiworkbench.session.profile import create_profile
-
-
+from mpiworkbench.core.launch import mpiexec_command
+from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, RankStatus
+from mpiworkbench.widgets.control import status_html
+from mpiworkbench.client.profile import create_profile
 def _modules_after_import(statement: str) -> set[str]:
     code = f"import sys; {statement}; print(' '.join(sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -30,13 +28,13 @@ def test_importing_the_package_needs_neither_mpi_nor_ipyparallel():
 @pytest.mark.parametrize(
     "module",
     [
-        "mpiworkbench.mpi",
-        "mpiworkbench.remote",
-        "mpiworkbench.info",
+        "mpiworkbench.core.mpi",
+        "mpiworkbench.core.objects",
+        "mpiworkbench.core.machine",
         "mpiworkbench.backends",
         "mpiworkbench.bench",
-        "mpiworkbench.solvers.wave",
-        "mpiworkbench.solvers.cg",
+        "mpiworkbench.solvers.wave.solver",
+        "mpiworkbench.solvers.cg.solver",
         "mpiworkbench.speedup",
     ],
 )
@@ -144,7 +142,6 @@ def test_panel_html_lists_ranks_and_flags_oversubscription():
 
 def test_workbench_validates_before_starting_anything():
     from mpiworkbench import Workbench
-
     with pytest.raises(ValueError, match="exceeds the .* cores"):
         Workbench(n=10_000)
     wb = Workbench(n=1)

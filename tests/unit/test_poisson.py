@@ -6,9 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse.linalg as spla
 
-from mpiworkbench.solvers import poisson
-
-
+from mpiworkbench.solvers.cg import poisson
 def _global_columns(block: poisson.Block) -> np.ndarray:
     """Global unknown index of each entry of the block's local value vector (-1: unused)."""
     mesh = block.mesh

@@ -6,8 +6,6 @@ import pytest
 
 from mpiworkbench.speedup import analysis
 from mpiworkbench.speedup.analysis import SpeedupResult
-
-
 def point(variant, nranks, times, size=100, oversubscribed=False, cores=2):
     return {
         "experiment": "inner",

@@ -2,13 +2,11 @@
 
 import pytest
 
-from mpiworkbench.speedup import registry
-from mpiworkbench.speedup.driver import SpeedupSpec, parse_int_list, plan_points, run_experiment
-
-
+from mpiworkbench.speedup import experiments
+from mpiworkbench.speedup.plan import SpeedupSpec, parse_int_list, plan_points, run_experiment
 def test_every_experiment_named_in_the_issue_is_registered():
-    assert set(registry.names()) >= {"inner", "wave", "cg", "bench"}
-    for exp in registry.EXPERIMENTS.values():
+    assert set(experiments.names()) >= {"inner", "wave", "cg", "bench"}
+    for exp in experiments.EXPERIMENTS.values():
         assert set(exp.default_variants) <= set(exp.variants)
         assert all(s >= exp.min_size for s in exp.default_sizes + exp.small_sizes)
 
@@ -25,13 +23,13 @@ def test_plan_has_one_point_per_size_variant_and_rank_count():
     pts = plan_points(SpeedupSpec("inner", nranks=[2, 1, 2], sizes=[1000, 2000], variants=["c", "numpy"]))
     assert len(pts) == 2 * 2 * 2
     assert [p["nranks"] for p in pts[:2]] == [1, 2]
-    assert pts[0]["params"] == {"loops": registry.get("inner").param("loops").default}
+    assert pts[0]["params"] == {"loops": experiments.get("inner").param("loops").default}
 
 
 def test_small_mode_uses_small_defaults(monkeypatch):
     monkeypatch.setenv("MPIWORKBENCH_SMALL", "1")
     spec = SpeedupSpec("inner", nranks=[1]).resolved()
-    exp = registry.get("inner")
+    exp = experiments.get("inner")
     assert spec.sizes == list(exp.small_sizes)
     assert spec.params["loops"] == exp.param("loops").small_default
 
@@ -41,7 +39,7 @@ def test_small_mode_uses_small_defaults(monkeypatch):
     [("inner", 1000, 4, 4000), ("wave", 65, 8, 129), ("cg", 63, 4, 127), ("wave", 33, 1, 33)],
 )
 def test_weak_sizes_keep_work_per_rank(name, size, nranks, expected):
-    assert registry.get(name).weak_size(size, nranks) == expected
+    assert experiments.get(name).weak_size(size, nranks) == expected
 
 
 def test_weak_plan_grows_size_but_keeps_base_size():
@@ -85,12 +83,13 @@ def test_run_experiment_calls_back_after_every_point():
 
 def test_solver_variants_exist_in_the_solvers_and_benchmarks():
     from mpiworkbench.bench.catalog import BENCHMARKS
-    from mpiworkbench.solvers import cg, halo, wave_kernels
-
-    for v in registry.get("wave").variants:
+    from mpiworkbench.solvers.cg import solver
+    from mpiworkbench.solvers import halo
+    from mpiworkbench.solvers.wave import kernels
+    for v in experiments.get("wave").variants:
         kernel, exchange = v.split("/")
-        assert kernel in wave_kernels.KERNELS and exchange in halo.EXCHANGES
-    for v in registry.get("cg").variants:
+        assert kernel in kernels.KERNELS and exchange in halo.EXCHANGES
+    for v in experiments.get("cg").variants:
         variant, partition = v.split("/")
-        assert variant in cg.VARIANTS and partition in cg.PARTITIONS
-    assert set(registry.get("bench").variants) <= set(BENCHMARKS)
+        assert variant in solver.VARIANTS and partition in solver.PARTITIONS
+    assert set(experiments.get("bench").variants) <= set(BENCHMARKS)

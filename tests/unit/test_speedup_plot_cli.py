@@ -6,8 +6,6 @@ from matplotlib.figure import Figure
 from mpiworkbench.cli import build_parser, main
 from mpiworkbench.plot.speedup import scaling_figure
 from mpiworkbench.speedup.analysis import SpeedupResult
-
-
 def result(label=""):
     r = SpeedupResult("inner", label=label)
     for n, t, over in [(1, 4.0, False), (2, 2.1, False), (4, 1.3, True)]:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from mpiworkbench.notebook.syntax import side_by_side_html, summary_line
+from mpiworkbench.widgets.syntax import side_by_side_html, summary_line
 from mpiworkbench.syntax import lessons
-
-
 def test_table_shows_the_files_c_first():
     page = side_by_side_html("bcast")
     assert page.index("MPI_Bcast(data, 4") < page.index("comm.Bcast(data, root=0)")

@@ -8,7 +8,6 @@ import pytest
 
 from mpiworkbench.syntax import lessons, tables
 from mpiworkbench.syntax.historic import HISTORIC_MODULES, routines
-
 # Thesis Table 4.1: how many of the six modules provide each routine.
 THESIS_COUNTS = {"send": 6, "recv": 6, "sendrecv": 2, "isend": 4, "irecv": 4, "bcast": 6, "reduce": 6,
                  "allreduce": 4, "gather": 5, "allgather": 3, "scatter": 5, "alltoall": 3}

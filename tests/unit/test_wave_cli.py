@@ -7,12 +7,9 @@ import pytest
 
 from mpiworkbench.cli import build_parser
 from mpiworkbench.cli import wave as wave_cli
-
-
 def test_choices_match_the_solver():
-    from mpiworkbench.solvers import wave, wave_kernels
-
-    assert wave_cli.KERNELS == wave_kernels.KERNELS
+    from mpiworkbench.solvers.wave import solver as wave, kernels
+    assert wave_cli.KERNELS == kernels.KERNELS
     assert wave_cli.EXCHANGES == wave.EXCHANGES
 
 

@@ -5,10 +5,8 @@ import itertools
 import numpy as np
 import pytest
 
-from mpiworkbench.solvers import wave_kernels
-from mpiworkbench.solvers.wave import exact_solution, parse_mesh, stable_dt
-
-
+from mpiworkbench.solvers.wave import kernels as wave_kernels
+from mpiworkbench.solvers.wave.solver import exact_solution, parse_mesh, stable_dt
 def _fields(shape, seed=0):
     rng = np.random.default_rng(seed)
     return rng.standard_normal(shape), rng.standard_normal(shape)

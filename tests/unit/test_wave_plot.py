@@ -5,8 +5,6 @@ import numpy as np
 from mpiworkbench.plot import wave as plot
 from mpiworkbench.plot.render import figure_to_png
 from mpiworkbench.solvers.decomposition import decompose
-
-
 def test_slice_figure_draws_one_line_per_block_boundary():
     layout = decompose((17, 15, 13), 6, dims=(3, 2, 1))
     fig = plot.slice_figure(np.zeros((17, 15)), "z", 6, layout, t=0.5)

@@ -15,7 +15,6 @@ def pingpong(comm, backend: str, n: int = 1000, repeats: int = 200, warmup: int 
     Rank 0 returns the time; other ranks return ``None`` (ranks >= 2 sit this out).
     """
     from mpiworkbench.backends import get_backend
-
     be = get_backend(backend, comm)
     if comm.size < 2:
         raise ValueError(f"a ping-pong needs 2 ranks; got {comm.size}")

@@ -123,8 +123,7 @@ def communicator():
     """The communicator the emulations use: the bound one, else ``COMM_WORLD``."""
     if _bound:
         return _bound[-1]
-    from mpiworkbench import mpi
-
+    from mpiworkbench.core import mpi
     return mpi.world()
 
 

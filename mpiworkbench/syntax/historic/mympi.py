@@ -25,7 +25,6 @@ from __future__ import annotations
 import numpy as np
 
 from mpiworkbench.syntax.historic import communicator, implements
-
 MODULE = "MYMPI"
 MPI_DOUBLE, MPI_FLOAT, MPI_INT, MPI_LONG, MPI_CHAR = "d", "f", "i", "l", "c"
 MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN = "sum", "prod", "max", "min"
@@ -33,8 +32,7 @@ _DTYPES = {MPI_DOUBLE: np.float64, MPI_FLOAT: np.float32, MPI_INT: np.int32, MPI
 
 
 def __getattr__(name: str):
-    from mpiworkbench import mpi
-
+    from mpiworkbench.core import mpi
     if name == "MPI_COMM_WORLD":
         return communicator()
     if name == "MPI_PROC_NULL":
@@ -52,8 +50,7 @@ def _buf(buf, count: int, datatype: str) -> np.ndarray:
 
 
 def _op(op):
-    from mpiworkbench import mpi
-
+    from mpiworkbench.core import mpi
     MPI = mpi.MPI()
     return {MPI_SUM: MPI.SUM, MPI_PROD: MPI.PROD, MPI_MAX: MPI.MAX, MPI_MIN: MPI.MIN}[op]
 
@@ -80,8 +77,7 @@ def mpi_barrier(comm) -> None:
 
 
 def mpi_wtime() -> float:
-    from mpiworkbench import mpi
-
+    from mpiworkbench.core import mpi
     return mpi.MPI().Wtime()
 
 

@@ -21,15 +21,13 @@ from __future__ import annotations
 import numpy as np
 
 from mpiworkbench.syntax.historic import communicator, implements
-
 MODULE = "pypar"
 default_tag = 1
 SUM, PROD, MAX, MIN = "sum", "prod", "max", "min"
 
 
 def _ops():
-    from mpiworkbench import mpi
-
+    from mpiworkbench.core import mpi
     MPI = mpi.MPI()
     return {SUM: MPI.SUM, PROD: MPI.PROD, MAX: MPI.MAX, MIN: MPI.MIN}
 
@@ -43,14 +41,12 @@ def rank() -> int:
 
 
 def get_processor_name() -> str:
-    from mpiworkbench import mpi
-
+    from mpiworkbench.core import mpi
     return mpi.MPI().Get_processor_name()
 
 
 def time() -> float:
-    from mpiworkbench import mpi
-
+    from mpiworkbench.core import mpi
     return mpi.MPI().Wtime()
 
 
@@ -87,8 +83,7 @@ def send(x, destination, use_buffer=False, vanilla=False, tag=default_tag, bypas
 
 @implements(MODULE, "recv", "Table 4.2")
 def receive(source, buffer=None, vanilla=False, tag=default_tag, return_status=False, bypass=False):
-    from mpiworkbench import mpi
-
+    from mpiworkbench.core import mpi
     MPI = mpi.MPI()
     comm = communicator()
     status = MPI.Status()

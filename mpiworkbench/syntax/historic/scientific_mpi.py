@@ -23,7 +23,6 @@ from __future__ import annotations
 import numpy as np
 
 from mpiworkbench.syntax.historic import communicator, implements
-
 MODULE = "Scientific.MPI"
 sum, prod, max, min = "sum", "prod", "max", "min"  # noqa: A001 - Scientific.MPI's names
 
@@ -35,8 +34,7 @@ def __getattr__(name: str):
 
 
 def _mpi():
-    from mpiworkbench import mpi
-
+    from mpiworkbench.core import mpi
     return mpi.MPI()
 
 

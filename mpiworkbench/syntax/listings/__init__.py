@@ -47,9 +47,8 @@ def source(name: str) -> str:
 
 def run(name: str, comm=None) -> tuple[Any, bool]:
     """Collective: run listing *name* on *comm*; ``(this rank's result, its check)``."""
-    from mpiworkbench import mpi
+    from mpiworkbench.core import mpi
     from mpiworkbench.syntax.historic import bind
-
     comm = mpi.resolve_comm(comm)
     mod = module(name)
     with bind(comm):

@@ -14,7 +14,6 @@ def local_vectors(rank: int):
 
 def main():
     from mpiworkbench.syntax.historic import communicator
-
     comm = communicator()
     p_s, v_s = local_vectors(comm.Get_rank())
     a2_s = numpy.inner(p_s, v_s)  # the same on every module (thesis §6.2.2)

@@ -4,8 +4,6 @@ import numpy
 from numpy import array  # the listings write array(...) for numpy.array
 
 from mpiworkbench.syntax.historic import pympi as mpi
-
-
 def local_vectors(rank: int):
     """This rank's pieces p_s, v_s of two distributed CG vectors (5 entries each)."""
     idx = numpy.arange(5) + 5 * rank
@@ -14,7 +12,6 @@ def local_vectors(rank: int):
 
 def main():
     from mpiworkbench.syntax.historic import communicator
-
     comm = communicator()
     p_s, v_s = local_vectors(comm.Get_rank())
     a2_s = numpy.inner(p_s, v_s)  # the same on every module (thesis §6.2.2)

@@ -7,7 +7,6 @@ is described in its text: two arrays of length n, split evenly over numproc proc
 import numpy
 
 from mpiworkbench.syntax.historic import pypar
-
 n = 3 * 2**9  # the thesis measured 2**18; 1536 splits evenly over 1, 2, 3, 4 and 6 ranks
 
 

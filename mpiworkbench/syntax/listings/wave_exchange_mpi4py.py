@@ -9,11 +9,8 @@ checks. Listing lines 1–7; one fix: line 2 prints ``newtype_x.Commit()`` for t
 from mpi4py import MPI as mpi
 
 from mpiworkbench.syntax.listings import wave_setup
-
-
 def main(comm=None):
     from mpiworkbench.syntax.historic import communicator
-
     comm = comm or communicator()
     Lx, Ly, Lz = wave_setup.Lx, wave_setup.Ly, wave_setup.Lz
     u = wave_setup.subdomain(comm.rank)

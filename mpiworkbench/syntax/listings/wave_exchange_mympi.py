@@ -10,7 +10,6 @@ from numpy import array
 
 from mpiworkbench.syntax.historic import mympi as mpi
 from mpiworkbench.syntax.listings import wave_setup
-
 Lx, Ly, Lz = wave_setup.Lx, wave_setup.Ly, wave_setup.Lz
 size_x = Lz * Ly
 tags_x = [0, 1]
@@ -33,7 +32,6 @@ def to_left(u, x1, comm, buf_x):
 
 def main():
     from mpiworkbench.syntax.historic import communicator
-
     world = communicator()
     comm = None
     myrank = world.Get_rank()
@@ -60,7 +58,6 @@ def proc_null_pitfall():
     calculation results without any MPI error messages"). Returns that ghost plane.
     """
     from mpiworkbench.syntax.historic import communicator
-
     myrank = communicator().Get_rank()
     u = wave_setup.subdomain(myrank)
     x2 = mpi.MPI_PROC_NULL

@@ -9,7 +9,6 @@ from numpy import array
 
 from mpiworkbench.syntax.historic import pympi as mpi
 from mpiworkbench.syntax.listings import wave_setup
-
 Lx, Ly, Lz = wave_setup.Lx, wave_setup.Ly, wave_setup.Lz
 size_x = Lz * Ly
 tags_x = [0, 1]
@@ -27,7 +26,6 @@ def to_left(u, x1, comm, buf_x):
 
 def main():
     from mpiworkbench.syntax.historic import communicator
-
     world = communicator()
     comm = None
     myrank = world.Get_rank()

@@ -11,7 +11,6 @@ import numpy
 
 from mpiworkbench.syntax.historic import pypar
 from mpiworkbench.syntax.listings import wave_setup
-
 u = None  # the listing's functions work on the global array u
 
 

@@ -1,8 +1,6 @@
 """all_gather with boostmpi (Table 4.9; emulated)."""
 
 from mpiworkbench.syntax.historic import boostmpi
-
-
 def main():
     comm = boostmpi.world
     return boostmpi.all_gather(comm, [comm.rank, comm.rank**2])

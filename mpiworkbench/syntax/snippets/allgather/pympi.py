@@ -1,8 +1,6 @@
 """allgather with pyMPI (Table 4.9; emulated)."""
 
 from mpiworkbench.syntax.historic import pympi as mpi
-
-
 def main():
     return mpi.allgather([mpi.rank, mpi.rank**2])
 

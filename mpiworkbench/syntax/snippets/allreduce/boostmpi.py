@@ -3,8 +3,6 @@
 import numpy
 
 from mpiworkbench.syntax.historic import boostmpi
-
-
 def main():
     comm = boostmpi.world
     mine = numpy.array([comm.rank + 1.0, 2.0 * (comm.rank + 1)])

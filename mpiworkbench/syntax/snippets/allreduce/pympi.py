@@ -3,8 +3,6 @@
 import numpy
 
 from mpiworkbench.syntax.historic import pympi as mpi
-
-
 def main():
     mine = numpy.array([mpi.rank + 1.0, 2.0 * (mpi.rank + 1)])
     return mpi.allreduce(mine, mpi.SUM)

@@ -3,8 +3,6 @@
 import numpy
 
 from mpiworkbench.syntax.historic import scientific_mpi as MPI
-
-
 def main():
     comm = MPI.world.duplicate()
     mine = numpy.array([comm.rank + 1.0, 2.0 * (comm.rank + 1)])

@@ -3,8 +3,6 @@
 import numpy
 
 from mpiworkbench.syntax.historic import boostmpi
-
-
 def main():
     comm = boostmpi.world
     data = numpy.arange(4) * 10.0 if comm.rank == 0 else None

@@ -3,8 +3,6 @@
 import numpy
 
 from mpiworkbench.syntax.historic import mympi as mpi
-
-
 def main():
     comm = mpi.MPI_COMM_WORLD
     data = numpy.arange(4) * 10.0 if mpi.mpi_comm_rank(comm) == 0 else numpy.zeros(4)

@@ -3,8 +3,6 @@
 import numpy
 
 from mpiworkbench.syntax.historic import pympi as mpi
-
-
 def main():
     data = numpy.arange(4) * 10.0 if mpi.rank == 0 else None
     return mpi.bcast(data, 0)

@@ -3,8 +3,6 @@
 import numpy
 
 from mpiworkbench.syntax.historic import pypar
-
-
 def main():
     data = numpy.arange(4) * 10.0 if pypar.rank() == 0 else numpy.zeros(4)
     pypar.broadcast(data, 0)

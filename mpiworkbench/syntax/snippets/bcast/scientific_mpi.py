@@ -3,8 +3,6 @@
 import numpy
 
 from mpiworkbench.syntax.historic import scientific_mpi as MPI
-
-
 def main():
     comm = MPI.world.duplicate()
     data = numpy.arange(4) * 10.0 if comm.rank == 0 else numpy.zeros(4)

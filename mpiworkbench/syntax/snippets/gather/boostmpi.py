@@ -1,8 +1,6 @@
 """gather with boostmpi (Table 4.8; emulated): a tuple of values on the root."""
 
 from mpiworkbench.syntax.historic import boostmpi
-
-
 def main():
     comm = boostmpi.world
     return boostmpi.gather(comm, [comm.rank, comm.rank**2], 0)

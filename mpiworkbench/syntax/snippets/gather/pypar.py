@@ -3,8 +3,6 @@
 import numpy
 
 from mpiworkbench.syntax.historic import pypar
-
-
 def main():
     myrank = pypar.rank()
     table = pypar.gather(numpy.array([myrank, myrank**2], 'd'), 0)

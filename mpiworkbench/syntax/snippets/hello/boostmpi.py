@@ -1,8 +1,6 @@
 """Hello world with boostmpi (thesis §3.6; emulated): rank and size are communicator attributes."""
 
 from mpiworkbench.syntax.historic import boostmpi
-
-
 def main():
     comm = boostmpi.world
     numproc = comm.size

@@ -3,8 +3,6 @@
 import sys
 
 from mpiworkbench.syntax.historic import mympi as mpi  # thesis: import mpi
-
-
 def main():
     sys.argv = mpi.mpi_init(len(sys.argv), sys.argv)
     comm = mpi.MPI_COMM_WORLD

@@ -1,8 +1,6 @@
 """Hello world with pyMPI (thesis §3.4; emulated). rank and size are module attributes."""
 
 from mpiworkbench.syntax.historic import pympi as mpi  # thesis: import mpi
-
-
 def main():
     numproc = mpi.size
     myrank = mpi.rank

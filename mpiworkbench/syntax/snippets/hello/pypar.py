@@ -1,8 +1,6 @@
 """Hello world with pypar (thesis §3.1; emulated on mpi4py). The thesis writes `import pypar`."""
 
 from mpiworkbench.syntax.historic import pypar  # automatically initialize MPI
-
-
 def main():
     numproc = pypar.size()
     myrank = pypar.rank()

@@ -1,8 +1,6 @@
 """Hello world with Scientific.MPI (thesis §3.5; emulated). Ran under `mpipython`."""
 
 from mpiworkbench.syntax.historic import scientific_mpi as MPI  # thesis: from Scientific import MPI
-
-
 def main():
     comm = MPI.world.duplicate()
     numproc = comm.size

@@ -3,8 +3,6 @@
 import numpy
 
 from mpiworkbench.syntax.historic import boostmpi
-
-
 def main():
     comm = boostmpi.world
     right, left = (comm.rank + 1) % comm.size, (comm.rank - 1) % comm.size

@@ -3,8 +3,6 @@
 import numpy
 
 from mpiworkbench.syntax.historic import pympi as mpi
-
-
 def main():
     right, left = (mpi.rank + 1) % mpi.size, (mpi.rank - 1) % mpi.size
     request = mpi.irecv(left)

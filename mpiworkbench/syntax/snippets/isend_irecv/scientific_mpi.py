@@ -3,8 +3,6 @@
 import numpy
 
 from mpiworkbench.syntax.historic import scientific_mpi as MPI
-
-
 def main():
     comm = MPI.world.duplicate()
     right, left = (comm.rank + 1) % comm.size, (comm.rank - 1) % comm.size

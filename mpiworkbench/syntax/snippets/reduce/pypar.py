@@ -3,8 +3,6 @@
 import numpy
 
 from mpiworkbench.syntax.historic import pypar
-
-
 def main():
     myrank = pypar.rank()
     mine = numpy.array([myrank + 1.0, 2.0 * (myrank + 1)])

@@ -1,8 +1,6 @@
 """scatter with boostmpi (Table 4.10; emulated): one value per rank from the root."""
 
 from mpiworkbench.syntax.historic import boostmpi
-
-
 def main():
     comm = boostmpi.world
     values = [[2.0 * r, 2.0 * r + 1] for r in range(comm.size)] if comm.rank == 0 else None

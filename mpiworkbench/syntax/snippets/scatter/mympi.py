@@ -3,8 +3,6 @@
 import numpy
 
 from mpiworkbench.syntax.historic import mympi as mpi
-
-
 def main():
     comm = mpi.MPI_COMM_WORLD
     numproc = mpi.mpi_comm_size(comm)

@@ -3,8 +3,6 @@
 import numpy
 
 from mpiworkbench.syntax.historic import pympi as mpi
-
-
 def main():
     return mpi.scatter(numpy.arange(2.0 * mpi.size) if mpi.rank == 0 else None)
 

@@ -3,8 +3,6 @@
 import numpy
 
 from mpiworkbench.syntax.historic import pypar
-
-
 def main():
     numproc = pypar.size()
     return pypar.scatter(numpy.arange(2.0 * numproc), 0)

@@ -3,8 +3,6 @@
 import numpy
 
 from mpiworkbench.syntax.historic import boostmpi
-
-
 def main():
     comm = boostmpi.world
     if comm.rank == 0:

@@ -3,8 +3,6 @@
 import numpy
 
 from mpiworkbench.syntax.historic import mympi as mpi
-
-
 def main():
     comm = mpi.MPI_COMM_WORLD
     myrank = mpi.mpi_comm_rank(comm)

@@ -3,8 +3,6 @@
 import numpy
 
 from mpiworkbench.syntax.historic import pympi as mpi
-
-
 def main():
     if mpi.rank == 0:
         mpi.send(numpy.array([1.0, 2.0, 3.0, 4.0]), 1, tag=11)

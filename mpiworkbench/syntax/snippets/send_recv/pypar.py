@@ -3,8 +3,6 @@
 import numpy
 
 from mpiworkbench.syntax.historic import pypar
-
-
 def main():
     if pypar.rank() == 0:
         pypar.send(numpy.array([1.0, 2.0, 3.0, 4.0]), 1, tag=11)

@@ -3,8 +3,6 @@
 import numpy
 
 from mpiworkbench.syntax.historic import scientific_mpi as MPI
-
-
 def main():
     comm = MPI.world.duplicate()
     if comm.rank == 0:

@@ -3,8 +3,6 @@
 import numpy
 
 from mpiworkbench.syntax.historic import pympi as mpi
-
-
 def main():
     right = mpi.rank + 1
     left = mpi.rank - 1

@@ -1,0 +1,52 @@
+"""Timed loops of the ``c`` backend: ``loops.c`` built with the venv's ``mpicc`` via cbuild."""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+from typing import Callable
+
+from mpiworkbench.core import cbuild
+from mpiworkbench.bench.buffers import Buffers
+from mpiworkbench.bench.catalog import Benchmark
+SOURCE = Path(__file__).with_name("loops.c")
+
+#: Operation codes of ``wb_collective`` (the enum in loops.c).
+COLLECTIVE_CODES = {
+    "bcast": 0, "reduce": 1, "allreduce": 2, "alltoall": 3, "gather": 4, "scatter": 5,
+    "allgather": 6, "barrier": 7, "bcast_linear": 8, "bcast_binomial": 9,
+}
+
+Loop = Callable[[Buffers, int, int, int], float]
+
+
+def library() -> ctypes.CDLL:
+    lib = cbuild.load("wbbench", [SOURCE])
+    ptr, i, d = ctypes.c_void_p, ctypes.c_int, ctypes.c_double
+    lib.wb_pingpong.argtypes = [i, ptr, ptr, i, i, i]
+    lib.wb_window.argtypes = [i, ptr, ptr, i, i, i, i, i]
+    lib.wb_sendrecv.argtypes = [i, ptr, ptr, i, i, i]
+    lib.wb_collective.argtypes = [i, i, ptr, ptr, i, i, i, i]
+    for fn in (lib.wb_pingpong, lib.wb_window, lib.wb_sendrecv, lib.wb_collective):
+        fn.restype = d
+    return lib
+
+
+def make_loop(bench: Benchmark, comm, mode: str = "osu", window: int = 64) -> Loop:
+    """``loop(buffers, nbytes, iterations, warmup) -> timed seconds on this rank``."""
+    lib = library()
+    fcomm = comm.py2f()
+    per_call = 1 if mode == "osu" else 0
+
+    def ptrs(buffers: Buffers):
+        return buffers.send.ctypes.data, buffers.recv.ctypes.data
+
+    if bench.name == "pingpong":
+        return lambda b, n, it, wu: lib.wb_pingpong(fcomm, *ptrs(b), n, it, wu)
+    if bench.name in ("bw", "bibw"):
+        bidir = 1 if bench.name == "bibw" else 0
+        return lambda b, n, it, wu: lib.wb_window(fcomm, *ptrs(b), n, it, wu, window, bidir)
+    if bench.name == "sendrecv":
+        return lambda b, n, it, wu: lib.wb_sendrecv(fcomm, *ptrs(b), n, it, wu)
+    code = COLLECTIVE_CODES[bench.name]
+    return lambda b, n, it, wu: lib.wb_collective(fcomm, code, *ptrs(b), n, it, wu, per_call)

@@ -1,0 +1,236 @@
+"""Timed loops of the mpi4py backends, written as plain Python loops.
+
+``mpi4py-buf`` uses the upper-case buffer methods on the shared NumPy buffers;
+``mpi4py-obj`` the lower-case pickle methods, sending a NumPy uint8 array of the message
+size as the object (what paper 001 measured: pickled numeric arrays). Methods are bound to
+locals before the loop (as ``mpi4py.bench`` does), so the loop overhead is Python's own.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Callable
+
+from mpiworkbench.bench.buffers import Buffers
+from mpiworkbench.bench.catalog import Benchmark
+Loop = Callable[[Buffers, int, int, int], float]
+
+#: Object kind sent by ``mpi4py-obj`` (recorded with every row).
+OBJECT_KIND = "numpy.ndarray uint8 (pickled in-band)"
+
+
+def make_loop(bench: Benchmark, comm, flavour: str, mode: str = "osu", window: int = 64) -> Loop:
+    """``loop(buffers, nbytes, iterations, warmup) -> timed seconds`` for *flavour* 'buf' or 'obj'."""
+    if flavour not in ("buf", "obj"):
+        raise ValueError(f"flavour must be 'buf' or 'obj'; got {flavour!r}")
+    if bench.name == "pingpong":
+        return partial(_pingpong_buf if flavour == "buf" else _pingpong_obj, comm)
+    if bench.name in ("bw", "bibw"):
+        return partial(_window, comm, flavour, window, bench.name == "bibw")
+    factory = _buf_call if flavour == "buf" else _obj_call
+    return partial(_timed_calls, comm, factory, bench.name, mode == "osu")
+
+
+def _pingpong_buf(comm, b: Buffers, nbytes: int, iters: int, warmup: int) -> float:
+    from mpi4py import MPI
+
+    s, r = b.send[:nbytes], b.recv[:nbytes]
+    send, recv, wtime = comm.Send, comm.Recv, MPI.Wtime
+    rank, t0 = comm.Get_rank(), 0.0
+    comm.Barrier()
+    if rank == 0:
+        for i in range(iters + warmup):
+            if i == warmup:
+                t0 = wtime()
+            send(s, 1, 1)
+            recv(r, 1, 1)
+    elif rank == 1:
+        for i in range(iters + warmup):
+            if i == warmup:
+                t0 = wtime()
+            recv(r, 0, 1)
+            send(s, 0, 1)
+    else:
+        return 0.0
+    return wtime() - t0
+
+
+def _pingpong_obj(comm, b: Buffers, nbytes: int, iters: int, warmup: int) -> float:
+    from mpi4py import MPI
+
+    obj = b.send[:nbytes]
+    send, recv, wtime = comm.send, comm.recv, MPI.Wtime
+    rank, t0 = comm.Get_rank(), 0.0
+    comm.Barrier()
+    if rank == 0:
+        for i in range(iters + warmup):
+            if i == warmup:
+                t0 = wtime()
+            send(obj, 1, 1)
+            recv(None, 1, 1)
+    elif rank == 1:
+        for i in range(iters + warmup):
+            if i == warmup:
+                t0 = wtime()
+            recv(None, 0, 1)
+            send(obj, 0, 1)
+    else:
+        return 0.0
+    return wtime() - t0
+
+
+def _window(comm, flavour: str, window: int, bidir: bool, b: Buffers, nbytes: int, iters: int,
+            warmup: int) -> float:
+    from mpi4py import MPI
+
+    rank, t0, wtime = comm.Get_rank(), 0.0, MPI.Wtime
+    comm.Barrier()
+    if rank > 1:
+        return 0.0
+    peer = 1 - rank
+    waitall = MPI.Request.Waitall if flavour == "buf" else MPI.Request.waitall
+    if flavour == "buf":
+        s, r, one = b.send[:nbytes], b.recv[:nbytes], b.recv[:1]
+        isend, irecv, send, recv = comm.Isend, comm.Irecv, comm.Send, comm.Recv
+        post_recv = lambda: irecv(r, peer, 10)  # noqa: E731
+        post_send = lambda: isend(s, peer, 10)  # noqa: E731
+        ack_send, ack_recv = (lambda: send(one, peer, 11)), (lambda: recv(one, peer, 11))
+    else:
+        obj = b.send[:nbytes]
+        isend, irecv, send, recv = comm.isend, comm.irecv, comm.send, comm.recv
+        # a receive buffer large enough for the pickled object (mpi4py's irecv needs one)
+        rbufs = [bytearray(nbytes + 1024) for _ in range(window)]
+        slots = iter(())
+
+        def post_recv():
+            nonlocal slots
+            return irecv(next(slots), peer, 10)
+
+        post_send = lambda: isend(obj, peer, 10)  # noqa: E731
+        ack_send, ack_recv = (lambda: send(b"", peer, 11)), (lambda: recv(None, peer, 11))
+    for i in range(iters + warmup):
+        if i == warmup:
+            t0 = wtime()
+        if flavour == "obj":
+            slots = iter(rbufs)
+        if bidir:
+            reqs = [post_recv() for _ in range(window)]
+            reqs += [post_send() for _ in range(window)]
+            waitall(reqs)
+        elif rank == 0:
+            waitall([post_send() for _ in range(window)])
+            ack_recv()
+        else:
+            waitall([post_recv() for _ in range(window)])
+            ack_send()
+    return wtime() - t0
+
+
+def _timed_calls(comm, factory, name: str, per_call: bool, b: Buffers, nbytes: int, iters: int,
+                 warmup: int) -> float:
+    from mpi4py import MPI
+
+    call = factory(comm, name, b, nbytes)
+    wtime, barrier, total, t0 = MPI.Wtime, comm.Barrier, 0.0, 0.0
+    barrier()
+    if per_call:
+        for i in range(iters + warmup):
+            t = wtime()
+            call()
+            if i >= warmup:
+                total += wtime() - t
+            barrier()
+        return total
+    for i in range(iters + warmup):
+        if i == warmup:
+            t0 = wtime()
+        call()
+    return wtime() - t0
+
+
+def _buf_call(comm, name: str, b: Buffers, nbytes: int) -> Callable[[], object]:
+    from mpi4py import MPI
+
+    rank, size = comm.Get_rank(), comm.Get_size()
+    s, r = b.send[:nbytes], b.recv[:nbytes]
+    sp, rp = b.send[:nbytes * size], b.recv[:nbytes * size]
+    count = nbytes // 8
+    sf, rf = b.send_f64[:count], b.recv_f64[:count]
+    if name == "bcast":
+        return partial(comm.Bcast, s, 0)
+    if name == "reduce":
+        return partial(comm.Reduce, sf, rf, MPI.SUM, 0)
+    if name == "allreduce":
+        return partial(comm.Allreduce, sf, rf, MPI.SUM)
+    if name == "alltoall":
+        return partial(comm.Alltoall, sp, rp)
+    if name == "gather":
+        return partial(comm.Gather, s, rp, 0)
+    if name == "scatter":
+        return partial(comm.Scatter, sp, r, 0)
+    if name == "allgather":
+        return partial(comm.Allgather, s, rp)
+    if name == "barrier":
+        return comm.Barrier
+    if name == "sendrecv":
+        right, left = (rank + 1) % size, (rank - 1) % size
+        return partial(comm.Sendrecv, s, right, 2, r, left, 2)
+    if name == "bcast_linear":
+        if rank == 0:
+            isend, waitall = comm.Isend, MPI.Request.Waitall
+            dests = range(1, size)
+            return lambda: waitall([isend(s, d, 3) for d in dests])
+        return partial(comm.Recv, s, 0, 3)
+    if name == "bcast_binomial":
+        return partial(_binomial, comm.Send, comm.Recv, s, rank, size)
+    raise ValueError(f"no mpi4py-buf loop for benchmark {name!r}")
+
+
+def _obj_call(comm, name: str, b: Buffers, nbytes: int) -> Callable[[], object]:
+    from mpi4py import MPI
+
+    rank, size = comm.Get_rank(), comm.Get_size()
+    obj = b.send[:nbytes]
+    pieces = [b.send[k * nbytes:(k + 1) * nbytes] for k in range(size)]
+    fobj = b.send_f64[:nbytes // 8]
+    if name == "bcast":
+        return partial(comm.bcast, obj if rank == 0 else None, 0)
+    if name == "reduce":
+        return partial(comm.reduce, fobj, MPI.SUM, 0)
+    if name == "allreduce":
+        return partial(comm.allreduce, fobj, MPI.SUM)
+    if name == "alltoall":
+        return partial(comm.alltoall, pieces)
+    if name == "gather":
+        return partial(comm.gather, obj, 0)
+    if name == "scatter":
+        return partial(comm.scatter, pieces if rank == 0 else None, 0)
+    if name == "allgather":
+        return partial(comm.allgather, obj)
+    if name == "barrier":
+        return comm.barrier
+    if name == "sendrecv":
+        right, left = (rank + 1) % size, (rank - 1) % size
+        return partial(comm.sendrecv, obj, right, 2, None, left, 2)
+    if name == "bcast_linear":
+        if rank == 0:
+            isend, waitall = comm.isend, MPI.Request.waitall
+            dests = range(1, size)
+            return lambda: waitall([isend(obj, d, 3) for d in dests])
+        return partial(comm.recv, None, 0, 3)
+    if name == "bcast_binomial":
+        return partial(_binomial, lambda o, d, t: comm.send(o, d, t),
+                       lambda o, src, t: comm.recv(None, src, t), obj, rank, size)
+    raise ValueError(f"no mpi4py-obj loop for benchmark {name!r}")
+
+
+def _binomial(send, recv, buf, rank: int, size: int) -> None:
+    """Report 003's cascade: in round k, ranks < 2^k send to rank + 2^k."""
+    step = 1
+    while step < size:
+        if rank < step:
+            if rank + step < size:
+                send(buf, rank + step, 4)
+        elif rank < 2 * step:
+            recv(buf, rank - step, 4)
+        step <<= 1

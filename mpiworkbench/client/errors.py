@@ -1,0 +1,87 @@
+"""What a notebook user sees when ranks fail or hang: one report per rank, and the way out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class RankStatus:
+    """The outcome of one rank's part of an execution."""
+
+    rank: int
+    engine_id: int
+    state: str  # "ok", "failed" or "running"
+    error: str = ""  # "ZeroDivisionError: division by zero" when failed
+    traceback: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        if self.state == "failed":
+            return f"  rank {self.rank} (engine {self.engine_id}): failed with {self.error}"
+        if self.state == "running":
+            return f"  rank {self.rank} (engine {self.engine_id}): still running"
+        return f"  rank {self.rank} (engine {self.engine_id}): finished"
+
+
+class WorkbenchError(RuntimeError):
+    """Base class of the errors a :class:`~mpiworkbench.client.Workbench` raises."""
+
+
+class _RankReport(WorkbenchError):
+    headline = ""
+    advice = ""
+
+    def __init__(self, statuses: list[RankStatus], detail: str = ""):
+        self.statuses = sorted(statuses, key=lambda s: s.rank)
+        self.detail = detail
+        super().__init__(self.report())
+
+    @property
+    def failed(self) -> list[int]:
+        return [s.rank for s in self.statuses if s.state == "failed"]
+
+    @property
+    def running(self) -> list[int]:
+        return [s.rank for s in self.statuses if s.state == "running"]
+
+    def report(self) -> str:
+        lines = [self.headline + (f" {self.detail}" if self.detail else "")]
+        lines += [s.line() for s in self.statuses]
+        if self.advice:
+            lines.append(self.advice)
+        return "\n".join(lines)
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython shows this instead of a traceback through the workbench's internals.
+        tracebacks: list[str] = []
+        for status in self.statuses:
+            if status.traceback:
+                tracebacks.append(f"--- rank {status.rank} ---")
+                tracebacks.extend(status.traceback)
+        return [f"{type(self).__name__}: {self.report()}", *tracebacks]
+
+
+class RankFailure(_RankReport):
+    """One or more ranks raised; every rank finished (no rank is left waiting)."""
+
+    headline = "The execution failed on some ranks."
+
+
+class ExecutionTimeout(_RankReport, TimeoutError):
+    """Some ranks did not finish in time — typically blocked in a collective."""
+
+    headline = "The execution did not finish in time."
+
+    @property
+    def advice(self) -> str:  # type: ignore[override]
+        if self.failed:
+            return (
+                "The running ranks are most likely blocked in a collective (barrier, bcast, "
+                "allreduce, …) or a receive, waiting for a rank that already failed. MPI calls "
+                "cannot be interrupted: call wb.restart() for a fresh MPI world."
+            )
+        return (
+            "If this is a long computation, raise wb.timeout or use wb.run_async(). If the "
+            "ranks are blocked in communication (a deadlock), call wb.restart() for a fresh "
+            "MPI world; wb.interrupt() sends SIGINT, which does not wake a blocked MPI call."
+        )

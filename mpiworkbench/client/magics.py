@@ -1,0 +1,83 @@
+"""``%px`` / ``%%px`` that cannot freeze the notebook on a failed collective.
+
+ipyparallel's magics wait forever for a blocking cell (its issue #435): if one rank
+raises before a barrier, the others never return. These magics are ipyparallel's own,
+with one change: a blocking execution waits at most ``wb.timeout`` seconds, returns a
+short grace period after the first rank fails, and then reports rank by rank what
+happened and how to get out (``wb.restart()``).
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import nullcontext
+
+from ipyparallel import error
+from ipyparallel.client.magics import ParallelMagics
+
+from mpiworkbench.client.waiting import wait_ranks
+class WorkbenchMagics(ParallelMagics):
+    """ipyparallel's parallel magics with the workbench's timeout on blocking cells."""
+
+    workbench = None  # set by activate()
+
+    def parallel_execute(
+        self,
+        cell,
+        block=None,
+        groupby="type",
+        save_name=None,
+        stream_output=None,
+        progress_after=None,
+        signal_on_interrupt=None,
+    ):
+        block = self.view.block if block is None else block
+        if not block:
+            return super().parallel_execute(
+                cell, block=False, groupby=groupby, save_name=save_name, stream_output=stream_output
+            )
+        stream_output = self.stream_output if stream_output is None else stream_output
+        signal_on_interrupt = self.signal_on_interrupt if signal_on_interrupt is None else signal_on_interrupt
+        targets = self.view.targets
+        result = self.view.execute(cell, silent=False, block=False)
+        result._fname = "%px"
+        self.last_result = result
+        if save_name:
+            self.shell.user_ns[save_name] = result
+        wb = self.workbench
+        try:
+            with result.stream_output() if stream_output else nullcontext():
+                wait_ranks(result, wb.ranks, wb.timeout, grace=wb.failure_grace, raise_failures=False)
+                try:
+                    result.get()
+                except error.CompositeError as exc:
+                    if stream_output and result._output_ready:
+                        raise error.AlreadyDisplayedError(exc) from None
+                    raise
+        except KeyboardInterrupt:
+            if signal_on_interrupt is None:
+                raise
+            print(f"Received Keyboard Interrupt. Sending signal {signal_on_interrupt} to engines...", file=sys.stderr)
+            self.view.client.send_signal(signal_on_interrupt, targets=targets, block=True)
+        finally:
+            if not stream_output:
+                # after a timeout only some ranks have output to show: show theirs
+                for part in result.split() if not result.ready() else (result,):
+                    if part.ready():
+                        part.wait_for_output(1)
+                        part.display_outputs(groupby)
+
+
+def activate(wb):
+    """Register ``%px``, ``%%px``, ``%pxresult``, ``%pxconfig``, ``%autopx`` on *wb*'s view."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    if shell is None:
+        return None
+    magics = WorkbenchMagics(shell, wb.view, "")
+    magics.workbench = wb
+    shell.magics_manager.register(magics)
+    return magics

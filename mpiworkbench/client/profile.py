@@ -1,0 +1,92 @@
+"""IPython cluster profiles, so ``ipcluster start -n 4 --profile=mpi`` starts MPI engines.
+
+Launchers are plugged in by short name (ipyparallel's own names). Each entry says which
+ipyparallel launcher starts the engines and any settings it needs; a Slurm, PBS or SSH
+profile is one more entry here, not new machinery. ``slurm`` submits the engines as one
+batch job whose ranks form the MPI world; it is tested against a stand-in ``sbatch`` that runs
+the job script at once (no Slurm here), not on a real Slurm cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import warnings
+from pathlib import Path
+
+from mpiworkbench.client.session import HEARTBEAT_MISSES, HEARTBEAT_MS
+#: Launcher name → extra ``ipcluster_config.py`` lines for it (``{mpiexec}`` is filled in as a
+#: Python literal, ``{mpiexec_sh}`` as a shell word; literal braces are doubled).
+LAUNCHERS: dict[str, list[str]] = {
+    "mpi": [
+        'c.Cluster.engine_launcher_class = "mpi"',
+        "# the mpiexec beside this Python (the mpich wheel's), so launcher and library match",
+        "c.MPILauncher.mpi_cmd = [{mpiexec!r}]",
+    ],
+    "slurm": [
+        'c.Cluster.engine_launcher_class = "slurm"',
+        "# One Slurm job holds the whole MPI world: --ntasks=n, the ranks started by the mpiexec",
+        "# beside this Python (MPICH's Hydra starts them inside the job's allocation through srun).",
+        "# The controller runs where ipcluster runs; the engines must be able to reach its --ip.",
+        'c.SlurmEngineSetLauncher.batch_template = """#!/bin/sh',
+        "#SBATCH --export=ALL",
+        "#SBATCH --job-name=ipengine-{{cluster_id}}",
+        "#SBATCH --ntasks={{n}}",
+        "{mpiexec_sh} -n {{n}} {{program_and_args}}",
+        '"""',
+        "# your site's settings, e.g.:",
+        '# c.SlurmEngineSetLauncher.queue = "partition"',
+        '# c.SlurmEngineSetLauncher.account = "project"',
+        '# c.SlurmEngineSetLauncher.timelimit = "01:00:00"',
+    ],
+}
+#: Launchers whose engines may run on other hosts than the controller.
+REMOTE_ENGINES = frozenset({"slurm"})
+
+_HEADER = "# Written by `mpiworkbench profile create`; edit freely, re-running overwrites it.\n"
+
+
+def ipython_dir() -> Path:
+    from IPython.paths import get_ipython_dir
+
+    return Path(get_ipython_dir())
+
+
+def create_profile(name: str = "mpi", launcher: str = "mpi", ip: str = "127.0.0.1", ipython_dir_: str | os.PathLike | None = None) -> Path:
+    """Write ``profile_<name>`` (ipcluster, ipcontroller and ipengine configs); return its path."""
+    if launcher not in LAUNCHERS:
+        raise ValueError(
+            f"unknown launcher {launcher!r}; available: {', '.join(sorted(LAUNCHERS))}"
+        )
+    if not name or os.sep in name:
+        raise ValueError(f"profile name must be a plain name like 'mpi'; got {name!r}")
+    if launcher in REMOTE_ENGINES and ip in ("127.0.0.1", "localhost", "::1"):
+        warnings.warn(
+            f"the {launcher} profile's controller listens on {ip} only, so engines on other hosts "
+            "cannot reach it; if the batch jobs run on compute nodes, create the profile again with "
+            "--ip set to this host's address on the cluster network",
+            stacklevel=2,
+        )
+    from mpiworkbench.core.launch import find_mpiexec
+    root = Path(ipython_dir_) if ipython_dir_ is not None else ipython_dir()
+    profile = root / f"profile_{name}"
+    profile.mkdir(parents=True, exist_ok=True)
+    mpiexec = find_mpiexec()
+    launcher_lines = "\n".join(LAUNCHERS[launcher]).format(mpiexec=mpiexec, mpiexec_sh=shlex.quote(mpiexec))
+    (profile / "ipcluster_config.py").write_text(
+        _HEADER + "c = get_config()  # noqa: F821\n" + launcher_lines + "\n"
+        "c.Cluster.delay = 0\n"
+    )
+    (profile / "ipcontroller_config.py").write_text(
+        _HEADER + "c = get_config()  # noqa: F821\n"
+        f"# loopback only unless you change it (engines on other hosts need an external interface)\n"
+        f"c.IPController.ip = {ip!r}\n"
+        f"c.HeartMonitor.period = {HEARTBEAT_MS}\n"
+        f"c.HeartMonitor.max_heartmonitor_misses = {HEARTBEAT_MISSES}\n"
+    )
+    (profile / "ipengine_config.py").write_text(
+        _HEADER + "c = get_config()  # noqa: F821\n"
+        "# engine id = MPI rank, and `MPI`, `mpi_rank`, `mpi_size` in every engine's namespace\n"
+        "c.IPEngine.use_mpi = True\n"
+    )
+    return profile

@@ -1,0 +1,91 @@
+"""Waiting on a multi-engine execution without hanging on a failed collective.
+
+One rank raising before a barrier leaves the others blocked forever (ipyparallel issue
+#435). :func:`wait_ranks` waits until every rank finishes, or until the first rank fails
+and the rest had a short grace period to follow, or until the timeout; then it says
+rank by rank what happened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import time
+from typing import Mapping
+
+from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, RankStatus
+async def until_ready(ar, poll_s: float = 0.05) -> None:
+    """Wait for *ar* without blocking the kernel's event loop, so widgets (a Stop button)
+    stay live while the engines work; the panels' background runs use it."""
+    while not ar.ready():
+        await asyncio.sleep(poll_s)
+
+
+def _targets(ar) -> list[int]:
+    targets = getattr(ar, "_targets", None)
+    if isinstance(targets, int):
+        return [targets]
+    return list(targets) if targets else []
+
+
+def _error_status(rank: int, engine_id: int, exc: BaseException) -> RankStatus:
+    ename = getattr(exc, "ename", type(exc).__name__)
+    evalue = getattr(exc, "evalue", str(exc))
+    traceback = getattr(exc, "traceback", None)
+    lines = traceback.splitlines() if isinstance(traceback, str) else []
+    return RankStatus(rank, engine_id, "failed", f"{ename}: {evalue}", lines)
+
+
+def rank_statuses(ar, rank_of: Mapping[int, int]) -> list[RankStatus]:
+    """The state of each rank's part of *ar* right now."""
+    statuses = []
+    for engine_id, part in zip(_targets(ar), ar.split()):
+        rank = rank_of.get(engine_id, engine_id)
+        if not part.done():
+            statuses.append(RankStatus(rank, engine_id, "running"))
+        elif part.exception() is not None:
+            statuses.append(_error_status(rank, engine_id, part.exception()))
+        else:
+            statuses.append(RankStatus(rank, engine_id, "ok"))
+    return statuses
+
+
+def wait_ranks(
+    ar,
+    rank_of: Mapping[int, int],
+    timeout: float | None,
+    grace: float = 2.0,
+    raise_failures: bool = True,
+) -> list[RankStatus]:
+    """Wait for *ar*; raise :class:`ExecutionTimeout` if ranks are still running at the end.
+
+    Parameters
+    ----------
+    ar : ipyparallel.AsyncResult
+        An execution on a list of engines.
+    rank_of : mapping
+        Engine id → MPI rank, for the report.
+    timeout : float or None
+        Seconds to wait for all ranks (``None``: forever).
+    grace : float
+        Once a rank has failed, how long the others may still take before they are
+        reported as blocked.
+    raise_failures : bool
+        Raise :class:`RankFailure` when every rank finished but some failed.
+    """
+    start = time.monotonic()
+    parts = ar.split()
+    done, pending = concurrent.futures.wait(
+        parts, timeout=timeout, return_when=concurrent.futures.FIRST_EXCEPTION
+    )
+    if pending and any(p.exception() is not None for p in done):
+        remaining = None if timeout is None else max(0.0, timeout - (time.monotonic() - start))
+        window = grace if remaining is None else min(grace, remaining)
+        concurrent.futures.wait(pending, timeout=window)
+    statuses = rank_statuses(ar, rank_of)
+    elapsed = time.monotonic() - start
+    if any(s.state == "running" for s in statuses):
+        raise ExecutionTimeout(statuses, detail=f"(waited {elapsed:.1f} s, timeout {timeout} s)")
+    if raise_failures and any(s.state == "failed" for s in statuses):
+        raise RankFailure(statuses)
+    return statuses

@@ -1,0 +1,60 @@
+"""Stop a workbench's cluster when the process that started it dies, however it dies.
+
+ipyparallel stops a cluster at interpreter exit (``atexit``), which never runs when a
+kernel is killed (SIGKILL, an out-of-memory kill, a crashed server): its controller and
+MPI engines would run on for ever. Each :class:`~mpiworkbench.Workbench` therefore starts
+this small process::
+
+    python -m mpiworkbench.client.watchdog PARENT_PID CLUSTER_FILE
+
+It sleeps until PARENT_PID exits, then ends the controller and engine sets recorded in
+ipyparallel's cluster file (kept current across restarts) and removes the file. A
+workbench that stops normally terminates its watchdog first.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+
+from mpiworkbench.client.processes import end_trees, wait_for_exit
+def cluster_pids(cluster_file: Path) -> list[int]:
+    """Controller and ``mpiexec`` pids recorded in an ipyparallel cluster file."""
+    for _attempt in range(50):  # ipyparallel may be rewriting the file this very moment
+        try:
+            data = json.loads(cluster_file.read_text())
+            break
+        except FileNotFoundError:
+            return []
+        except (OSError, ValueError):
+            time.sleep(0.1)
+    else:
+        return []
+    pids = []
+    for engine_set in (data.get("engines") or {}).get("sets", {}).values():
+        if engine_set.get("pid"):
+            pids.append(int(engine_set["pid"]))
+    controller = (data.get("controller") or {}).get("state") or {}
+    if controller.get("pid"):
+        pids.append(int(controller["pid"]))
+    return pids
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parent, cluster_file = int(argv[0]), Path(argv[1])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a ^C in the terminal is the parent's business
+    wait_for_exit(parent)
+    end_trees(cluster_pids(cluster_file))  # engines first (listed first), then the controller
+    try:
+        cluster_file.unlink()
+    except OSError:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""A serial-safe shim over mpi4py for the engine-side core.
+
+Everything here imports :mod:`mpi4py` lazily, so ``import mpiworkbench`` works in a
+notebook kernel that is not part of the engines' MPI world.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, TypeVar
+
+T = TypeVar("T")
+
+#: Environment variables that tell a process it was started by an MPI launcher.
+_LAUNCHER_VARS = (
+    "MPIWORKBENCH_UNDER_MPIEXEC",  # set by mpiworkbench.core.launch
+    "PMI_SIZE",  # MPICH / Hydra, Intel MPI, Slurm PMI-1/2
+    "PMIX_RANK",  # PMIx (Open MPI 5, Slurm)
+    "OMPI_COMM_WORLD_SIZE",  # Open MPI
+)
+
+
+def MPI():
+    """Return the ``mpi4py.MPI`` module, importing (and initialising MPI) on first use."""
+    from mpi4py import MPI as _MPI
+
+    return _MPI
+
+
+def world():
+    """``MPI.COMM_WORLD``."""
+    return MPI().COMM_WORLD
+
+
+def resolve_comm(comm=None):
+    """Return *comm*, or ``MPI.COMM_WORLD`` when it is ``None``."""
+    return world() if comm is None else comm
+
+
+def launched_by_mpiexec() -> bool:
+    """Whether this process was started by ``mpiexec``/``srun`` (without initialising MPI)."""
+    return any(v in os.environ for v in _LAUNCHER_VARS)
+
+
+def raise_on_all_ranks(comm, error: BaseException | None) -> None:
+    """Collective: if any rank has an *error*, raise it on every rank.
+
+    Each rank passes the exception it caught (or ``None``). The first failing rank's
+    message is raised everywhere, naming that rank, so bad input never leaves some ranks
+    waiting in a collective for a rank that already gave up.
+    """
+    errors = comm.allgather(None if error is None else (type(error).__name__, str(error)))
+    for rank, item in enumerate(errors):
+        if item is None:
+            continue
+        if error is not None:
+            raise error
+        name, message = item
+        exc_type = _EXCEPTIONS.get(name, RuntimeError)
+        raise exc_type(f"{message} (raised on rank {rank})")
+
+
+_EXCEPTIONS: dict[str, type[BaseException]] = {
+    "ValueError": ValueError,
+    "TypeError": TypeError,
+    "KeyError": KeyError,
+    "NotImplementedError": NotImplementedError,
+    "FileNotFoundError": FileNotFoundError,
+    "RuntimeError": RuntimeError,
+}
+
+
+def checked(comm, func: Callable[[], T]) -> T:
+    """Collective: run *func* on every rank; if it raises anywhere, raise on every rank.
+
+    Use it around input validation and set-up that precede communication::
+
+        self.layout = checked(comm, lambda: decompose(mesh, comm.size, dims))
+    """
+    result: Any = None
+    error: BaseException | None = None
+    try:
+        result = func()
+    except Exception as exc:  # noqa: BLE001 - re-raised on every rank below
+        error = exc
+    raise_on_all_ranks(comm, error)
+    return result

@@ -1,0 +1,173 @@
+"""Plan the points of a speedup experiment and run them one after another.
+
+The driver does not know where the ranks are: it calls ``execute(point) -> record`` for
+each point. The CLI passes ``lambda p: run_point(p, comm)`` (every rank of ``mpiexec``
+runs this loop in lockstep); the notebook panel passes a function that runs
+:func:`~mpiworkbench.speedup.point.run_point` on the engines of a ``Workbench``.
+No MPI here.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import platform
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from mpiworkbench.speedup import experiments
+from mpiworkbench.speedup.analysis import SpeedupResult
+SCALINGS = ("strong", "weak")
+
+
+def small_mode() -> bool:
+    """Whether ``MPIWORKBENCH_SMALL=1`` asks for small default sizes."""
+    return os.environ.get("MPIWORKBENCH_SMALL") == "1"
+
+
+def parse_int_list(text: str, what: str) -> list[int]:
+    """``"1,2,4"`` -> ``[1, 2, 4]``; also accepts ``2**18`` items and ``1-4`` ranges."""
+    values: list[int] = []
+    for item in str(text).replace(" ", "").split(","):
+        if not item:
+            continue
+        try:
+            if "**" in item:
+                base, exp = item.split("**")
+                values.append(int(base) ** int(exp))
+            elif "-" in item[1:]:
+                lo, hi = item.split("-", 1)
+                values.extend(range(int(lo), int(hi) + 1))
+            else:
+                values.append(int(item))
+        except ValueError:
+            raise ValueError(f"{what} must be integers separated by commas (e.g. 1,2,4); got {text!r}") from None
+    if not values:
+        raise ValueError(f"{what} must list at least one integer; got {text!r}")
+    return values
+
+
+@dataclass
+class SpeedupSpec:
+    """What to measure: one experiment, its sizes, variants, rank counts and repetitions."""
+
+    experiment: str
+    nranks: list[int]
+    sizes: list[int] | None = None
+    variants: list[str] | None = None
+    repeats: int = 5
+    warmup: int = 1
+    scaling: str = "strong"
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def resolved(self) -> SpeedupSpec:
+        """A copy with defaults filled in and every value checked (raises ValueError)."""
+        exp = experiments.get(self.experiment)
+        small = small_mode()
+        sizes = list(self.sizes) if self.sizes else list(exp.sizes_for(small))
+        variants = list(self.variants) if self.variants else list(exp.default_variants)
+        nranks = sorted(set(int(n) for n in self.nranks))
+        if not nranks or nranks[0] < 1:
+            raise ValueError(f"rank counts must be at least 1; got {self.nranks}")
+        for v in variants:
+            if v not in exp.variants:
+                raise ValueError(
+                    f"experiment {exp.name!r} has no variant {v!r}; choose from {', '.join(exp.variants)}"
+                )
+        for s in sizes:
+            if s < exp.min_size:
+                raise ValueError(f"{exp.size_name} must be at least {exp.min_size}; got {s}")
+        if self.repeats < 1:
+            raise ValueError(f"repetitions must be at least 1; got {self.repeats}")
+        if self.warmup < 0:
+            raise ValueError(f"warm-up runs must be 0 or more; got {self.warmup}")
+        if self.scaling not in SCALINGS:
+            raise ValueError(f"scaling must be 'strong' or 'weak'; got {self.scaling!r}")
+        params = {}
+        known = {p.name: p for p in exp.params}
+        for name in self.params:
+            if name not in known:
+                raise ValueError(f"experiment {exp.name!r} has no parameter {name!r}; it has {', '.join(known)}")
+        for name, p in known.items():
+            try:
+                params[name] = p.type(self.params.get(name, p.default_for(small)))
+            except (TypeError, ValueError):
+                raise ValueError(f"{name} must be a {p.type.__name__}; got {self.params.get(name)!r}") from None
+            if p.choices and params[name] not in p.choices:
+                raise ValueError(f"{name} must be one of {', '.join(map(str, p.choices))}; got {params[name]!r}")
+        return SpeedupSpec(exp.name, nranks, sizes, variants, int(self.repeats), int(self.warmup), self.scaling, params)
+
+
+def plan_points(spec: SpeedupSpec) -> list[dict[str, Any]]:
+    """The points to run, smallest rank count first within each (size, variant) series."""
+    spec = spec.resolved()
+    exp = experiments.get(spec.experiment)
+    points = []
+    for size in spec.sizes:
+        for variant in spec.variants:
+            for n in spec.nranks:
+                actual = exp.weak_size(size, n) if spec.scaling == "weak" else size
+                points.append(
+                    {
+                        "experiment": spec.experiment,
+                        "variant": variant,
+                        "nranks": n,
+                        "size": actual,
+                        "base_size": size,
+                        "repeats": spec.repeats,
+                        "warmup": spec.warmup,
+                        "params": dict(spec.params),
+                    }
+                )
+    return points
+
+
+def machine_info() -> dict[str, Any]:
+    """Where the client ran (the ranks report their own placement per point)."""
+    info: dict[str, Any] = {
+        "host": platform.node(),
+        "python": platform.python_version(),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "user": _user(),
+    }
+    try:
+        info["load_average"] = list(os.getloadavg())
+    except OSError:
+        pass
+    return info
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - only informative
+        return ""
+
+
+def begin_experiment(spec: SpeedupSpec, label: str = "") -> tuple[list[dict[str, Any]], SpeedupResult]:
+    """The planned points of *spec* and the empty result they are added to (``result.add``)."""
+    spec = spec.resolved()
+    result = SpeedupResult(
+        experiment=spec.experiment,
+        scaling=spec.scaling,
+        params={"repeats": spec.repeats, "warmup": spec.warmup, **spec.params},
+        machine=machine_info(),
+        label=label,
+    )
+    return plan_points(spec), result
+
+
+def run_experiment(
+    spec: SpeedupSpec,
+    execute: Callable[[dict[str, Any]], dict[str, Any]],
+    on_point: Callable[[SpeedupResult, dict[str, Any], int, int], None] | None = None,
+    label: str = "",
+) -> SpeedupResult:
+    """Run every planned point through *execute*; call ``on_point(result, point, i, total)`` after each."""
+    points, result = begin_experiment(spec, label)
+    for i, point in enumerate(points, start=1):
+        added = result.add(execute(point))
+        if on_point is not None:
+            on_point(result, added, i, len(points))
+    return result

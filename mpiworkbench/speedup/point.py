@@ -1,0 +1,134 @@
+"""Engine-side: time one speedup point on a sub-communicator of the running world.
+
+:func:`run_point` is collective over *comm* (the whole world: the ranks of an
+ipyparallel cluster, or of the CLI's ``mpiexec``). Ranks ``0 … nranks-1`` split off a
+sub-communicator, build the experiment's kernel on it (outside the timed region), run
+the warm-up and then the timed repetitions; each repetition starts after a barrier and
+its time is the slowest rank's. Ranks outside the point wait *asleep* (``Ibarrier`` +
+``Test`` + short sleeps) instead of busy-polling inside MPI, so they do not steal the
+cores of the ranks being measured, and the timed region runs with one BLAS thread per
+rank (see :mod:`~mpiworkbench.speedup.blas_threads`). The same function serves the panel (through
+``wb.run``) and the CLI (under ``mpiexec``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from mpiworkbench.core import machine as info, mpi, objects
+from mpiworkbench.speedup import experiments
+from mpiworkbench.speedup.blas_threads import limit_blas_threads
+#: Sleep between tests of the idle ranks' Ibarrier (seconds): short against any point.
+IDLE_POLL_S = 0.002
+
+
+def placement(comm, active: bool) -> dict[str, Any]:
+    """Collective: active ranks and cores per host, and whether any host is oversubscribed.
+
+    Cores on a host are the union of the CPU sets its ranks may use; a point is
+    oversubscribed when some host runs more active ranks than it has cores.
+    """
+    entries = comm.allgather((mpi.MPI().Get_processor_name(), info.affinity(), bool(active)))
+    hosts: dict[str, dict[str, Any]] = {}
+    for host, host_cpus, is_active in entries:
+        h = hosts.setdefault(host, {"cpus": set(), "active_ranks": 0, "resident_ranks": 0})
+        h["cpus"].update(host_cpus)
+        h["resident_ranks"] += 1
+        h["active_ranks"] += int(is_active)
+    report = {
+        host: {"cores": len(h["cpus"]), "active_ranks": h["active_ranks"], "resident_ranks": h["resident_ranks"]}
+        for host, h in hosts.items()
+    }
+    return {
+        "hosts": report,
+        "cores": sum(h["cores"] for h in report.values()),
+        "oversubscribed": any(h["active_ranks"] > h["cores"] for h in report.values()),
+    }
+
+
+def _wait_asleep(comm) -> None:
+    request = comm.Ibarrier()
+    while not request.Test():
+        time.sleep(IDLE_POLL_S)
+
+
+def _time_kernel(sub, kernel, repeats: int, warmup: int) -> list[float]:
+    MPI = mpi.MPI()
+    for _ in range(warmup):
+        kernel.run()
+    times = []
+    prepare = getattr(kernel, "prepare", None)
+    for _ in range(repeats):
+        if prepare is not None:  # e.g. a fresh solver: set-up stays out of the timed region
+            prepare()
+        sub.Barrier()
+        t0 = MPI.Wtime()
+        kernel.run()
+        elapsed = MPI.Wtime() - t0
+        times.append(sub.allreduce(elapsed, op=MPI.MAX))
+    return times
+
+
+def run_point(point: dict[str, Any], comm=None) -> dict[str, Any]:
+    """Collective over *comm*: time one point and return its record on every rank.
+
+    *point* holds ``experiment``, ``variant``, ``nranks``, ``size``, ``repeats``,
+    ``warmup`` and ``params`` (see :func:`mpiworkbench.speedup.plan.plan_points`).
+    The record adds ``times`` (seconds, one per repetition, slowest rank),
+    ``verify`` (the kernel's check on rank 0), the ``placement``, ``oversubscribed`` and
+    the host's ``load_average`` just before the point (a busy machine inflates times).
+    """
+    comm = mpi.resolve_comm(comm)
+    MPI = mpi.MPI()
+    nranks = int(point["nranks"])
+
+    def validate():
+        experiments.get(point["experiment"])
+        if not 1 <= nranks <= comm.size:
+            raise ValueError(
+                f"a point needs between 1 and {comm.size} ranks (the size of the running world); "
+                f"got {nranks} — start the cluster with more engines or drop that rank count"
+            )
+
+    mpi.checked(comm, validate)
+    experiment = experiments.get(point["experiment"])
+    load_before = _load_average()
+    active = comm.rank < nranks
+    sub = comm.Split(0 if active else MPI.UNDEFINED, comm.rank)
+    record: dict[str, Any] | None = None
+    error: BaseException | None = None
+    if active:
+        kernel = None
+        try:
+            factory = objects.resolve(experiment.factory)
+            kernel = mpi.checked(
+                sub, lambda: factory(sub, int(point["size"]), point["variant"], **dict(point.get("params", {})))
+            )
+            with limit_blas_threads(1) as blas_before:
+                times = _time_kernel(sub, kernel, int(point["repeats"]), int(point.get("warmup", 1)))
+            check = kernel.verify()
+            record = {**point, "times": times, "verify": check, "blas_threads": {"timed": 1, "default": blas_before}}
+        except Exception as exc:  # noqa: BLE001 - raised on every world rank below
+            error = exc
+        finally:
+            if kernel is not None:
+                kernel.close()
+            sub.Free()
+    _wait_asleep(comm)
+    mpi.raise_on_all_ranks(comm, error)
+    where = placement(comm, active)
+    record = comm.bcast(record, root=0)
+    record["placement"] = where
+    record["oversubscribed"] = where["oversubscribed"]
+    record["load_average"] = comm.bcast(load_before, root=0)
+    return record
+
+
+def _load_average() -> float | None:
+    """1-minute load average of this host (other users' processes compete for the cores)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None

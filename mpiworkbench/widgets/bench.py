@@ -1,0 +1,241 @@
+"""Micro-benchmarks from the notebook: ordinary functions, and a widget panel over them.
+
+:func:`run_on_workbench` creates a :class:`~mpiworkbench.bench.harness.BenchRun` on the
+engines and steps it one size per async call, handing each size's rows to a callback, so
+a plot can grow while the sweep runs. The panel's callbacks only call these functions.
+
+Control ``description``s (stable, for tests and documentation): ``Benchmark``,
+``Backends``, ``Sizes``, ``Ranks``, ``Mode``, ``Time cap (s)``, ``Metric``, ``Run``,
+``Stop``, ``Progress``, ``File``, ``Save``, ``Load``, ``Clear overlays``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable
+
+from mpiworkbench.bench import results
+from mpiworkbench.bench.catalog import BENCHMARKS
+from mpiworkbench.bench.method import Policy, parse_sizes
+from mpiworkbench.client.waiting import until_ready
+DEFAULT_BACKENDS = ("mpi4py-obj", "mpi4py-buf", "numba-mpi", "c")
+FACTORY = "mpiworkbench.bench.harness:BenchRun"
+
+
+def start_run(wb, benchmark: str, backends=DEFAULT_BACKENDS, sizes: str | list[int] | None = None,
+              ranks: int | None = None, **policy: Any):
+    """Create the sweep on the engines (on the first *ranks* ranks); returns the remote handle."""
+    size_list = parse_sizes(sizes) if sizes is None or isinstance(sizes, str) else list(sizes)
+    Policy(**policy)  # check here first: a clear error before anything reaches the engines
+    if ranks is not None and not 1 <= ranks <= wb.n:
+        raise ValueError(f"ranks must be between 1 and the cluster's {wb.n} engines; got {ranks}")
+    return wb.create(FACTORY, benchmark, list(backends), size_list, policy,
+                     nranks=None if ranks in (None, wb.n) else ranks)
+
+
+def step(wb, run) -> list[dict]:
+    """Measure the next size on every backend (blocking); rank 0's rows."""
+    return wb.gather(run.call_async("step"))[0]
+
+
+def run_on_workbench(wb, benchmark: str, backends=DEFAULT_BACKENDS, sizes=None, ranks: int | None = None,
+                     on_rows: Callable[[list[dict], dict], None] | None = None,
+                     should_stop: Callable[[], bool] = lambda: False, **policy: Any) -> dict:
+    """Run a whole sweep on the engines, size by size; returns the results document.
+
+    ``on_rows(rows, progress)`` is called after every size (progress: ``done``/``total``);
+    ``should_stop()`` is asked before every size — the document then holds what finished.
+    """
+    run = start_run(wb, benchmark, backends, sizes, ranks, **policy)
+    try:
+        total = len(run.attr("sizes")[0])
+        for done in range(1, total + 1):
+            if should_stop():
+                break
+            rows = step(wb, run)
+            if on_rows is not None:
+                on_rows(rows, {"done": done, "total": total})
+        return run.root("summary")
+    finally:
+        run.delete()
+
+
+class BenchPanel:
+    """ipywidgets panel: choose, Run (live log–log plot), Stop, save/reload/overlay runs."""
+
+    def __init__(self, wb, benchmark: str = "pingpong", backends=DEFAULT_BACKENDS,
+                 sizes: str = "8:1M", width: float = 7.5):
+        import ipywidgets as w
+
+        self.wb, self.width = wb, width
+        self.doc: dict | None = None
+        self.overlays: list[dict] = []
+        self.rows: list[dict] = []
+        self._stop = False
+        self._task = None
+        names = list(BENCHMARKS)
+        self.benchmark = w.Dropdown(options=names, value=benchmark, description="Benchmark")
+        self.backends = w.SelectMultiple(options=list(DEFAULT_BACKENDS), value=tuple(backends),
+                                         description="Backends", rows=4)
+        self.sizes = w.Text(value=sizes, description="Sizes")
+        self.ranks = w.BoundedIntText(value=wb.n, min=1, max=wb.n, description="Ranks")
+        self.mode = w.Dropdown(options=["osu", "block"], value="osu", description="Mode")
+        self.cap = w.BoundedFloatText(value=1.0, min=0.01, max=60, description="Time cap (s)")
+        self.repeats = w.BoundedIntText(value=1, min=1, max=50, description="Repeats",
+                                        tooltip="time every size this many times (backends interleaved); "
+                                                "rows show the median")
+        self.metric = w.Dropdown(options=[("time (µs)", "t_us"), ("throughput (MB/s)", "throughput_MBps")],
+                                 value="t_us", description="Metric")
+        self.run_button = w.Button(description="Run", button_style="primary")
+        self.stop_button = w.Button(description="Stop", disabled=True)
+        self.progress = w.IntProgress(value=0, min=0, max=1, description="Progress")
+        self.status = w.HTML()
+        level = getattr(wb, "thread_level", None) or "mpi4py's default (multiple)"
+        self.thread_info = w.HTML(
+            f"MPI thread level of the engines: <b>{level}</b> — every backend runs at it; it is chosen "
+            "when the cluster starts, e.g. <code>Workbench(n=2, thread_level=\"single\")</code>")
+        self.image = w.Image(format="png")
+        self.table = w.HTML()
+        self.file = w.Text(value="bench.json", description="File")
+        self.save_button = w.Button(description="Save")
+        self.load_button = w.Button(description="Load")
+        self.clear_button = w.Button(description="Clear overlays")
+        self.run_button.on_click(lambda _: self.start())
+        self.stop_button.on_click(lambda _: self.stop())
+        self.save_button.on_click(lambda _: self._report(self.save))
+        self.load_button.on_click(lambda _: self._report(self.load))
+        self.clear_button.on_click(lambda _: self.clear_overlays())
+        self.metric.observe(lambda _: self.redraw(), names="value")
+        self.widget = w.VBox([
+            self.thread_info,
+            w.HBox([self.benchmark, self.sizes, self.ranks]),
+            w.HBox([self.backends, w.VBox([self.mode, self.cap, self.repeats, self.metric])]),
+            w.HBox([self.run_button, self.stop_button, self.progress]),
+            self.status, self.image, self.table,
+            w.HBox([self.file, self.save_button, self.load_button, self.clear_button]),
+        ])
+
+    # -- ordinary methods (the callbacks call only these) -----------------------------
+    def settings(self) -> dict:
+        return {"benchmark": self.benchmark.value, "backends": list(self.backends.value),
+                "sizes": self.sizes.value, "ranks": self.ranks.value,
+                "collective_mode": self.mode.value, "time_cap_s": self.cap.value,
+                "repeats": self.repeats.value}
+
+    def run(self) -> dict:
+        """Run with the current settings, blocking, redrawing after every size."""
+        self._begin()
+        try:
+            s = self.settings()
+            self.doc = run_on_workbench(self.wb, s.pop("benchmark"), s.pop("backends"), s.pop("sizes"),
+                                        s.pop("ranks"), on_rows=self._on_rows,
+                                        should_stop=lambda: self._stop, **s)
+        finally:
+            self._end()
+        return self.doc
+
+    def start(self):
+        """Run in the background (the kernel stays free, so Stop works); returns the task."""
+        self._task = asyncio.ensure_future(self.run_async())
+        return self._task
+
+    async def run_async(self) -> dict | None:
+        self._begin()
+        run = None
+        try:
+            s = self.settings()
+            run = start_run(self.wb, s.pop("benchmark"), s.pop("backends"), s.pop("sizes"), s.pop("ranks"), **s)
+            total = len(run.attr("sizes")[0])
+            for done in range(1, total + 1):
+                if self._stop:
+                    break
+                ar = run.call_async("step")
+                await until_ready(ar)
+                self._on_rows(step_result(self.wb, ar), {"done": done, "total": total})
+            self.doc = run.root("summary")
+        except Exception as exc:  # noqa: BLE001 - shown in the panel, the kernel stays usable
+            self.status.value = f"<b>error:</b> {exc}"
+        finally:
+            if run is not None:
+                run.delete()
+            self._end()
+        return self.doc
+
+    def stop(self) -> None:
+        """Finish the size in progress, then stop; the partial results stay."""
+        self._stop = True
+        self.status.value = "stopping after this size…"
+
+    def save(self) -> str:
+        if self.doc is None:
+            raise ValueError("nothing to save yet; press Run first")
+        results.save(self.file.value, self.doc)
+        return f"saved {len(self.doc['rows'])} rows to {self.file.value}"
+
+    def load(self) -> str:
+        doc = results.load(self.file.value)
+        self.overlays.append(doc)
+        self.redraw()
+        return f"overlaid {doc['benchmark']} run {doc['run_id']} ({len(doc['rows'])} rows)"
+
+    def clear_overlays(self) -> None:
+        self.overlays.clear()
+        self.redraw()
+
+    def redraw(self) -> None:
+        from mpiworkbench.bench.fit import pingpong_fits
+        from mpiworkbench.plot.bench import sweep_figure
+        from mpiworkbench.plot.render import figure_to_png
+        rows = [r for d in self.overlays for r in d["rows"]] + self.rows
+        fits = pingpong_fits(self.rows) if self.benchmark.value == "pingpong" else None
+        fig = sweep_figure(rows, self.metric.value, title=self.benchmark.value, fits=fits, width=self.width)
+        self.image.value = figure_to_png(fig)
+        self.table.value = fit_table_html(fits or {})
+
+    # -- internals ---------------------------------------------------------------------
+    def _begin(self) -> None:
+        self._stop = False
+        self.rows = []
+        self.doc = None
+        self.run_button.disabled, self.stop_button.disabled = True, False
+        self.progress.value, self.progress.max = 0, 1
+        self.status.value = "running…"
+
+    def _end(self) -> None:
+        self.run_button.disabled, self.stop_button.disabled = False, True
+        if self.doc is not None:
+            warn = "; ".join(self.doc["environment"]["warnings"])
+            skipped = "; ".join(f"{k}: {v}" for k, v in self.doc["skipped"].items())
+            self.status.value = (f"{len(self.doc['rows'])} rows, thread level "
+                                 f"{self.doc['environment']['thread_level']}"
+                                 + (f"<br><b>warning:</b> {warn}" if warn else "")
+                                 + (f"<br>skipped {skipped}" if skipped else ""))
+
+    def _on_rows(self, rows: list[dict], progress: dict) -> None:
+        self.rows.extend(rows)
+        self.progress.max, self.progress.value = progress["total"], progress["done"]
+        self.redraw()
+
+    def _report(self, action: Callable[[], str]) -> None:
+        try:
+            self.status.value = action()
+        except (OSError, ValueError) as exc:
+            self.status.value = f"<b>error:</b> {exc}"
+
+
+def step_result(wb, ar) -> list[dict]:
+    return wb.gather(ar)[0]
+
+
+def fit_table_html(fits: dict) -> str:
+    """Thesis Table 5.1 layout for this run's ping-pong fits (HTML)."""
+    if not fits:
+        return ""
+    head = "<tr><th>backend</th><th>latency (µs)</th><th>bandwidth (MB/s)</th><th>rms residual (µs)</th></tr>"
+    body = "".join(
+        f"<tr><td>{b}</td><td>{f['latency_us']:.2f}</td>"
+        f"<td>{'—' if f['bandwidth_MBps'] is None else format(f['bandwidth_MBps'], '.0f')}</td>"
+        f"<td>{f['rms_residual_us']:.2f}</td></tr>"
+        for b, f in fits.items()
+    )
+    return f"<table>{head}{body}</table>"

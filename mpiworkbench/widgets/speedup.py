@@ -1,0 +1,252 @@
+"""The speedup panel: pick an experiment, sizes, rank counts, variants and repetitions; Run.
+
+Every point runs on the engines of a running :class:`~mpiworkbench.Workbench` through
+:func:`run_on_workbench` (rank counts below the cluster size on sub-communicators, no
+restart), and appears on the runtime/speedup/efficiency figure and the table as soon as
+it is done. Results save to JSON and reload for comparison. The callbacks only call the
+methods below; the methods only call ordinary functions of :mod:`mpiworkbench.speedup`.
+
+Control ``description``s (stable, for tests and documentation):
+``Experiment``, ``Sizes``, ``Ranks``, ``Variants``, ``Repetitions``, ``Scaling``, one per
+experiment parameter named as the parameter (``loops``, ``steps``, ``tol``,
+``iterations``, ``backend``), ``Run``, ``Stop``, ``Progress``, ``JSON file``, ``Save``, ``Load``,
+``Clear comparison``. **Run** works in the background (the kernel stays free), **Stop** ends the
+experiment after the point in progress and keeps the points done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Callable
+
+from mpiworkbench.client.waiting import until_ready
+from mpiworkbench.speedup import analysis, experiments
+from mpiworkbench.speedup.analysis import SpeedupResult
+from mpiworkbench.speedup.plan import SpeedupSpec, begin_experiment, parse_int_list, run_experiment, small_mode
+def check_ranks(wb, spec: SpeedupSpec) -> None:
+    """The rank counts of *spec* must fit the cluster's engines (sub-communicators, no restart)."""
+    if max(spec.nranks) > wb.n:
+        raise ValueError(
+            f"rank counts go up to {max(spec.nranks)} but the cluster has {wb.n} engines; "
+            f"use counts from 1 to {wb.n} or start Workbench(n={max(spec.nranks)})"
+        )
+
+
+def run_on_workbench(
+    wb,
+    spec: SpeedupSpec,
+    on_point: Callable[[SpeedupResult, dict[str, Any], int, int], None] | None = None,
+    label: str = "",
+) -> SpeedupResult:
+    """Run *spec* on the engines of *wb*, one point at a time (see :func:`run_experiment`)."""
+    from mpiworkbench.speedup.point import run_point
+    check_ranks(wb, spec)
+    return run_experiment(spec, lambda point: wb.run(run_point, point)[0], on_point=on_point, label=label)
+
+
+class SpeedupPanel:
+    """ipywidgets panel over :func:`run_on_workbench`; show it with ``display(panel.widget)``."""
+
+    def __init__(self, wb, experiment: str = "inner", width: float = 12.0):
+        import ipywidgets as w
+
+        self.wb = wb
+        self.width = width
+        self.result: SpeedupResult | None = None
+        self.compare: list[SpeedupResult] = []
+        names = experiments.names()
+        self.experiment = w.Dropdown(options=names, value=experiment, description="Experiment")
+        self.sizes = w.Text(description="Sizes")
+        self.ranks = w.Text(value=f"1-{wb.n}", description="Ranks")
+        self.variants = w.SelectMultiple(description="Variants", rows=4)
+        self.repeats = w.BoundedIntText(value=3 if small_mode() else 5, min=1, max=100, description="Repetitions")
+        self.scaling = w.Dropdown(options=["strong", "weak"], value="strong", description="Scaling")
+        self.params_box = w.HBox()
+        self.param_widgets: dict[str, Any] = {}
+        self.run_button = w.Button(description="Run", button_style="primary", icon="play")
+        self.stop_button = w.Button(description="Stop", icon="stop", disabled=True)
+        self._stop = False
+        self._task: asyncio.Task | None = None
+        self.progress = w.IntProgress(value=0, min=0, max=1, description="Progress")
+        self.status = w.HTML()
+        self.figure = w.Image(format="png")
+        self.table = w.HTML()
+        self.path = w.Text(value="speedup.json", description="JSON file")
+        self.save_button = w.Button(description="Save")
+        self.load_button = w.Button(description="Load")
+        self.clear_button = w.Button(description="Clear comparison")
+
+        self.experiment.observe(lambda change: self.select_experiment(change["new"]), names="value")
+        self.run_button.on_click(lambda _: self.start())
+        self.stop_button.on_click(lambda _: self.stop())
+        self.save_button.on_click(lambda _: self._guarded(lambda: self.save(self.path.value)))
+        self.load_button.on_click(lambda _: self._guarded(lambda: self.load(self.path.value)))
+        self.clear_button.on_click(lambda _: self._guarded(self.clear_comparison))
+        self.select_experiment(experiment)
+        self.widget = w.VBox(
+            [
+                w.HBox([self.experiment, self.scaling, self.repeats]),
+                w.HBox([self.sizes, self.ranks]),
+                w.HBox([self.variants, self.params_box]),
+                w.HBox([self.run_button, self.stop_button, self.progress, self.status]),
+                self.figure,
+                self.table,
+                w.HBox([self.path, self.save_button, self.load_button, self.clear_button]),
+            ]
+        )
+
+    # -- the operations the buttons trigger ---------------------------------------------
+    def select_experiment(self, name: str) -> None:
+        """Fill sizes, variants and parameter controls with the experiment's defaults."""
+        import ipywidgets as w
+
+        exp = experiments.get(name)
+        small = small_mode()
+        self.sizes.value = ",".join(map(str, exp.sizes_for(small)))
+        self.sizes.tooltip = exp.size_help
+        self.variants.options = list(exp.variants)
+        self.variants.value = tuple(exp.default_variants)
+        widgets = {}
+        for p in exp.params:
+            value = p.default_for(small)
+            if p.choices:
+                widgets[p.name] = w.Dropdown(options=list(p.choices), value=value, description=p.name)
+            elif p.type is int:
+                widgets[p.name] = w.IntText(value=value, description=p.name)
+            elif p.type is float:
+                widgets[p.name] = w.FloatText(value=value, description=p.name)
+            else:
+                widgets[p.name] = w.Text(value=str(value), description=p.name)
+            widgets[p.name].tooltip = p.help
+        self.param_widgets = widgets
+        self.params_box.children = list(widgets.values())
+        self.status.value = f"<i>{exp.title}. Timed: {exp.timed}.</i>"
+
+    def spec(self) -> SpeedupSpec:
+        """The :class:`SpeedupSpec` the controls describe (checked; raises ValueError)."""
+        exp = experiments.get(self.experiment.value)
+        return SpeedupSpec(
+            experiment=exp.name,
+            nranks=parse_int_list(self.ranks.value, "Ranks"),
+            sizes=parse_int_list(self.sizes.value, "Sizes"),
+            variants=list(self.variants.value),
+            repeats=int(self.repeats.value),
+            scaling=self.scaling.value,
+            params={name: widget.value for name, widget in self.param_widgets.items()},
+        ).resolved()
+
+    def run(self) -> SpeedupResult:
+        """Run the experiment the controls describe, blocking, redrawing after every point."""
+        spec = self._begin()
+        try:
+            self.result = run_on_workbench(self.wb, spec, on_point=self._on_point, label="this run")
+        finally:
+            self._end(spec)
+        return self.result
+
+    def start(self) -> asyncio.Task:
+        """What **Run** does: run in the background, so the kernel stays free and Stop works."""
+        self.run_button.disabled = self.stop_button.disabled = True  # until the task takes over
+        self.status.value = "starting…"
+        self._task = asyncio.ensure_future(self.run_async())
+        return self._task
+
+    async def run_async(self) -> SpeedupResult | None:
+        """Run point by point, waiting for each without blocking the kernel; errors go to the status."""
+        from mpiworkbench.speedup.point import run_point
+        spec = None
+        try:
+            spec = self._begin()
+            check_ranks(self.wb, spec)
+            points, result = begin_experiment(spec, label="this run")
+            for i, point in enumerate(points, start=1):
+                if self._stop:
+                    break
+                pending = self.wb.run_async(run_point, point)
+                await until_ready(pending)
+                self._on_point(result, result.add(self.wb.gather(pending)[0]), i, len(points))
+            self.result = result
+        except Exception as exc:  # noqa: BLE001 - shown in the panel, the kernel stays usable
+            self._error(exc)
+        finally:
+            self._end(spec)
+        return self.result
+
+    def stop(self) -> None:
+        """End the experiment after the point in progress; the points done stay."""
+        self._stop = True
+        self.status.value = "stopping after this point…"
+
+    def save(self, path: str) -> None:
+        if self.result is None:
+            raise ValueError("nothing to save yet: press Run first")
+        analysis.save(self.result, path)
+        self.status.value = f"saved to {path}"
+
+    def load(self, path: str) -> SpeedupResult:
+        """Load a saved result and overlay it on the plots for comparison."""
+        loaded = analysis.load(path)
+        loaded.label = Path(path).stem  # the file name tells the overlaid curves apart
+        self.compare.append(loaded)
+        self.redraw()
+        self.status.value = f"loaded {path} ({loaded.experiment}, {len(loaded.points)} points) for comparison"
+        return loaded
+
+    def clear_comparison(self) -> None:
+        self.compare = []
+        self.redraw()
+
+    def redraw(self) -> None:
+        from mpiworkbench.plot.render import figure_to_png
+        from mpiworkbench.plot.speedup import scaling_figure
+        results = ([self.result] if self.result is not None else []) + self.compare
+        if not results:
+            self.figure.value = b""
+            self.table.value = ""
+            return
+        exp = experiments.get(results[0].experiment)
+        self.figure.value = figure_to_png(scaling_figure(results, exp.size_name, title=exp.title, width=self.width))
+        self.table.value = "".join(
+            f"<b>{r.label or r.experiment}</b>{analysis.format_html(r, experiments.get(r.experiment).size_name)}"
+            for r in results
+        )
+
+    # -- plumbing --------------------------------------------------------------------------
+    def _on_point(self, result: SpeedupResult, point: dict[str, Any], i: int, total: int) -> None:
+        self.result = result
+        self.progress.value = i
+        over = " — oversubscribed" if point.get("oversubscribed") else ""
+        self.status.value = (
+            f"{i}/{total}: {point['variant']} on {point['nranks']} rank(s): {point['median']:.4g} s{over}"
+        )
+        self.redraw()
+
+    def _begin(self) -> SpeedupSpec:
+        spec = self.spec()
+        self.progress.max = max(1, len(spec.sizes) * len(spec.variants) * len(spec.nranks))
+        self.progress.value = 0
+        self.result, self._stop = None, False
+        self.run_button.disabled, self.stop_button.disabled = True, False
+        self.status.value = "running…"
+        return spec
+
+    def _end(self, spec: SpeedupSpec | None) -> None:
+        self.run_button.disabled, self.stop_button.disabled = False, True
+        if self.result is not None and spec is not None:
+            stopped = " (stopped)" if self._stop else ""
+            self.status.value = f"done: {len(self.result.points)} points of {spec.experiment}{stopped}"
+
+    def _error(self, exc: Exception) -> None:
+        self.status.value = f"<span style='color:#b2182b'>{type(exc).__name__}: {exc}</span>"
+
+    def _guarded(self, action: Callable[[], Any]) -> None:
+        try:
+            action()
+        except Exception as exc:  # noqa: BLE001 - shown in the panel instead of lost in a callback
+            self._error(exc)
+
+
+def speedup_panel(wb, experiment: str = "inner") -> SpeedupPanel:
+    """Build a :class:`SpeedupPanel` for *wb* (display ``.widget``)."""
+    return SpeedupPanel(wb, experiment)
