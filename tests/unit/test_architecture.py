@@ -1,0 +1,177 @@
+"""The house rules, read from the code's own import statements (no module is imported here).
+
+Imports only go down::
+
+    cli, the Workbench facade
+      → widgets → plot
+      → client
+        → {speedup → (bench, solvers)}, bench, solvers, syntax
+          → backends
+            → core
+
+and no two modules import each other, directly or round a loop. Every ``import`` counts,
+including the lazy ones inside functions: a lazy import that runs upward is still a tie
+that runs upward. The engine-side core (everything below ``client``) never imports
+ipyparallel, IPython or ipywidgets, so it runs the same under ``mpiexec`` and in engines.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "mpiworkbench"
+
+#: What each part of the package may import (besides itself). A part is a subpackage or a
+#: top-level module of ``mpiworkbench``. Parts not listed here fail the test: a new part
+#: must be placed in the house on purpose.
+ENGINE_SIDE = ("core", "backends", "bench", "solvers", "speedup", "syntax")
+MAY_IMPORT: dict[str, set[str]] = {
+    "core": set(),
+    "backends": {"core"},
+    "bench": {"backends", "core"},
+    "solvers": {"backends", "core"},
+    "syntax": {"backends", "core"},
+    "speedup": {"bench", "solvers", "backends", "core"},
+    "plot": {"speedup", "bench", "solvers", "syntax", "backends", "core"},
+    "client": {"speedup", "bench", "solvers", "syntax", "backends", "core"},
+    "widgets": {"client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core"},
+    "workbench": {"widgets", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core"},
+    "cli": {"workbench", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core"},
+    "__main__": {"cli"},
+    "__init__": set(),  # the face: only lazy hand-offs to workbench/client (checked below)
+}
+FACE_MAY_HAND_OFF = {"workbench", "client"}
+FOREIGN_FRONT_END = ("ipyparallel", "IPython", "ipywidgets", "ipykernel", "jupyter_client")
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        if "snippets" in rel.parts or "listings" in rel.parts:
+            continue  # code shown to learners, run as files, not part of the import graph
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module of mpiworkbench (or foreign top-level package) *path* imports."""
+    tree = ast.parse(path.read_text(), str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                names.add(full if full in MODULES else node.module)
+    return names
+
+
+GRAPH = {name: {i for i in _imports(path) if i in MODULES} for name, path in MODULES.items()}
+
+
+def _part(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "__init__"
+    return parts[1]
+
+
+def test_every_part_is_placed_in_the_house():
+    unplaced = sorted({_part(m) for m in MODULES} - set(MAY_IMPORT))
+    assert not unplaced, f"parts with no place in the import order: {unplaced}; add them to MAY_IMPORT"
+
+
+def test_imports_only_go_down():
+    upward = []
+    for module, targets in GRAPH.items():
+        part = _part(module)
+        for target in targets:
+            other = _part(target)
+            if other == part or other == "__init__":
+                continue  # the package face (``__version__``, lazy hand-offs) is everyone's
+            if part == "__init__":
+                allowed = FACE_MAY_HAND_OFF
+            else:
+                allowed = MAY_IMPORT.get(part, set())
+            if other not in allowed:
+                upward.append(f"{module} imports {target} ({part} may import only {sorted(allowed)})")
+    assert not upward, "imports that run up or sideways:\n" + "\n".join(sorted(upward))
+
+
+def _cycles() -> list[list[str]]:
+    # A package's face (its __init__) re-exports its own modules; a module importing its
+    # own package's face is the same room, not a loop between rooms.
+    def edges(module: str) -> set[str]:
+        return {t for t in GRAPH[module] if not (module.startswith(t + ".") and t != module)}
+
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges(v):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1 or v in edges(v):
+                found.append(sorted(component))
+
+    for module in sorted(GRAPH):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_import_cycles():
+    cycles = _cycles()
+    assert not cycles, "modules that import each other:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+@pytest.mark.parametrize("part", ENGINE_SIDE)
+def test_engine_side_never_imports_the_front_end(part):
+    offenders = []
+    for module, path in MODULES.items():
+        if _part(module) != part:
+            continue
+        foreign = {name.split(".")[0] for name in _imports(path)}
+        bad = sorted(foreign & set(FOREIGN_FRONT_END))
+        if bad:
+            offenders.append(f"{module}: {bad}")
+    assert not offenders, f"engine-side modules importing the front end: {offenders}"
+
+
+def test_the_rules_can_fail():
+    """The checks above read real edges: a known downward edge is seen, an invented upward
+    one would be reported."""
+    assert "mpiworkbench.core.mpi" in GRAPH["mpiworkbench.backends.base"] or any(
+        t.startswith("mpiworkbench.core") for t in GRAPH["mpiworkbench.backends.base"]
+    )
+    assert "client" not in MAY_IMPORT["core"]
