@@ -1,15 +1,21 @@
 """mpiworkbench: learn, measure and teach MPI from Python.
 
-The package has two sides (see ``DESIGN`` in the README):
+The package is a house whose imports only go down (``tests/unit/test_architecture.py``
+checks it)::
 
-* an engine-side core (:mod:`mpiworkbench.core.mpi`, :mod:`mpiworkbench.backends`,
-  :mod:`mpiworkbench.bench`, :mod:`mpiworkbench.solvers`) that takes a communicator and
-  runs the same in ipyparallel engines, under ``mpiexec`` from the CLI, and on a batch
-  system. It never imports ipyparallel or IPython.
-* a notebook side (:class:`Workbench`, widgets, plots) that drives the core over an
-  ipyparallel cluster whose engines are the ranks of one MPI world.
+    cli                   the ``mpiworkbench`` command (launches itself under mpiexec)
+    widgets, plot         notebook panels and matplotlib figures
+    client                the ipyparallel session (:class:`Workbench`), magics, profiles
+    speedup               speedup experiments: plan, run on 1 … n ranks, analyse
+    bench, solvers,       micro-benchmarks; the wave, CG, heat and pi solvers;
+    syntax                historic MPI module syntax side by side
+    backends              one communication interface over mpi4py, numba-mpi, C, …
+    core                  MPI shim, C builds, launching, the machine snapshot
 
-Importing this package needs neither MPI nor ipyparallel; both load on first use.
+Everything below ``client`` is engine-side: it takes a communicator and runs the same
+in ipyparallel engines, under ``mpiexec`` from the CLI and in a batch job, and never
+imports ipyparallel or IPython. Importing this package needs neither MPI nor
+ipyparallel; both load on first use.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 
 from mpiworkbench.cli import _mpijob
+
+
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "info",
@@ -31,10 +33,22 @@ def format_environment(env: dict) -> str:
     return "\n".join(lines)
 
 
+def backend_availability() -> dict[str, object]:
+    """``{backend: True}`` or ``{backend: "unavailable: why"}`` for every registered backend."""
+    from mpiworkbench import backends
+
+    return {
+        name: True if row["available"] else f"unavailable: {row['reason']}"
+        for name, row in backends.capabilities().items()
+    }
+
+
 def run(args: argparse.Namespace) -> int:
     def body(comm) -> int:
-        from mpiworkbench.core.machine import environment
-        env = environment(comm)
+        from mpiworkbench.core import machine
+
+        env = machine.capture(comm, measure_load=False)
+        env["backends"] = backend_availability()
         if comm.rank == 0:
             print(format_environment(env))
             _mpijob.write_json(args.json, env)

@@ -1,28 +1,47 @@
-"""Facts about the MPI environment: library, versions, thread level, cores, backends.
+"""Where a number was measured: MPI library, versions, thread level, hosts, cores, load.
 
-Engine-side safe (no ipyparallel). :func:`environment` describes this process and
-:func:`rank_info` one rank; the CLI's ``info`` command, the control panel and every
-benchmark result use them, so a number never travels without its context.
+A number without its environment is not a result, and a number measured on a loaded or
+oversubscribed machine must say so (research note §6.7/§6.10). This module is the one
+place those facts are collected:
+
+* :func:`local_facts` — this process, without MPI (the speedup planner's ``machine``);
+* :func:`capture` — the collective snapshot of a run, every rank contributing: the CLI's
+  ``info``, the client's ``environment()`` and every benchmark result use it;
+* :func:`ranks_per_host` / :func:`placement` — ranks and cores per host, the one rule
+  for "oversubscribed" (bench environment and speedup points alike);
+* :func:`rank_info` — one rank's place in the world (the control panel's table).
+
+Engine-side safe: imports neither ipyparallel nor (until a collective is called) mpi4py.
+Which communication backends are available is the backends layer's fact; callers that
+show it (``mpiworkbench info``, the client) add it themselves.
 """
 
 from __future__ import annotations
 
+import getpass
 import os
 import platform
 import socket
 import sys
+import time
 from importlib import metadata
-from typing import Any
+from typing import Any, Iterable
 
 from mpiworkbench import __version__
-
 from mpiworkbench.core import mpi
+
 _PACKAGES = ("mpi4py", "mpich", "numpy", "scipy", "numba", "numba-mpi", "ipyparallel", "matplotlib")
 
 #: MPI thread levels, lowest first, by mpi4py's names (``MPI.THREAD_SINGLE`` … ``THREAD_MULTIPLE``).
 THREAD_LEVELS = ("single", "funneled", "serialized", "multiple")
 
+#: Foreign CPU use (in cores) above which a run is flagged as measured on a loaded machine.
+LOADED_CORES = 0.25
+#: How long :func:`capture` and :func:`busy_cores` sample the machine's CPU use (seconds).
+LOAD_WINDOW_S = 0.3
 
+
+# -- this process (no MPI) --------------------------------------------------------------
 def affinity() -> list[int]:
     """The CPUs this process may run on (respects affinity masks and cgroup pinning)."""
     try:
@@ -37,6 +56,7 @@ def cores() -> int:
 
 
 def package_versions() -> dict[str, str | None]:
+    """Installed versions of the packages a result depends on (``None``: not installed)."""
     versions: dict[str, str | None] = {}
     for name in _PACKAGES:
         try:
@@ -46,6 +66,43 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
+def load_average() -> list[float] | None:
+    """The host's 1, 5 and 15-minute load averages (``None`` where the OS has none)."""
+    try:
+        return list(os.getloadavg())
+    except (AttributeError, OSError):
+        return None
+
+
+def user() -> str:
+    """The login name running this process (``""`` when it cannot be told)."""
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - only informative
+        return ""
+
+
+def local_facts() -> dict[str, Any]:
+    """This process's facts, no MPI needed.
+
+    Returns
+    -------
+    dict
+        ``mpiworkbench`` (version), ``python``, ``platform``, ``machine``, ``host``,
+        ``cores`` (CPUs this process may use) and ``load_average`` (list or ``None``).
+    """
+    return {
+        "mpiworkbench": __version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "host": socket.gethostname(),
+        "cores": cores(),
+        "load_average": load_average(),
+    }
+
+
+# -- MPI library ------------------------------------------------------------------------
 def thread_level_name(level: int) -> str:
     """``"multiple"`` for ``MPI.THREAD_MULTIPLE`` and so on."""
     MPI = mpi.MPI()
@@ -82,45 +139,223 @@ def rank_info(comm=None) -> dict[str, Any]:
     }
 
 
-def backends_available() -> dict[str, Any]:
-    """Which communication backends run here (empty if the backends layer is absent)."""
-    try:
-        from mpiworkbench import backends
-    except ImportError:
-        return {}
-    try:
-        names = backends.backend_names()
-    except AttributeError:
-        return {}
-    result: dict[str, Any] = {}
-    for name in names:
-        try:
-            backends.get_backend(name)
-            result[name] = True
-        except Exception as exc:  # noqa: BLE001 - reported, not raised
-            result[name] = f"unavailable: {exc}"
-    return result
+# -- ranks and cores per host -----------------------------------------------------------
+def ranks_per_host(per_rank: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Group gathered per-rank entries by host: the one rule for cores and oversubscription.
+
+    Parameters
+    ----------
+    per_rank
+        One entry per rank, in rank order, with ``host``, ``affinity`` (CPU ids) and
+        optionally ``active`` (default ``True``: the rank takes part in the timed work).
+
+    Returns
+    -------
+    dict
+        ``{host: {"ranks": [rank, ...], "cores": n, "active_ranks": k}}``. A host's cores
+        are the union of the CPU sets its ranks may use; it is oversubscribed when
+        ``active_ranks > cores``.
+    """
+    hosts: dict[str, dict[str, Any]] = {}
+    cpus: dict[str, set[int]] = {}
+    for rank, entry in enumerate(per_rank):
+        host = entry["host"]
+        h = hosts.setdefault(host, {"ranks": [], "cores": 0, "active_ranks": 0})
+        h["ranks"].append(rank)
+        h["active_ranks"] += int(bool(entry.get("active", True)))
+        cpus.setdefault(host, set()).update(entry["affinity"])
+    for host, h in hosts.items():
+        h["cores"] = len(cpus[host])
+    return hosts
 
 
-def environment(comm=None, include_backends: bool = True) -> dict[str, Any]:
-    """Everything a result should carry about where it was measured."""
-    comm = mpi.resolve_comm(comm)
-    env: dict[str, Any] = {
-        "mpiworkbench": __version__,
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "host": socket.gethostname(),
-        "cores": cores(),
-        "np": comm.size,
-        "oversubscribed": comm.size > cores(),
-        "packages": package_versions(),
-        **mpi_library(),
+def oversubscribed(hosts: dict[str, dict[str, Any]]) -> bool:
+    """Whether some host of :func:`ranks_per_host` runs more active ranks than it has cores."""
+    return any(h["active_ranks"] > h["cores"] for h in hosts.values())
+
+
+def placement(comm, active: bool = True) -> dict[str, Any]:
+    """Collective: active and resident ranks and cores per host, and oversubscription.
+
+    Parameters
+    ----------
+    comm
+        The communicator whose ranks are placed (all of them call this).
+    active
+        Whether this rank takes part in the work being timed.
+
+    Returns
+    -------
+    dict
+        ``{"hosts": {host: {"cores", "active_ranks", "resident_ranks"}}, "cores": total,
+        "oversubscribed": bool}``, the same on every rank.
+    """
+    hosts = ranks_per_host(comm.allgather({"host": socket.gethostname(), "affinity": affinity(), "active": active}))
+    report = {
+        host: {"cores": h["cores"], "active_ranks": h["active_ranks"], "resident_ranks": len(h["ranks"])}
+        for host, h in hosts.items()
     }
+    return {
+        "hosts": report,
+        "cores": sum(h["cores"] for h in report.values()),
+        "oversubscribed": oversubscribed(hosts),
+    }
+
+
+# -- machine load -----------------------------------------------------------------------
+def _cpu_jiffies() -> tuple[int, int] | None:
+    """(busy, total) jiffies of the whole machine from /proc/stat, or None off Linux."""
     try:
-        env["load_average"] = list(os.getloadavg())
+        with open("/proc/stat") as fh:
+            fields = [int(x) for x in fh.readline().split()[1:]]
     except OSError:
-        env["load_average"] = None
-    if include_backends:
-        env["backends"] = backends_available()
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return sum(fields) - idle, sum(fields)
+
+
+def _own_jiffies() -> int | None:
+    try:
+        with open("/proc/self/stat") as fh:
+            parts = fh.read().rsplit(")", 1)[1].split()
+        return int(parts[11]) + int(parts[12])  # utime + stime
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _clock_ticks() -> int:
+    return os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def busy_cores(window_s: float = LOAD_WINDOW_S) -> float | None:
+    """Cores the whole machine kept busy over the next *window_s* seconds (None off Linux)."""
+    before = _cpu_jiffies()
+    time.sleep(window_s)
+    after = _cpu_jiffies()
+    if before is None or after is None:
+        return None
+    return (after[0] - before[0]) / _clock_ticks() / window_s
+
+
+def _sample_load() -> tuple:
+    """(machine jiffies before, after, own jiffies spent, seconds) over one sleeping window."""
+    before, own_before, t0 = _cpu_jiffies(), _own_jiffies(), time.monotonic()
+    time.sleep(LOAD_WINDOW_S)
+    after, own_after, elapsed = _cpu_jiffies(), _own_jiffies(), time.monotonic() - t0
+    own = None if own_before is None or own_after is None else own_after - own_before
+    return before, after, own, elapsed
+
+
+def _foreign_load(samples: list[tuple]) -> float | None:
+    """Cores other processes kept busy: (machine busy − our ranks' CPU time) / window."""
+    samples = [s for s in samples if s and s[0] and s[1]]
+    if not samples:
+        return None
+    before, after, _, elapsed = samples[0]
+    own_total = sum(s[2] or 0 for s in samples)
+    busy = (after[0] - before[0]) - own_total
+    return max(0.0, busy / _clock_ticks() / elapsed)
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
+
+
+# -- the snapshot -----------------------------------------------------------------------
+def capture(comm=None, measure_load: bool = True) -> dict[str, Any]:
+    """Collective: the environment of a run; every rank contributes and all get it.
+
+    Parameters
+    ----------
+    comm
+        Communicator of the run (``None``: ``COMM_WORLD``). Every rank must call.
+    measure_load
+        Sample the machine's CPU use for :data:`LOAD_WINDOW_S` seconds while every rank
+        sleeps, so our own busy-polling ranks are not counted; ``False`` skips the wait
+        (``foreign_load_cores`` is then ``None``).
+
+    Returns
+    -------
+    dict
+        Results keys: ``mpi_library``, ``mpi_standard``, ``mpi_vendor``, ``thread_level``,
+        ``python``, ``packages``, ``np``, ``hosts`` (host → ranks), ``binding`` (rank →
+        CPUs), ``cores_online``, ``cores_available`` (this host), ``cpu``, ``thp``,
+        ``malloc_env``, ``foreign_load_cores``, ``oversubscribed``, ``timestamp`` and
+        ``warnings`` (:func:`contamination_warnings`). Also the facts of
+        :func:`local_facts` on this rank (``mpiworkbench``, ``platform``, ``machine``,
+        ``host``, ``cores``, ``load_average``) and ``library``/``library_version``
+        (the ``info`` command's names: ``library`` is ``mpi_library``).
+    """
+    comm = mpi.resolve_comm(comm)
+    MPI = mpi.MPI()
+    facts = local_facts()
+    host = facts["host"]
+    comm.Barrier()
+    load = _sample_load() if measure_load else None
+    per_rank = comm.allgather({"host": host, "affinity": affinity(), "load": load})
+    hosts = ranks_per_host(per_rank)
+    library = mpi_library()
+    vendor, version = MPI.get_vendor()
+    foreign = _foreign_load([p["load"] for p in per_rank if p["host"] == host])
+    env = {
+        **facts,
+        "mpi_library": library["library"],
+        "mpi_standard": library["mpi_standard"],
+        "mpi_vendor": "%s %s" % (vendor, ".".join(map(str, version))),
+        "thread_level": library["thread_level"],
+        "library": library["library"],
+        "library_version": library["library_version"],
+        "packages": package_versions(),
+        "np": comm.Get_size(),
+        "hosts": {h: item["ranks"] for h, item in hosts.items()},
+        "binding": {str(r): p["affinity"] for r, p in enumerate(per_rank)},
+        "cores_online": os.cpu_count(),
+        "cores_available": hosts[host]["cores"],
+        "cpu": _cpu_model(),
+        "thp": _read("/sys/kernel/mm/transparent_hugepage/enabled"),
+        "malloc_env": {k: v for k, v in os.environ.items() if k.startswith("MALLOC_")},
+        "foreign_load_cores": None if foreign is None else round(foreign, 3),
+        "oversubscribed": oversubscribed({host: hosts[host]}),
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    env["warnings"] = contamination_warnings(env)
     return env
+
+
+def contamination_warnings(env: dict[str, Any]) -> list[str]:
+    """Human-readable flags for a contaminated environment (empty when clean).
+
+    Parameters
+    ----------
+    env
+        A snapshot from :func:`capture` (needs ``oversubscribed``, ``hosts``,
+        ``cores_available`` and ``foreign_load_cores``).
+    """
+    out = []
+    if env.get("oversubscribed"):
+        out.append(
+            f"oversubscribed: {max(len(r) for r in env['hosts'].values())} ranks on "
+            f"{env['cores_available']} core(s); MPICH ranks busy-poll, expect ms-scale outliers"
+        )
+    load = env.get("foreign_load_cores")
+    if load is not None and load > LOADED_CORES:
+        out.append(
+            f"loaded machine: other processes used {load:.2f} core(s) just before the run; "
+            "absolute times are inflated (2-3x with one busy core here, far more with both), compare ratios from one run only"
+        )
+    return out

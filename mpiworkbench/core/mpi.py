@@ -1,7 +1,10 @@
-"""A serial-safe shim over mpi4py for the engine-side core.
+"""The one way engine-side code reaches mpi4py, and collective error handling.
 
-Everything here imports :mod:`mpi4py` lazily, so ``import mpiworkbench`` works in a
-notebook kernel that is not part of the engines' MPI world.
+Importing this module does not import :mod:`mpi4py`: :func:`MPI` does, on first call
+(which also initialises MPI). So a module that only *may* use MPI — the CLI's parsers,
+the notebook kernel that is not one of the engines — can import it freely.
+:func:`checked` and :func:`raise_on_all_ranks` turn an error on one rank into the same
+error on every rank, so bad input never leaves ranks waiting in a collective.
 """
 
 from __future__ import annotations

@@ -43,17 +43,6 @@ def _first(lib: ctypes.CDLL, names: tuple[str, ...]):
     return None
 
 
-def get_blas_threads() -> list[int]:
-    """Thread counts of every loaded OpenBLAS (empty when none is loaded)."""
-    counts = []
-    for lib in _openblas_libraries():
-        getter = _first(lib, _GETTERS)
-        if getter is not None:
-            getter.restype = ctypes.c_int
-            counts.append(int(getter()))
-    return counts
-
-
 @contextmanager
 def limit_blas_threads(n: int = 1) -> Iterator[list[int]]:
     """Within the block, every loaded OpenBLAS uses *n* threads; yields the previous counts."""

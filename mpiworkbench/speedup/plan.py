@@ -9,15 +9,15 @@ No MPI here.
 
 from __future__ import annotations
 
-import getpass
 import os
-import platform
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from mpiworkbench.core import machine
 from mpiworkbench.speedup import experiments
 from mpiworkbench.speedup.analysis import SpeedupResult
+
 SCALINGS = ("strong", "weak")
 
 
@@ -124,25 +124,17 @@ def plan_points(spec: SpeedupSpec) -> list[dict[str, Any]]:
 
 
 def machine_info() -> dict[str, Any]:
-    """Where the client ran (the ranks report their own placement per point)."""
+    """Where the client ran (the ranks report their own placement per point); no MPI."""
+    facts = machine.local_facts()
     info: dict[str, Any] = {
-        "host": platform.node(),
-        "python": platform.python_version(),
+        "host": facts["host"],
+        "python": facts["python"],
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "user": _user(),
+        "user": machine.user(),
     }
-    try:
-        info["load_average"] = list(os.getloadavg())
-    except OSError:
-        pass
+    if facts["load_average"] is not None:
+        info["load_average"] = facts["load_average"]
     return info
-
-
-def _user() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:  # noqa: BLE001 - only informative
-        return ""
 
 
 def begin_experiment(spec: SpeedupSpec, label: str = "") -> tuple[list[dict[str, Any]], SpeedupResult]:

@@ -13,39 +13,18 @@ rank (see :mod:`~mpiworkbench.speedup.blas_threads`). The same function serves t
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
-from mpiworkbench.core import machine as info, mpi, objects
+from mpiworkbench.core import mpi, objects
+from mpiworkbench.core.machine import load_average, placement
 from mpiworkbench.speedup import experiments
 from mpiworkbench.speedup.blas_threads import limit_blas_threads
+
+__all__ = ["IDLE_POLL_S", "placement", "run_point"]
+
 #: Sleep between tests of the idle ranks' Ibarrier (seconds): short against any point.
 IDLE_POLL_S = 0.002
-
-
-def placement(comm, active: bool) -> dict[str, Any]:
-    """Collective: active ranks and cores per host, and whether any host is oversubscribed.
-
-    Cores on a host are the union of the CPU sets its ranks may use; a point is
-    oversubscribed when some host runs more active ranks than it has cores.
-    """
-    entries = comm.allgather((mpi.MPI().Get_processor_name(), info.affinity(), bool(active)))
-    hosts: dict[str, dict[str, Any]] = {}
-    for host, host_cpus, is_active in entries:
-        h = hosts.setdefault(host, {"cpus": set(), "active_ranks": 0, "resident_ranks": 0})
-        h["cpus"].update(host_cpus)
-        h["resident_ranks"] += 1
-        h["active_ranks"] += int(is_active)
-    report = {
-        host: {"cores": len(h["cpus"]), "active_ranks": h["active_ranks"], "resident_ranks": h["resident_ranks"]}
-        for host, h in hosts.items()
-    }
-    return {
-        "hosts": report,
-        "cores": sum(h["cores"] for h in report.values()),
-        "oversubscribed": any(h["active_ranks"] > h["cores"] for h in report.values()),
-    }
 
 
 def _wait_asleep(comm) -> None:
@@ -94,7 +73,8 @@ def run_point(point: dict[str, Any], comm=None) -> dict[str, Any]:
 
     mpi.checked(comm, validate)
     experiment = experiments.get(point["experiment"])
-    load_before = _load_average()
+    averages = load_average()  # 1-minute load: other users' processes compete for the cores
+    load_before = None if averages is None else averages[0]
     active = comm.rank < nranks
     sub = comm.Split(0 if active else MPI.UNDEFINED, comm.rank)
     record: dict[str, Any] | None = None
@@ -125,10 +105,3 @@ def run_point(point: dict[str, Any], comm=None) -> dict[str, Any]:
     record["load_average"] = comm.bcast(load_before, root=0)
     return record
 
-
-def _load_average() -> float | None:
-    """1-minute load average of this host (other users' processes compete for the cores)."""
-    try:
-        return os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return None
