@@ -1,41 +1,29 @@
 """Timed loops written against the unified backends interface (:mod:`mpiworkbench.backends`).
 
-Two uses: a backend the registry adds later (e.g. ``mpi4jax``) gets every benchmark at
-once, and ``api:<name>`` (e.g. ``api:mpi4py-buf``) times a backend *through* the unified
+The default :meth:`~mpiworkbench.backends.base.Backend.make_loop` of every backend, and
+what ``api:<name>`` (e.g. ``api:mpi4py-buf``) runs: a backend timed *through* the unified
 interface, so its wrapper overhead can be read off against the backend's own loop.
 The loop is Python; the calls are ``be.send``/``be.recv``/… with the shared buffers.
 """
 
 from __future__ import annotations
 
-from typing import Callable
-
-from mpiworkbench.bench.buffers import Buffers
-from mpiworkbench.bench.catalog import Benchmark
-PREFIX = "api:"
+from typing import Any, Callable
 
 
-def registry_name(backend: str) -> str:
-    return backend[len(PREFIX):] if backend.startswith(PREFIX) else backend
+def loop_over(be: Any, benchmark: str, mode: str = "osu", window: int = 64) -> Callable[[Any, int, int, int], float]:
+    """The timed loop of *benchmark* through *be*, an instance of
+    :class:`~mpiworkbench.backends.base.Backend` (arguments and result as ``Backend.make_loop``;
+    this module imports nothing of the package, so ``base`` can hand off to it)."""
+    per_call = mode == "osu"
 
-
-def make_loop(bench: Benchmark, backend: str, comm, policy) -> Callable[[Buffers, int, int, int], float]:
-    from mpiworkbench.backends import BackendUnavailableError, NotSupportedError, get_backend
-    from mpiworkbench.bench.harness import NotSupported
-    try:
-        be = get_backend(registry_name(backend), comm)
-    except (BackendUnavailableError, NotSupportedError) as exc:
-        raise NotSupported(str(exc)) from None
-    per_call = policy.collective_mode == "osu"
-    window = policy.window
-
-    def loop(b: Buffers, nbytes: int, iters: int, warmup: int) -> float:
-        return _run(be, bench.name, b, nbytes, iters, warmup, per_call, window)
+    def loop(b: Any, nbytes: int, iters: int, warmup: int) -> float:
+        return _run(be, benchmark, b, nbytes, iters, warmup, per_call, window)
 
     return loop
 
 
-def _run(be, name: str, b: Buffers, nbytes: int, iters: int, warmup: int, per_call: bool, window: int) -> float:
+def _run(be: Any, name: str, b: Any, nbytes: int, iters: int, warmup: int, per_call: bool, window: int) -> float:
     rank, size, wtime = be.rank, be.size, be.wtime
     s, r = b.send[:nbytes], b.recv[:nbytes]
     t0, total = 0.0, 0.0
@@ -89,7 +77,7 @@ def _run(be, name: str, b: Buffers, nbytes: int, iters: int, warmup: int, per_ca
     return total if per_call else wtime() - t0
 
 
-def _collective(be, name: str, b: Buffers, nbytes: int) -> Callable[[], object]:
+def _collective(be: Any, name: str, b: Any, nbytes: int) -> Callable[[], object]:
     rank, size = be.rank, be.size
     s, r = b.send[:nbytes], b.recv[:nbytes]
     blocks = len(b.send) >= nbytes * size  # one block per rank only where the benchmark needs it

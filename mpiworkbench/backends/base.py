@@ -1,5 +1,9 @@
 """The one communication interface every backend implements, and its typed errors.
 
+This module is longer than 300 lines because it is mostly the interface's documentation:
+every method of :class:`Backend` states its parameters and return value once, for all
+backends.
+
 A :class:`Backend` wraps one communicator. The twelve routines of thesis Table 4.1
 (:data:`OPERATIONS`) plus ``barrier``, ``wait``/``waitall``, ``rank``/``size`` and
 ``wtime`` have the same signature on every backend, so a script written against one
@@ -24,7 +28,12 @@ Conventions (the same on every backend):
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Sequence
+
+#: A timed benchmark loop: ``loop(buffers, nbytes, iterations, warmup) -> seconds`` on this
+#: rank. *buffers* is duck-typed: ``send``/``recv`` (uint8 arrays) and ``send_f64``/
+#: ``recv_f64`` (float64 views of the same memory), as :class:`mpiworkbench.bench.buffers.Buffers`.
+Loop = Callable[[Any, int, int, int], float]
 
 #: The twelve routines of thesis Table 4.1, in the thesis's order.
 OPERATIONS: tuple[str, ...] = (
@@ -108,10 +117,20 @@ class Request:
 class Backend:
     """One communicator, the unified interface. Subclasses implement every method.
 
-    Class attributes describe the backend for the registry: ``name``; ``unsupported``
-    (operation → reason, for operations it lacks entirely); ``limits`` (short notes on
-    partial support: dtypes, operators, communicators); ``objects`` (whether arbitrary
-    Python objects travel).
+    Class attributes describe the backend for the registry: ``name``; ``summary``;
+    ``unsupported`` (operation → reason, for operations it lacks entirely); ``limits``
+    (short notes on partial support: dtypes, operators, communicators); ``objects``
+    (whether arbitrary Python objects travel).
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm, optional
+        The communicator (``None``: ``COMM_WORLD``).
+
+    Raises
+    ------
+    NotSupportedError
+        When the backend cannot use *comm*.
     """
 
     name: ClassVar[str] = "?"
@@ -137,58 +156,322 @@ class Backend:
     def _unsupported(self, why: str) -> NotSupportedError:
         return NotSupportedError(self.name, why)
 
+    # -- timed benchmark loops -----------------------------------------------------------
+    @classmethod
+    def make_loop(cls, benchmark: str, comm, mode: str = "osu", window: int = 64) -> Loop:
+        """The backend's timed loop of one micro-benchmark (the one entry point for loops).
+
+        The default times the unified interface on an instance over *comm*
+        (:mod:`mpiworkbench.backends.api_loops`); backends with loops of their own (C in C,
+        numba-mpi in ``@njit``, mpi4py with bound methods) override it.
+
+        Parameters
+        ----------
+        benchmark : str
+            A benchmark name of :mod:`mpiworkbench.bench.catalog` (``pingpong``, ``bw``,
+            ``bibw``, ``sendrecv``, a collective, ``bcast_linear``, ``bcast_binomial``).
+        comm : mpi4py.MPI.Comm
+            The communicator the loop runs on.
+        mode : {"osu", "block"}
+            Collectives: time each call with a barrier after it outside the timer
+            (``osu``) or the whole loop as one block (``block``).
+        window : int
+            Messages in flight per iteration of ``bw``/``bibw``.
+
+        Returns
+        -------
+        Loop
+            ``loop(buffers, nbytes, iterations, warmup) -> seconds`` timed on this rank.
+
+        Raises
+        ------
+        NotSupportedError
+            When this backend cannot run *benchmark* on *comm*.
+        """
+        from mpiworkbench.backends import api_loops
+        return api_loops.loop_over(cls(comm), benchmark, mode, window)
+
     # -- environment -------------------------------------------------------------------
     def wtime(self) -> float:
-        """Wall-clock time in seconds (``MPI_Wtime``)."""
+        """Wall-clock time (``MPI_Wtime``).
+
+        Returns
+        -------
+        float
+            Seconds since an arbitrary time in the past.
+        """
         return self._wtime()
 
     def barrier(self) -> None:
+        """Block until every rank of the communicator has called it (``MPI_Barrier``)."""
         raise NotImplementedError
 
     # -- point to point ----------------------------------------------------------------
     def send(self, data, dest: int, tag: int = 0) -> None:
+        """Send *data* to rank *dest* (``MPI_Send``; blocking).
+
+        Parameters
+        ----------
+        data : numpy.ndarray or object
+            What to send (any Python object on an object backend).
+        dest : int
+            Destination rank (``PROC_NULL``: nothing is sent).
+        tag : int
+            Message tag.
+        """
         raise NotImplementedError
 
     def recv(self, out=None, source: int | None = None, tag: int | None = None):
+        """Receive one message (``MPI_Recv``).
+
+        Parameters
+        ----------
+        out : numpy.ndarray, optional
+            Receive buffer, filled in place (required by buffer backends).
+        source : int, optional
+            Source rank (``None``: any source).
+        tag : int, optional
+            Message tag (``None``: any tag).
+
+        Returns
+        -------
+        numpy.ndarray or object
+            *out*, or the received object when *out* is ``None`` on an object backend.
+        """
         raise NotImplementedError
 
-    def sendrecv(self, data, dest: int, out=None, source: int | None = None, sendtag: int = 0, recvtag: int | None = None):
+    def sendrecv(self, data, dest: int, out=None, source: int | None = None, sendtag: int = 0,
+                 recvtag: int | None = None):
+        """Send *data* to *dest* and receive from *source* in one call (``MPI_Sendrecv``).
+
+        Parameters
+        ----------
+        data : numpy.ndarray or object
+            What to send.
+        dest : int
+            Destination rank.
+        out : numpy.ndarray, optional
+            Receive buffer (required by buffer backends).
+        source : int, optional
+            Source rank (``None``: any source).
+        sendtag : int
+            Tag of the outgoing message.
+        recvtag : int, optional
+            Tag of the incoming message (``None``: any tag).
+
+        Returns
+        -------
+        numpy.ndarray or object
+            What was received (*out* when given).
+        """
         raise NotImplementedError
 
     def isend(self, data, dest: int, tag: int = 0) -> Request:
+        """Start sending *data* to *dest* (``MPI_Isend``); do not modify *data* until waited.
+
+        Parameters
+        ----------
+        data : numpy.ndarray or object
+            What to send.
+        dest : int
+            Destination rank.
+        tag : int
+            Message tag.
+
+        Returns
+        -------
+        Request
+            Complete it with :meth:`wait` or :meth:`waitall`.
+        """
         raise NotImplementedError
 
     def irecv(self, out=None, source: int | None = None, tag: int | None = None) -> Request:
+        """Start receiving one message (``MPI_Irecv``).
+
+        Parameters
+        ----------
+        out : numpy.ndarray, optional
+            Receive buffer (required by buffer backends).
+        source : int, optional
+            Source rank (``None``: any source).
+        tag : int, optional
+            Message tag (``None``: any tag).
+
+        Returns
+        -------
+        Request
+            :meth:`wait` on it returns what was received.
+        """
         raise NotImplementedError
 
     def wait(self, request: Request):
-        """Complete one request; returns the received data (``irecv``) or ``None``."""
+        """Complete one request (``MPI_Wait``).
+
+        Parameters
+        ----------
+        request : Request
+            From :meth:`isend` or :meth:`irecv`.
+
+        Returns
+        -------
+        numpy.ndarray, object or None
+            The received data for an ``irecv``, ``None`` for an ``isend``.
+        """
         raise NotImplementedError
 
     def waitall(self, requests: Sequence[Request]) -> list:
-        """Complete all requests; returns what :meth:`wait` would, per request."""
+        """Complete all *requests* (``MPI_Waitall``).
+
+        Parameters
+        ----------
+        requests : sequence of Request
+
+        Returns
+        -------
+        list
+            What :meth:`wait` would return, per request, in order.
+        """
         raise NotImplementedError
 
     # -- collectives -------------------------------------------------------------------
     def bcast(self, data, root: int = 0):
+        """Broadcast *root*'s *data* to every rank (``MPI_Bcast``).
+
+        Parameters
+        ----------
+        data : numpy.ndarray or object
+            On *root*, what to send; elsewhere the buffer filled in place (buffer
+            backends) or ignored (object backend).
+        root : int
+            The sending rank.
+
+        Returns
+        -------
+        numpy.ndarray or object
+            *root*'s data, on every rank.
+        """
         raise NotImplementedError
 
     def reduce(self, data, op: str = "sum", root: int = 0, out=None):
+        """Combine every rank's *data* with *op* onto *root* (``MPI_Reduce``).
+
+        Parameters
+        ----------
+        data : numpy.ndarray or number
+            This rank's contribution.
+        op : {"sum", "prod", "min", "max"}
+            The reduction operator.
+        root : int
+            The rank that receives the result.
+        out : numpy.ndarray, optional
+            Result buffer on *root*.
+
+        Returns
+        -------
+        numpy.ndarray, number or None
+            The result on *root*, ``None`` elsewhere.
+        """
         raise NotImplementedError
 
     def allreduce(self, data, op: str = "sum", out=None):
+        """Combine every rank's *data* with *op*; every rank gets the result (``MPI_Allreduce``).
+
+        Parameters
+        ----------
+        data : numpy.ndarray or number
+            This rank's contribution.
+        op : {"sum", "prod", "min", "max"}
+            The reduction operator.
+        out : numpy.ndarray, optional
+            Result buffer.
+
+        Returns
+        -------
+        numpy.ndarray or number
+            The result, on every rank.
+        """
         raise NotImplementedError
 
     def gather(self, data, root: int = 0, out=None, counts: Sequence[int] | None = None):
+        """Collect every rank's *data* on *root* (``MPI_Gather``; ``MPI_Gatherv`` with *counts*).
+
+        Parameters
+        ----------
+        data : numpy.ndarray or object
+            This rank's contribution.
+        root : int
+            The collecting rank.
+        out : numpy.ndarray, optional
+            Result buffer on *root*: shape ``(size, *data.shape)``, or ``sum(counts)``
+            elements with *counts*.
+        counts : sequence of int, optional
+            Elements per rank (uneven contributions).
+
+        Returns
+        -------
+        numpy.ndarray, list or None
+            Rank ``j``'s contribution at ``[j]`` (flat with *counts*) on *root*, ``None``
+            elsewhere.
+        """
         raise NotImplementedError
 
     def allgather(self, data, out=None, counts: Sequence[int] | None = None):
+        """Collect every rank's *data* on every rank (``MPI_Allgather``/``MPI_Allgatherv``).
+
+        Parameters
+        ----------
+        data : numpy.ndarray or object
+            This rank's contribution.
+        out : numpy.ndarray, optional
+            Result buffer, laid out as for :meth:`gather`.
+        counts : sequence of int, optional
+            Elements per rank.
+
+        Returns
+        -------
+        numpy.ndarray or list
+            Rank ``j``'s contribution at ``[j]`` (flat with *counts*).
+        """
         raise NotImplementedError
 
     def scatter(self, data, root: int = 0, out=None, counts: Sequence[int] | None = None):
+        """Hand rank ``j`` the ``j``-th part of *root*'s *data* (``MPI_Scatter``/``MPI_Scatterv``).
+
+        Parameters
+        ----------
+        data : numpy.ndarray or sequence
+            On *root*: shape ``(size, ...)``, or ``sum(counts)`` elements with *counts*;
+            ignored elsewhere.
+        root : int
+            The sending rank.
+        out : numpy.ndarray, optional
+            This rank's receive buffer (required by buffer backends).
+        counts : sequence of int, optional
+            Elements per rank.
+
+        Returns
+        -------
+        numpy.ndarray or object
+            This rank's part.
+        """
         raise NotImplementedError
 
     def alltoall(self, data, out=None):
+        """Rank ``i`` sends its ``data[j]`` to rank ``j`` and receives ``j``'s ``data[i]``
+        (``MPI_Alltoall``).
+
+        Parameters
+        ----------
+        data : numpy.ndarray or sequence
+            Shape ``(size, ...)``: one block per destination rank.
+        out : numpy.ndarray, optional
+            Receive buffer of the same layout.
+
+        Returns
+        -------
+        numpy.ndarray or list
+            Block ``j`` is what rank ``j`` sent to this rank.
+        """
         raise NotImplementedError
 
     def close(self) -> None:

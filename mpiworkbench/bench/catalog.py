@@ -1,13 +1,18 @@
 """The registered micro-benchmarks: what each measures, how its time becomes a throughput.
 
 Every benchmark runs through the same harness (:mod:`mpiworkbench.bench.harness`) on
-every backend that has a timed loop for it; a benchmark is data, the loops live in
-``loops_c.py`` / ``loops_numba.py`` / ``loops_python.py``.
+every backend; a benchmark is data, and each backend owns its timed loops
+(:meth:`mpiworkbench.backends.Backend.make_loop`, found by name). :func:`validate` checks
+a request against this catalog and the backends registry before any communication.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
+
+from mpiworkbench.backends import API_PREFIX, OPERATIONS, bench_names, capabilities
+from mpiworkbench.bench.method import check_sizes
 
 
 @dataclass(frozen=True)
@@ -101,3 +106,40 @@ def throughput_mbps(bench: Benchmark, size: int, seconds: float, nprocs: int, wi
     else:
         value = size / seconds
     return value / 1e6
+
+
+def unsupported_reason(bench: Benchmark, backend: str) -> str | None:
+    """Why the backends registry says *backend* cannot run *bench* (None if it can)."""
+    name = backend[len(API_PREFIX):] if backend.startswith(API_PREFIX) else backend
+    caps = capabilities([name])[name]
+    if not caps["available"]:
+        return caps["reason"]
+    for op in bench.ops:
+        if op in OPERATIONS and caps["ops"].get(op):
+            return f"not supported by {name}: {op}: {caps['ops'][op]}"
+    return None
+
+
+def validate(bench_name: str, backends: Iterable[str], sizes: list[int], nprocs: int) -> tuple[Benchmark, list[str], list[int]]:
+    """Check a request before any communication; raises ValueError naming the bad value."""
+    bench = get_benchmark(bench_name)
+    backends = [b.strip() for b in backends if b.strip()]
+    if not backends:
+        raise ValueError("no backend given; pass e.g. --backend mpi4py-buf,c")
+    allowed = bench_names()
+    for name in backends:
+        if name not in allowed:
+            raise ValueError(f"unknown backend {name!r}; choose from: {', '.join(allowed)}")
+    if nprocs < bench.min_ranks:
+        raise ValueError(
+            f"{bench.name} needs at least {bench.min_ranks} ranks; got {nprocs}; "
+            f"run with --np {bench.min_ranks} or more"
+        )
+    sizes = [0] if not bench.sized else check_sizes(sizes)
+    small = [s for s in sizes if bench.sized and s < bench.min_size]
+    if small:
+        raise ValueError(
+            f"{bench.name} reduces float64 values, so sizes must be at least {bench.min_size} B; "
+            f"got {small[0]} B; start the sweep at {bench.min_size}"
+        )
+    return bench, backends, sizes

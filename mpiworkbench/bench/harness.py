@@ -17,13 +17,12 @@ import time
 import uuid
 from typing import Callable, Iterable, NamedTuple
 
-from mpiworkbench.core import mpi
-from mpiworkbench.core import environment
+from mpiworkbench.backends import BackendUnavailableError, Loop, NotSupportedError, timed_loop
 from mpiworkbench.bench.buffers import Buffers
-from mpiworkbench.bench.catalog import Benchmark, get_benchmark, throughput_mbps
-from mpiworkbench.bench.method import Policy, check_sizes
-#: Backends that have timed loops of their own here (C in C, numba-mpi in @njit).
-LOOP_BACKENDS = ("mpi4py-obj", "mpi4py-buf", "numba-mpi", "c")
+from mpiworkbench.bench.catalog import throughput_mbps, unsupported_reason, validate
+from mpiworkbench.bench.method import Policy
+from mpiworkbench.core import machine, mpi
+
 #: Benchmarks whose buffers hold one block of the message size per rank; the others need
 #: just the message (sizing them for every rank would put a 2 MiB ping-pong on huge pages
 #: that a 2 MiB NumPy array does not get).
@@ -40,83 +39,39 @@ class Sample(NamedTuple):
     per_rank: list[float]
 
 
-class NotSupported(Exception):
-    """A backend cannot run a benchmark; the message says why."""
-
-
-def make_loop(bench: Benchmark, backend: str, comm, policy: Policy) -> Callable:
-    """The backend's timed loop: ``loop(buffers, nbytes, iterations, warmup) -> seconds``."""
-    if backend.startswith("api:") or backend not in LOOP_BACKENDS:
-        from mpiworkbench.backends import api_loops
-        return api_loops.make_loop(bench, backend, comm, policy)
-    if backend == "c":
-        from mpiworkbench.backends.c import loops as loops_c
-        return loops_c.make_loop(bench, comm, policy.collective_mode, policy.window)
-    if backend in ("mpi4py-buf", "mpi4py-obj"):
-        from mpiworkbench.backends.mpi4py import loops as loops_python
-        return loops_python.make_loop(bench, comm, backend.rsplit("-", 1)[1],
-                                      policy.collective_mode, policy.window)
-    if backend == "numba-mpi":
-        from mpiworkbench.backends.numba_mpi import loops as loops_numba
-        try:
-            return loops_numba.make_loop(bench, comm, policy.collective_mode, policy.window)
-        except loops_numba.NotSupported as exc:
-            raise NotSupported(f"not supported by numba-mpi: {exc}") from None
-    raise AssertionError(backend)
-
-
-def known_backends() -> list[str]:
-    """Backends a benchmark can run on: ours, any the backends registry adds, and
-    ``api:<name>`` (the same backend timed through the unified interface)."""
-    from mpiworkbench.backends import backend_names
-    names = list(LOOP_BACKENDS)
-    names += [n for n in backend_names() if n not in names]
-    return names + [f"api:{n}" for n in backend_names()]
-
-
-def unsupported_reason(bench: Benchmark, backend: str) -> str | None:
-    """Why the backends registry says *backend* cannot run *bench* (None if it can)."""
-    from mpiworkbench.backends import OPERATIONS, capabilities
-    name = backend[4:] if backend.startswith("api:") else backend
-    caps = capabilities([name])[name]
-    if not caps["available"]:
-        return caps["reason"]
-    for op in bench.ops:
-        if op in OPERATIONS and caps["ops"].get(op):
-            return f"not supported by {name}: {op}: {caps['ops'][op]}"
-    return None
-
-
-def validate(bench_name: str, backends: Iterable[str], sizes: list[int], nprocs: int) -> tuple[Benchmark, list[str], list[int]]:
-    """Check a request before any communication; raises ValueError naming the bad value."""
-    bench = get_benchmark(bench_name)
-    backends = [b.strip() for b in backends if b.strip()]
-    if not backends:
-        raise ValueError("no backend given; pass e.g. --backend mpi4py-buf,c")
-    allowed = known_backends()
-    for name in backends:
-        if name not in allowed:
-            raise ValueError(f"unknown backend {name!r}; choose from: {', '.join(allowed)}")
-    if nprocs < bench.min_ranks:
-        raise ValueError(
-            f"{bench.name} needs at least {bench.min_ranks} ranks; got {nprocs}; "
-            f"run with --np {bench.min_ranks} or more"
-        )
-    sizes = [0] if not bench.sized else check_sizes(sizes)
-    small = [s for s in sizes if bench.sized and s < bench.min_size]
-    if small:
-        raise ValueError(
-            f"{bench.name} reduces float64 values, so sizes must be at least {bench.min_size} B; "
-            f"got {small[0]} B; start the sweep at {bench.min_size}"
-        )
-    return bench, backends, sizes
-
-
 class BenchRun:
     """A sweep living on every rank: :meth:`step` measures the next size on every backend.
 
     Engine-side object for the notebook (``wb.create("mpiworkbench.bench.harness:BenchRun",
     ...)`` then one ``step`` per async call, redrawing in between); the CLI just loops.
+    Collective: every rank of *comm* builds it with the same arguments.
+
+    Parameters
+    ----------
+    benchmark : str
+        A name of :data:`mpiworkbench.bench.catalog.BENCHMARKS`.
+    backends : iterable of str
+        Backend names (:func:`mpiworkbench.backends.bench_names`), in the order they are
+        timed within every round.
+    sizes : list of int
+        Message sizes in bytes (ignored by benchmarks without a size).
+    policy : Policy or dict, optional
+        Iteration rule, time cap, collective mode, window, repeats (default ``Policy()``).
+    comm : mpi4py.MPI.Comm, optional
+        The communicator (``None``: ``COMM_WORLD``).
+    measure_load : bool
+        Sample the machine's background load for the environment record.
+
+    Raises
+    ------
+    ValueError
+        On every rank, for a bad benchmark, backend, size or rank count.
+
+    Notes
+    -----
+    A backend that cannot run here is left out and named in :attr:`skipped` with the
+    reason; every other backend's loop is built and run once (compile, connect) before
+    anything is timed.
     """
 
     def __init__(self, benchmark: str, backends: Iterable[str], sizes: list[int],
@@ -128,10 +83,10 @@ class BenchRun:
             self.comm, lambda: validate(benchmark, list(backends), list(sizes), self.comm.Get_size())
         )
         self.run_id = self.comm.bcast(uuid.uuid4().hex[:12] if self.comm.Get_rank() == 0 else None)
-        self.environment = environment.capture(self.comm, measure_load=measure_load)
+        self.environment = machine.capture(self.comm, measure_load=measure_load)
         self.buffers: Buffers | None = None
         self.buffers_size: int | None = None
-        self.loops: dict[str, Callable] = {}
+        self.loops: dict[str, Loop] = {}
         self.skipped: dict[str, str] = {}
         for name in self.backends:
             why = unsupported_reason(self.bench, name)
@@ -139,22 +94,29 @@ class BenchRun:
                 self.skipped[name] = why
                 continue
             try:
-                loop = make_loop(self.bench, name, self.comm, policy)
+                loop = timed_loop(name, self.bench.name, self.comm, policy.collective_mode, policy.window)
                 # one-off costs out of every timed region: build/JIT, connection set-up
                 first = max(self.sizes[0], self.bench.min_size if self.bench.sized else 0)
                 loop(self.prepare(first), first, 1, 1)
                 self.loops[name] = loop
-            except NotSupported as exc:
+            except (NotSupportedError, BackendUnavailableError) as exc:
                 self.skipped[name] = str(exc)
         self.next_index = 0
         self.rows: list[dict] = []
 
     @property
     def done(self) -> bool:
+        """Whether every size has been measured."""
         return self.next_index >= len(self.sizes)
 
     def step(self) -> list[dict]:
-        """Measure the next size on every backend; return its rows (empty when done)."""
+        """Collective: measure the next size on every backend, repeats interleaved.
+
+        Returns
+        -------
+        list of dict
+            The size's rows, one per backend, identical on every rank (empty when done).
+        """
         if self.done:
             return []
         size = self.sizes[self.next_index]
@@ -168,6 +130,18 @@ class BenchRun:
         return rows
 
     def run(self, on_rows: Callable[[list[dict]], None] | None = None) -> list[dict]:
+        """Collective: measure every remaining size.
+
+        Parameters
+        ----------
+        on_rows : callable, optional
+            Called with each size's rows as soon as they are measured.
+
+        Returns
+        -------
+        list of dict
+            Every row of the sweep so far.
+        """
         while not self.done:
             rows = self.step()
             if on_rows is not None:
@@ -175,28 +149,71 @@ class BenchRun:
         return self.rows
 
     def prepare(self, size: int) -> Buffers:
-        """The buffers for messages of *size* bytes: kept while the sweep stays at *size*,
-        allocated afresh (see :mod:`~mpiworkbench.bench.buffers`) when it moves on, so a
-        size's result does not depend on the largest size of the sweep."""
+        """The buffers for messages of *size* bytes.
+
+        Kept while the sweep stays at *size*, allocated afresh (see
+        :mod:`~mpiworkbench.bench.buffers`) when it moves on, so a size's result does not
+        depend on the largest size of the sweep.
+
+        Parameters
+        ----------
+        size : int
+            Message size in bytes (at least 8 B are allocated).
+
+        Returns
+        -------
+        Buffers
+            One block per rank for the benchmarks of :data:`PER_RANK_BLOCKS`, else one.
+        """
         size = max(8, int(size))
         if self.buffers is None or self.buffers_size != size:
             self.buffers = None  # release the previous size's memory first
-            blocks = self.comm.Get_size() if self.bench.name in PER_RANK_BLOCKS else 1
-            self.buffers = Buffers.for_size(size, blocks)
+            self.buffers = Buffers.for_size(size, self._blocks())
             self.buffers_size = size
         return self.buffers
 
     def adopt_buffers(self, buffers: Buffers, size: int) -> None:
-        """Time *size* in *buffers* (allocated by the caller) instead of fresh ones: for a
-        comparison of programs on the very same memory (``benchmarks/bench_credibility.py``;
-        at 8 MiB an allocation itself draws faster or slower memory on a VM)."""
-        blocks = self.comm.Get_size() if self.bench.name in PER_RANK_BLOCKS else 1
+        """Time *size* in *buffers* (allocated by the caller) instead of fresh ones.
+
+        For a comparison of programs on the very same memory
+        (``benchmarks/bench_credibility.py``; at 8 MiB an allocation itself draws faster or
+        slower memory on a VM).
+
+        Parameters
+        ----------
+        buffers : Buffers
+            At least as large as :meth:`prepare` would allocate for *size*.
+        size : int
+            Message size in bytes.
+
+        Raises
+        ------
+        ValueError
+            When *buffers* are too small.
+        """
+        blocks = self._blocks()
         if buffers.send.nbytes < max(8, size) * blocks or buffers.recv.nbytes < max(8, size) * blocks:
             raise ValueError(f"buffers of {buffers.send.nbytes} B are too small for {size} B x {blocks}")
         self.buffers, self.buffers_size = buffers, max(8, int(size))
 
+    def _blocks(self) -> int:
+        return self.comm.Get_size() if self.bench.name in PER_RANK_BLOCKS else 1
+
     def measure(self, backend: str, size: int) -> dict:
-        """Collective: time *size* on *backend* once; every rank returns the same row."""
+        """Collective: time *size* on *backend* once (outside the sweep).
+
+        Parameters
+        ----------
+        backend : str
+            One of the backends this run built a loop for (a key of :attr:`loops`).
+        size : int
+            Message size in bytes.
+
+        Returns
+        -------
+        dict
+            The row, identical on every rank (not added to :attr:`rows`).
+        """
         return self._row(backend, size, [self._time(backend, size)])
 
     def _time(self, backend: str, size: int) -> "Sample":
@@ -262,6 +279,13 @@ class BenchRun:
         }
 
     def summary(self) -> dict:
-        """Everything a results file holds (see :mod:`mpiworkbench.bench.results`)."""
+        """Everything a results file holds (see :mod:`mpiworkbench.bench.results`).
+
+        Returns
+        -------
+        dict
+            The results document: benchmark, run id, method, environment, rows, skipped
+            backends, fits.
+        """
         from mpiworkbench.bench import results
         return results.document(self)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from mpiworkbench.bench.buffers import Buffers
 from mpiworkbench.bench.fit import overhead_vs_c, pingpong_fits
+from mpiworkbench.core import jsonfile
+
 ROW_FIELDS = (
     "run_id", "benchmark", "backend", "size", "nprocs", "iterations", "warmup", "capped", "mode",
     "thread_level", "repeats", "launches", "t_us", "t_avg_us", "t_min_us", "t_max_us", "throughput_MBps",
@@ -98,8 +100,8 @@ def merge_launches(docs: list[dict], planned: int | None = None) -> dict:
 
 
 def write_json(path: str | Path, doc: dict) -> None:
-    from mpiworkbench.cli._mpijob import write_json as _write
-    _write(path, doc)
+    """Rewrite the JSON document (atomic replace; see :mod:`mpiworkbench.core.jsonfile`)."""
+    jsonfile.write_json(path, doc)
 
 
 def write_csv(path: str | Path, doc: dict) -> None:

@@ -8,13 +8,13 @@ under an existing ``mpiexec``/``srun`` it runs in that world and checks ``--np``
 from __future__ import annotations
 
 import argparse
-import json
-import math
-import sys
 from pathlib import Path
 from typing import Any, Callable
 
 from mpiworkbench.core import launch, mpi
+from mpiworkbench.core.jsonfile import write_json
+
+
 def add_mpi_arguments(parser: argparse.ArgumentParser, default_np: int | None = None) -> None:
     parser.add_argument(
         "--np",
@@ -43,33 +43,6 @@ def run(args: argparse.Namespace, body: Callable[[Any], int | None]) -> int:
             "runs in; drop --np or launch with the same count"
         )
     return int(body(comm) or 0)
-
-
-def _jsonable(value: Any) -> Any:
-    if hasattr(value, "tolist"):
-        value = value.tolist()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return value
-
-
-def write_json(path: str | Path | None, payload: Any) -> None:
-    """Write *payload* as indented JSON to *path* (``-`` for stdout); no-op for ``None``."""
-    if path is None:
-        return
-    text = json.dumps(_jsonable(payload), indent=2)
-    if str(path) == "-":
-        sys.stdout.write(text + "\n")
-        return
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text + "\n")
-    tmp.replace(path)
 
 
 def report(text: str, payload: Any, json_path: str | Path | None, save_path: str | Path | None = None, field: Any = None) -> None:

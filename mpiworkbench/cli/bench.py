@@ -22,6 +22,7 @@ PART_ENV, LAUNCH_ENV = "MPIWORKBENCH_BENCH_PART", "MPIWORKBENCH_BENCH_LAUNCH"
 
 
 def register(subparsers) -> None:
+    from mpiworkbench.backends import implemented_names
     from mpiworkbench.bench.catalog import BENCHMARKS
     p = subparsers.add_parser(
         "bench",
@@ -31,8 +32,9 @@ def register(subparsers) -> None:
     p.add_argument("name", choices=sorted(BENCHMARKS), metavar="NAME",
                    help="benchmark: " + ", ".join(BENCHMARKS))
     _mpijob.add_mpi_arguments(p, default_np=2)
-    p.add_argument("--backend", default="mpi4py-obj,mpi4py-buf,numba-mpi,c",
-                   help="comma-separated backends (default: all four)")
+    p.add_argument("--backend", default=",".join(implemented_names()),
+                   help="comma-separated backends, or api:NAME to time NAME through the unified "
+                        "interface (default: every backend implemented here, %(default)s)")
     p.add_argument("--sizes", default=None,
                    help="MIN:MAX (powers of two) or a list a,b,c; units K/M; default 8:8M")
     p.add_argument("--json", default=None, help="write the results document here (rewritten per size)")

@@ -36,9 +36,10 @@ from typing import Sequence
 
 import numpy as np
 
+from mpiworkbench.backends import implemented_names
 from mpiworkbench.core import mpi
 #: Backends of :mod:`mpiworkbench.backends` a halo exchange can be written with.
-BACKENDS = ("c", "mpi4py-buf", "mpi4py-obj", "numba-mpi", "mpi4jax")
+BACKENDS = tuple(implemented_names())
 #: Exchange names this module implements, in the order a notebook lists them.
 EXCHANGES = ("sendrecv", "nonblocking", "packed", "none", *(f"backend:{b}" for b in BACKENDS))
 

@@ -8,15 +8,16 @@ limits the inner product and CG curves at many ranks.
 
 from __future__ import annotations
 
-BACKENDS = ("mpi4py-buf", "mpi4py-obj", "c")
+from mpiworkbench.backends import implemented_names
+
+BACKENDS = tuple(implemented_names(any_communicator=True))
 
 
 class CollectiveLoop:
     def __init__(self, comm, nbytes: int, benchmark: str, iterations: int, backend: str):
         from mpiworkbench.bench.buffers import Buffers
         from mpiworkbench.bench.catalog import get_benchmark
-        from mpiworkbench.bench.method import Policy
-        from mpiworkbench.bench.harness import make_loop
+        from mpiworkbench.backends import timed_loop
         self.bench = get_benchmark(benchmark)
         if comm.size < self.bench.min_ranks:
             raise ValueError(
@@ -26,7 +27,7 @@ class CollectiveLoop:
         self.nbytes = int(nbytes) if self.bench.sized else 0
         self.iterations = int(iterations)
         self.buffers = Buffers.allocate(max(self.nbytes, 8), comm.size)
-        self.loop = make_loop(self.bench, backend, comm, Policy(collective_mode="block"))
+        self.loop = timed_loop(backend, self.bench.name, comm, mode="block")
         self.loop(self.buffers, self.nbytes, 1, 1)  # JIT/connection set-up out of the timed region
         self.seconds = 0.0
 

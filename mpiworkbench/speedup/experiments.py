@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mpiworkbench.backends import implemented_names
+
 
 def split_variant(variant: str, experiment: str, example: str) -> tuple[str, str]:
     """``"numpy/sendrecv"`` → ``("numpy", "sendrecv")``; a clear error for anything else."""
@@ -181,7 +183,7 @@ register(
         params=(
             Parameter("iterations", int, 200, "calls per timed repetition", small_default=50),
             Parameter("backend", str, "mpi4py-buf", "communication backend of the loop",
-                      choices=("mpi4py-buf", "mpi4py-obj", "c")),
+                      choices=tuple(implemented_names(any_communicator=True))),
         ),
     )
 )

@@ -49,30 +49,31 @@ def c_library():
 
 
 def _run_c(lesson: str, comm):
-    from mpiworkbench.backends.c.backend import _c_handle
-    from mpiworkbench.core import mpi
-    MPI = mpi.MPI()
+    from mpiworkbench.backends.c.library import c_handle, comm_type
     func = getattr(c_library(), f"snippet_{lesson}")
-    comm_t = ctypes.c_int if MPI._sizeof(MPI.Comm) == ctypes.sizeof(ctypes.c_int) else ctypes.c_void_p
-    func.argtypes = [comm_t, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
+    func.argtypes = [comm_type(), ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
     func.restype = ctypes.c_int
     if comm.Get_size() * 2 > _C_RESULT_LEN // 2:
         raise ValueError(f"the C snippets handle at most {_C_RESULT_LEN // 4} ranks; got {comm.Get_size()}")
     result = np.zeros(_C_RESULT_LEN)
     text = ctypes.create_string_buffer(_C_TEXT_LEN)
-    count = func(_c_handle(comm), result.ctypes.data, text, _C_TEXT_LEN)
+    count = func(c_handle(comm), result.ctypes.data, text, _C_TEXT_LEN)
     return (None if count < 0 else result[:count].copy()), text.value.decode()
 
 
 def unsupported_reason(lesson: str, column: str, comm) -> str | None:
     """Why *column* cannot run *lesson* on *comm* (``None`` when it can)."""
-    from mpiworkbench.core import mpi
     info = LESSONS[lesson]
     if comm.Get_size() < info.min_ranks:
         return f"needs at least {info.min_ranks} ranks"
     if lessons.has_snippet(lesson, column):
-        if column == "numba-mpi" and comm != mpi.MPI().COMM_WORLD:
-            return "numba-mpi works on MPI_COMM_WORLD only (numba-mpi issue #64)"
+        if column == "numba-mpi":
+            from mpiworkbench.backends import NotSupportedError
+            from mpiworkbench.backends.numba_mpi import check_world
+            try:
+                check_world(comm)
+            except NotSupportedError as exc:
+                return exc.why
         return None
     if column in HISTORIC_COLUMNS:
         return f"{column} has no {', '.join('MPI_' + op.capitalize() for op in info.operations)} (thesis Table 4.1)"

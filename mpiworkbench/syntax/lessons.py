@@ -12,12 +12,14 @@ from pathlib import Path
 
 import numpy as np
 
+from mpiworkbench.backends import historic_names, implemented_names
+
 SNIPPETS = Path(__file__).with_name("snippets")
 
-#: Column order of every table: C first (as the thesis does), the runnable backends,
-#: then the five historic modules (emulated).
-CURRENT_COLUMNS: tuple[str, ...] = ("c", "mpi4py-obj", "mpi4py-buf", "numba-mpi")
-HISTORIC_COLUMNS: tuple[str, ...] = ("pypar", "pyMPI", "Scientific.MPI", "MYMPI", "boostmpi")
+#: Column order of every table: C first (as the thesis does), the backends implemented
+#: here, then the five historic modules (emulated) — both from the backends registry.
+CURRENT_COLUMNS: tuple[str, ...] = tuple(implemented_names())
+HISTORIC_COLUMNS: tuple[str, ...] = tuple(historic_names())
 COLUMNS: tuple[str, ...] = CURRENT_COLUMNS + HISTORIC_COLUMNS
 
 #: Column → snippet file name inside a lesson folder.

@@ -13,6 +13,8 @@
 from __future__ import annotations
 
 from mpiworkbench.syntax.historic import FEATURES, HISTORIC_MODULES, TABLE_3_1_NOTE, HistoricModule, routines
+from mpiworkbench.syntax.lessons import CURRENT_COLUMNS
+
 #: Column order of the thesis's Table 4.1.
 THESIS_MODULES = ("pypar", "mpi4py", "MYMPI", "pyMPI", "Scientific.MPI", "boostmpi")
 
@@ -105,7 +107,7 @@ def table_4_1() -> dict[str, dict[str, bool]]:
     from :func:`mpiworkbench.backends.capabilities`.
     """
     from mpiworkbench.backends import OPERATIONS, capabilities
-    caps = capabilities(["c", "mpi4py-obj", "mpi4py-buf", "numba-mpi"])
+    caps = capabilities(list(CURRENT_COLUMNS))
     table: dict[str, dict[str, bool]] = {}
     for op in OPERATIONS:
         row: dict[str, bool] = {}

@@ -14,11 +14,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Callable
 
+from mpiworkbench.backends import implemented_names
 from mpiworkbench.bench import results
 from mpiworkbench.bench.catalog import BENCHMARKS
 from mpiworkbench.bench.method import Policy, parse_sizes
 from mpiworkbench.client.waiting import until_ready
-DEFAULT_BACKENDS = ("mpi4py-obj", "mpi4py-buf", "numba-mpi", "c")
+DEFAULT_BACKENDS = tuple(implemented_names())
 FACTORY = "mpiworkbench.bench.harness:BenchRun"
 
 

@@ -10,19 +10,19 @@ Each call crosses ctypes, which costs a few microseconds per call on its own (me
 here: ~4 µs for ``wb_sendrecv``'s ten arguments on a loaded two-core machine, against
 ~0.3 µs for mpi4py's compiled wrapper). So this backend is the C *routines*, not a C
 *program*: for the physical-limit reference, time whole loops written in C
-(:mod:`mpiworkbench.bench`) rather than this backend called once per message.
+(:meth:`CBackend.make_loop`, ``loops.c``) rather than this backend called once per message.
 """
 
 from __future__ import annotations
 
 import ctypes
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from mpiworkbench.backends.base import Backend, BackendUnavailableError, Request, noncontiguous_error
-SOURCE = Path(__file__).with_name("c_backend.c")
+from mpiworkbench.backends.base import Backend, Loop, Request, noncontiguous_error
+from mpiworkbench.backends.c.library import c_handle, load_library
+
 
 #: NumPy dtype → datatype code of c_backend.c (datatype_of).
 _DTYPE_CODES: dict[np.dtype, int] = {
@@ -38,69 +38,6 @@ _OP_CODES = {"sum": 0, "prod": 1, "min": 2, "max": 3}
 #: How many arrays' addresses a C backend remembers (see CBackend._buf).
 _ADDRESS_CACHE = 64
 
-_lib = None
-
-
-def load_library():
-    """Build (first time) and load the C backend library with typed signatures."""
-    global _lib
-    if _lib is not None:
-        return _lib
-    from mpiworkbench.core import cbuild, mpi
-    try:
-        lib = cbuild.load("wbbackend", [SOURCE], mpi=True)
-    except (FileNotFoundError, RuntimeError) as exc:
-        raise BackendUnavailableError(f"backend 'c' is unavailable here: {exc}") from exc
-    MPI = mpi.MPI()
-    comm_t = ctypes.c_int if MPI._sizeof(MPI.Comm) == ctypes.sizeof(ctypes.c_int) else ctypes.c_void_p
-    if lib.wb_sizeof_comm() != MPI._sizeof(MPI.Comm) or lib.wb_sizeof_request() != MPI._sizeof(MPI.Request):
-        raise BackendUnavailableError(
-            "backend 'c' is unavailable here: the C library was built against a different MPI "
-            "than mpi4py uses (handle sizes differ); rebuild mpi4py and mpicc from the same MPI"
-        )
-    P, I = ctypes.c_void_p, ctypes.c_int
-    signatures = {
-        "wb_barrier": [comm_t],
-        "wb_send": [P, I, I, I, I, comm_t],
-        "wb_recv": [P, I, I, I, I, comm_t],
-        "wb_sendrecv": [P, I, I, I, P, I, I, I, I, comm_t],
-        "wb_isend": [P, I, I, I, I, comm_t, P],
-        "wb_irecv": [P, I, I, I, I, comm_t, P],
-        "wb_wait": [P],
-        "wb_waitall": [I, P],
-        "wb_bcast": [P, I, I, I, comm_t],
-        "wb_reduce": [P, P, I, I, I, I, comm_t],
-        "wb_allreduce": [P, P, I, I, I, comm_t],
-        "wb_gather": [P, I, P, I, I, comm_t],
-        "wb_gatherv": [P, I, P, P, P, I, I, comm_t],
-        "wb_allgather": [P, I, P, I, comm_t],
-        "wb_allgatherv": [P, I, P, P, P, I, comm_t],
-        "wb_scatter": [P, P, I, I, I, comm_t],
-        "wb_scatterv": [P, P, P, P, I, I, I, comm_t],
-        "wb_alltoall": [P, P, I, I, comm_t],
-    }
-    for fname, argtypes in signatures.items():
-        func = getattr(lib, fname)
-        func.argtypes = argtypes
-        func.restype = ctypes.c_int
-    lib.wb_wtime.restype = ctypes.c_double
-    lib.wb_wtime.argtypes = []
-    _lib = lib
-    return lib
-
-
-def _c_handle(comm) -> int:
-    """The communicator's C handle as the C function expects it (signed int for MPICH)."""
-    from mpiworkbench.core import mpi
-    MPI = mpi.MPI()
-    handle = comm.handle
-    if MPI._sizeof(MPI.Comm) == ctypes.sizeof(ctypes.c_int):
-        handle &= 0xFFFFFFFF
-        if handle >= 2**31:
-            handle -= 2**32
-    return handle
-
-
 class CBackend(Backend):
     name = "c"
     summary = "the Table 4.1 routines in C (mpicc -O3), called through ctypes: the reference"
@@ -114,11 +51,17 @@ class CBackend(Backend):
         super().__init__(comm)
         from mpiworkbench.core import mpi
         self._lib = load_library()
-        self._comm = _c_handle(self.comm)
+        self._comm = c_handle(self.comm)
         MPI = mpi.MPI()
         self._request_dtype = np.intc if MPI._sizeof(MPI.Request) == ctypes.sizeof(ctypes.c_int) else np.uintp
         self._error_string = MPI.Get_error_string
         self._addresses: dict[int, tuple] = {}
+
+    @classmethod
+    def make_loop(cls, benchmark: str, comm, mode: str = "osu", window: int = 64) -> Loop:
+        """Whole timed loops written in C (``loops.c``): see :meth:`Backend.make_loop`."""
+        from mpiworkbench.backends.c import loops
+        return loops.loop_in_c(benchmark, comm, mode, window)
 
     # -- helpers -------------------------------------------------------------------------
     def _buf(self, array, operation: str):

@@ -1,14 +1,17 @@
-"""Timed loops of the ``c`` backend: ``loops.c`` built with the venv's ``mpicc`` via cbuild."""
+"""Timed loops of the ``c`` backend: ``loops.c`` built with the venv's ``mpicc`` via cbuild.
+
+The whole loop, timer included, runs in C; Python only calls it once per timed loop.
+"""
 
 from __future__ import annotations
 
 import ctypes
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
+from mpiworkbench.backends.base import Loop
 from mpiworkbench.core import cbuild
-from mpiworkbench.bench.buffers import Buffers
-from mpiworkbench.bench.catalog import Benchmark
+
 SOURCE = Path(__file__).with_name("loops.c")
 
 #: Operation codes of ``wb_collective`` (the enum in loops.c).
@@ -16,8 +19,6 @@ COLLECTIVE_CODES = {
     "bcast": 0, "reduce": 1, "allreduce": 2, "alltoall": 3, "gather": 4, "scatter": 5,
     "allgather": 6, "barrier": 7, "bcast_linear": 8, "bcast_binomial": 9,
 }
-
-Loop = Callable[[Buffers, int, int, int], float]
 
 
 def library() -> ctypes.CDLL:
@@ -32,21 +33,21 @@ def library() -> ctypes.CDLL:
     return lib
 
 
-def make_loop(bench: Benchmark, comm, mode: str = "osu", window: int = 64) -> Loop:
-    """``loop(buffers, nbytes, iterations, warmup) -> timed seconds on this rank``."""
+def loop_in_c(benchmark: str, comm, mode: str = "osu", window: int = 64) -> Loop:
+    """The C loop of *benchmark* (arguments as :meth:`mpiworkbench.backends.Backend.make_loop`)."""
     lib = library()
     fcomm = comm.py2f()
     per_call = 1 if mode == "osu" else 0
 
-    def ptrs(buffers: Buffers):
+    def ptrs(buffers: Any):
         return buffers.send.ctypes.data, buffers.recv.ctypes.data
 
-    if bench.name == "pingpong":
+    if benchmark == "pingpong":
         return lambda b, n, it, wu: lib.wb_pingpong(fcomm, *ptrs(b), n, it, wu)
-    if bench.name in ("bw", "bibw"):
-        bidir = 1 if bench.name == "bibw" else 0
+    if benchmark in ("bw", "bibw"):
+        bidir = 1 if benchmark == "bibw" else 0
         return lambda b, n, it, wu: lib.wb_window(fcomm, *ptrs(b), n, it, wu, window, bidir)
-    if bench.name == "sendrecv":
+    if benchmark == "sendrecv":
         return lambda b, n, it, wu: lib.wb_sendrecv(fcomm, *ptrs(b), n, it, wu)
-    code = COLLECTIVE_CODES[bench.name]
+    code = COLLECTIVE_CODES[benchmark]
     return lambda b, n, it, wu: lib.wb_collective(fcomm, code, *ptrs(b), n, it, wu, per_call)

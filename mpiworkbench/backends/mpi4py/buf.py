@@ -12,7 +12,9 @@ from typing import Sequence
 
 import numpy as np
 
-from mpiworkbench.backends.base import Backend, Request, first_strided, noncontiguous_error
+from mpiworkbench.backends.base import Backend, Loop, Request, first_strided, noncontiguous_error
+
+
 class Mpi4pyBuffer(Backend):
     name = "mpi4py-buf"
     summary = "mpi4py upper-case methods: Send/Recv/Bcast/… on NumPy buffers"
@@ -27,6 +29,12 @@ class Mpi4pyBuffer(Backend):
         self._MPI = MPI
         self._ops = {"sum": MPI.SUM, "prod": MPI.PROD, "min": MPI.MIN, "max": MPI.MAX}
         self._waitall = MPI.Request.Waitall
+
+    @classmethod
+    def make_loop(cls, benchmark: str, comm, mode: str = "osu", window: int = 64) -> Loop:
+        """mpi4py's own methods in a Python loop: see :meth:`Backend.make_loop`."""
+        from mpiworkbench.backends.mpi4py import loops
+        return loops.python_loop("buf", benchmark, comm, mode, window)
 
     def _op(self, op: str):
         try:

@@ -1,37 +1,38 @@
 """Timed loops of the mpi4py backends, written as plain Python loops.
 
-``mpi4py-buf`` uses the upper-case buffer methods on the shared NumPy buffers;
-``mpi4py-obj`` the lower-case pickle methods, sending a NumPy uint8 array of the message
-size as the object (what paper 001 measured: pickled numeric arrays). Methods are bound to
-locals before the loop (as ``mpi4py.bench`` does), so the loop overhead is Python's own.
+``mpi4py-buf`` calls the upper-case buffer methods on the shared NumPy buffers;
+``mpi4py-obj`` the lower-case methods, which pickle: the object sent is a NumPy array
+viewing the send buffer — uint8 of the message size, float64 (size / 8 elements) for
+``reduce``/``allreduce``, one uint8 block per rank as a list for ``scatter``/``alltoall`` —
+and a receiver gets a new unpickled array each time. Point-to-point methods are bound to
+locals and collectives wrapped in ``functools.partial`` before the loop (as
+``mpi4py.bench`` does), so the loop's own overhead is one Python call per iteration.
 """
 
 from __future__ import annotations
 
 from functools import partial
-from typing import Callable
+from typing import Any, Callable
 
-from mpiworkbench.bench.buffers import Buffers
-from mpiworkbench.bench.catalog import Benchmark
-Loop = Callable[[Buffers, int, int, int], float]
+from mpiworkbench.backends.base import Loop
 
-#: Object kind sent by ``mpi4py-obj`` (recorded with every row).
-OBJECT_KIND = "numpy.ndarray uint8 (pickled in-band)"
+FLAVOURS = ("buf", "obj")
 
 
-def make_loop(bench: Benchmark, comm, flavour: str, mode: str = "osu", window: int = 64) -> Loop:
-    """``loop(buffers, nbytes, iterations, warmup) -> timed seconds`` for *flavour* 'buf' or 'obj'."""
-    if flavour not in ("buf", "obj"):
+def python_loop(flavour: str, benchmark: str, comm, mode: str = "osu", window: int = 64) -> Loop:
+    """The loop of *benchmark* for *flavour* ``"buf"`` or ``"obj"`` (other arguments as
+    :meth:`mpiworkbench.backends.Backend.make_loop`)."""
+    if flavour not in FLAVOURS:
         raise ValueError(f"flavour must be 'buf' or 'obj'; got {flavour!r}")
-    if bench.name == "pingpong":
+    if benchmark == "pingpong":
         return partial(_pingpong_buf if flavour == "buf" else _pingpong_obj, comm)
-    if bench.name in ("bw", "bibw"):
-        return partial(_window, comm, flavour, window, bench.name == "bibw")
+    if benchmark in ("bw", "bibw"):
+        return partial(_window, comm, flavour, window, benchmark == "bibw")
     factory = _buf_call if flavour == "buf" else _obj_call
-    return partial(_timed_calls, comm, factory, bench.name, mode == "osu")
+    return partial(_timed_calls, comm, factory, benchmark, mode == "osu")
 
 
-def _pingpong_buf(comm, b: Buffers, nbytes: int, iters: int, warmup: int) -> float:
+def _pingpong_buf(comm, b: Any, nbytes: int, iters: int, warmup: int) -> float:
     from mpi4py import MPI
 
     s, r = b.send[:nbytes], b.recv[:nbytes]
@@ -55,7 +56,7 @@ def _pingpong_buf(comm, b: Buffers, nbytes: int, iters: int, warmup: int) -> flo
     return wtime() - t0
 
 
-def _pingpong_obj(comm, b: Buffers, nbytes: int, iters: int, warmup: int) -> float:
+def _pingpong_obj(comm, b: Any, nbytes: int, iters: int, warmup: int) -> float:
     from mpi4py import MPI
 
     obj = b.send[:nbytes]
@@ -79,7 +80,7 @@ def _pingpong_obj(comm, b: Buffers, nbytes: int, iters: int, warmup: int) -> flo
     return wtime() - t0
 
 
-def _window(comm, flavour: str, window: int, bidir: bool, b: Buffers, nbytes: int, iters: int,
+def _window(comm, flavour: str, window: int, bidir: bool, b: Any, nbytes: int, iters: int,
             warmup: int) -> float:
     from mpi4py import MPI
 
@@ -126,7 +127,7 @@ def _window(comm, flavour: str, window: int, bidir: bool, b: Buffers, nbytes: in
     return wtime() - t0
 
 
-def _timed_calls(comm, factory, name: str, per_call: bool, b: Buffers, nbytes: int, iters: int,
+def _timed_calls(comm, factory, name: str, per_call: bool, b: Any, nbytes: int, iters: int,
                  warmup: int) -> float:
     from mpi4py import MPI
 
@@ -148,7 +149,7 @@ def _timed_calls(comm, factory, name: str, per_call: bool, b: Buffers, nbytes: i
     return wtime() - t0
 
 
-def _buf_call(comm, name: str, b: Buffers, nbytes: int) -> Callable[[], object]:
+def _buf_call(comm, name: str, b: Any, nbytes: int) -> Callable[[], object]:
     from mpi4py import MPI
 
     rank, size = comm.Get_rank(), comm.Get_size()
@@ -186,7 +187,7 @@ def _buf_call(comm, name: str, b: Buffers, nbytes: int) -> Callable[[], object]:
     raise ValueError(f"no mpi4py-buf loop for benchmark {name!r}")
 
 
-def _obj_call(comm, name: str, b: Buffers, nbytes: int) -> Callable[[], object]:
+def _obj_call(comm, name: str, b: Any, nbytes: int) -> Callable[[], object]:
     from mpi4py import MPI
 
     rank, size = comm.Get_rank(), comm.Get_size()

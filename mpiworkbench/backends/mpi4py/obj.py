@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from mpiworkbench.backends.base import Backend, Request
+from mpiworkbench.backends.base import Backend, Loop, Request
 def _min(x, y):
     return np.minimum(x, y) if isinstance(x, np.ndarray) else min(x, y)
 
@@ -36,6 +36,12 @@ class Mpi4pyObject(Backend):
         # element by element; NumPy's minimum/maximum do, for arrays and scalars alike.
         self._ops = {"sum": MPI.SUM, "prod": MPI.PROD, "min": _min, "max": _max}
         self._waitall = MPI.Request.waitall
+
+    @classmethod
+    def make_loop(cls, benchmark: str, comm, mode: str = "osu", window: int = 64) -> Loop:
+        """mpi4py's own methods in a Python loop: see :meth:`Backend.make_loop`."""
+        from mpiworkbench.backends.mpi4py import loops
+        return loops.python_loop("obj", benchmark, comm, mode, window)
 
     def _op(self, op: str):
         try:

@@ -1,0 +1,53 @@
+"""``numba-mpi``: the backend (:mod:`.backend`) and its ``@njit`` timed loops (:mod:`.loops`).
+
+This face imports neither numba nor mpi4py: it holds what numba-mpi cannot do, so the
+backend, its loops and the syntax lessons all say it the same way.
+"""
+
+from __future__ import annotations
+
+from mpiworkbench.backends.base import NotSupportedError
+
+NAME = "numba-mpi"
+
+#: Operations numba-mpi 1.3 lacks entirely, and why.
+UNSUPPORTED: dict[str, str] = {
+    "alltoall": "numba-mpi 1.3 has no MPI_Alltoall",
+    "counts": "numba-mpi 1.3 has no *v collectives (Gatherv, Allgatherv, Scatterv): equal counts only",
+}
+
+__all__ = ["NAME", "UNSUPPORTED", "check_world"]
+
+
+def check_world(comm, same_ranks: bool = False) -> None:
+    """Refuse a communicator numba-mpi cannot talk on: it only knows ``MPI_COMM_WORLD``.
+
+    numba-mpi 1.3 takes no communicator argument (issue #64): every call goes over
+    ``MPI_COMM_WORLD``.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm
+        The communicator the caller was given.
+    same_ranks : bool
+        Also accept a communicator with the same ranks in the same order as the world
+        (``MPI_CONGRUENT``: a duplicate of it), for code that completes all its messages
+        before returning (a timed loop), so talking on the world in its place is safe.
+
+    Raises
+    ------
+    NotSupportedError
+        ``not supported by numba-mpi: only MPI_COMM_WORLD: …``.
+    """
+    from mpiworkbench.core import mpi
+    MPI = mpi.MPI()
+    if comm == MPI.COMM_WORLD:
+        return
+    if same_ranks and MPI.Comm.Compare(comm, MPI.COMM_WORLD) == MPI.CONGRUENT:
+        return
+    raise NotSupportedError(
+        NAME,
+        "only MPI_COMM_WORLD: numba-mpi 1.3 takes no communicator argument (issue #64); "
+        f"this is another communicator ({comm.Get_size()} of the world's {MPI.COMM_WORLD.Get_size()} rank(s)); "
+        "use mpi4py-buf or c on a sub-communicator",
+    )

@@ -23,7 +23,9 @@ from typing import Sequence
 
 import numpy as np
 
-from mpiworkbench.backends.base import Backend, BackendUnavailableError, NotSupportedError, Request
+from mpiworkbench.backends.base import Backend, BackendUnavailableError, Loop, NotSupportedError, Request
+from mpiworkbench.backends.numba_mpi import NAME, UNSUPPORTED, check_world
+
 try:
     import numba
     import numba_mpi
@@ -32,7 +34,6 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         f"backend 'numba-mpi' is unavailable here: {exc}; to use it: pip install numba numba-mpi"
     ) from exc
 
-NAME = "numba-mpi"
 #: NumPy dtypes numba-mpi 1.3 maps to MPI datatypes (numba_mpi/common.py::_MPI_DTYPES).
 SUPPORTED_DTYPES = frozenset(
     np.dtype(t) for t in (np.uint8, np.int32, np.int64, np.float64, np.complex64, np.complex128)
@@ -119,10 +120,7 @@ def _wtime():
 class NumbaMpi(Backend):
     name = NAME
     summary = "numba-mpi: MPI calls inside @numba.njit functions (COMM_WORLD only)"
-    unsupported = {
-        "alltoall": "numba-mpi 1.3 has no MPI_Alltoall",
-        "counts": "numba-mpi 1.3 has no *v collectives (Gatherv, Allgatherv, Scatterv): equal counts only",
-    }
+    unsupported = UNSUPPORTED
     limits = (
         "COMM_WORLD only (numba-mpi issue #64)",
         "reduction operators sum, min, max (no prod)",
@@ -133,14 +131,13 @@ class NumbaMpi(Backend):
 
     def __init__(self, comm=None):
         super().__init__(comm)
-        from mpiworkbench.core import mpi
-        MPI = mpi.MPI()
-        if self.comm != MPI.COMM_WORLD:
-            raise NotSupportedError(
-                NAME,
-                "only MPI_COMM_WORLD: numba-mpi 1.3 takes no communicator argument "
-                "(issue #64); use mpi4py-buf or c on a sub-communicator",
-            )
+        check_world(self.comm)
+
+    @classmethod
+    def make_loop(cls, benchmark: str, comm, mode: str = "osu", window: int = 64) -> Loop:
+        """The whole loop, timer included, in ``@njit``: see :meth:`Backend.make_loop`."""
+        from mpiworkbench.backends.numba_mpi import loops
+        return loops.loop_in_njit(benchmark, comm, mode, window)
 
     # -- checks (cheap: a set lookup and a flag) ----------------------------------------
     def _contiguous(self, array, operation: str, role: str) -> None:

@@ -34,8 +34,14 @@ def pingpong(comm, backend: str, n: int = 1000, repeats: int = 200, warmup: int 
     return float(np.median(times)) if comm.rank == 0 else None
 
 
-def compare(comm, n: int = 1000, backends=("c", "mpi4py-buf", "mpi4py-obj", "numba-mpi"), repeats: int = 200) -> dict | None:
-    """Median round-trip time per backend on rank 0, three interleaved rounds (best kept)."""
+def compare(comm, n: int = 1000, backends=None, repeats: int = 200) -> dict | None:
+    """Median round-trip time per backend on rank 0, three interleaved rounds (best kept).
+
+    *backends* defaults to every backend implemented here (the registry's order, C first).
+    """
+    if backends is None:
+        from mpiworkbench.backends import implemented_names
+        backends = implemented_names()
     times = {b: [] for b in backends}
     for _ in range(3):
         for b in backends:

@@ -19,6 +19,8 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
+from mpiworkbench.backends import historic_names
+
 #: Filled by :func:`implements`: module name → {operation: (function, thesis table)}.
 ROUTINES: dict[str, dict[str, tuple[str, str]]] = {}
 
@@ -53,7 +55,7 @@ def _features(*yes: str) -> dict[str, bool]:
     return {f: f in yes for f in FEATURES}
 
 
-HISTORIC_MODULES: dict[str, HistoricModule] = {
+_MODULES: dict[str, HistoricModule] = {
     "pypar": HistoricModule(
         "pypar", "mpiworkbench.syntax.historic.pypar", "import pypar",
         "from mpiworkbench.syntax.historic import pypar",
@@ -91,6 +93,11 @@ HISTORIC_MODULES: dict[str, HistoricModule] = {
         _features(FEATURES[2], FEATURES[4]),
     ),
 }
+
+#: The five modules in the thesis's order; their names are the backends registry's
+#: (:data:`mpiworkbench.backends.registry.HISTORIC_NAMES`), so an unknown backend name that
+#: is historic gets a pointer here.
+HISTORIC_MODULES: dict[str, HistoricModule] = {name: _MODULES[name] for name in historic_names()}
 
 #: How Table 3.1 was recovered: the stored thesis text lost the table's column layout;
 #: the flags above follow the module descriptions of §3.1–3.6 and reproduce the table's
