@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 from mpiworkbench.solvers.wave import kernels as wave_kernels
-from mpiworkbench.solvers.wave.solver import stable_dt
+from mpiworkbench.solvers.wave.problem import stable_dt
 BYTES_PER_POINT_STEP = 3 * 8  # read u, read u_old, write u_new
 BYTES_PER_POINT_COPY = 2 * 8  # read src, write dst
 

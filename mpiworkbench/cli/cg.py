@@ -11,12 +11,8 @@ from __future__ import annotations
 import argparse
 
 from mpiworkbench.cli import _mpijob
-# Choices repeated here (not imported) to keep the CLI import free of scipy and MPI;
-# tests/unit/test_cg_cli.py checks they match mpiworkbench.solvers.cg.solver.
-CRITERIA = ("thesis", "relative")
-PARTITIONS = ("rows", "blocks")
-VARIANTS = ("classic", "thesis", "fused")
-RHS_NAMES = ("manufactured", "ones", "eigenvector")
+# The solver's registries; importing them pulls in neither MPI, numba nor SciPy.
+from mpiworkbench.solvers.cg.variants import CRITERIA, PARTITIONS, RHS_NAMES, VARIANTS
 
 
 def _dims(text: str) -> tuple[int, int]:

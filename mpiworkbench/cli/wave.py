@@ -12,14 +12,9 @@ import argparse
 import math
 
 from mpiworkbench.cli import _mpijob
-# Repeated here (not imported) so the CLI imports neither MPI nor numba;
-# tests/unit/test_wave_cli.py checks they match mpiworkbench.solvers.wave.solver.
-KERNELS = ("numpy", "numba", "c")
-EXCHANGES = (
-    "sendrecv", "nonblocking", "packed", "none",
-    "backend:c", "backend:mpi4py-buf", "backend:mpi4py-obj", "backend:numba-mpi", "backend:mpi4jax",
-    "numba-mpi",
-)
+# The solver's registries; importing them pulls in neither MPI nor numba.
+from mpiworkbench.solvers.wave.kernels import KERNELS
+from mpiworkbench.solvers.wave.problem import EXCHANGES
 
 
 def _mesh(text: str) -> str:

@@ -153,6 +153,18 @@ class Decomposition:
         """``(rank, slices)`` of every block, in rank order."""
         return [(r, self.slices(self.coords_of(r))) for r in range(self.size)]
 
+    def plane_blocks(self, axis: int, index: int) -> list[tuple[int, tuple[slice, ...]]]:
+        """``(rank, slices)`` of every block's part of the plane *index* along *axis*.
+
+        The slices index the ``ndim − 1``-dimensional plane; a block the plane misses gets
+        empty slices (it contributes nothing to a gather).
+        """
+        pieces = []
+        for rank, sl in self.blocks():
+            hit = sl[axis].start <= index < sl[axis].stop
+            pieces.append((rank, tuple(x if hit else slice(0, 0) for a, x in enumerate(sl) if a != axis)))
+        return pieces
+
 
 def decompose(
     shape: int | Sequence[int],
@@ -215,3 +227,43 @@ def create_cart(comm, decomposition: Decomposition):
             f"communicator has {comm.size} rank(s)"
         )
     return comm.Create_cart(list(decomposition.dims), periods=[False] * decomposition.ndim, reorder=False)
+
+
+def gather_blocks(comm, local, pieces: Sequence[tuple[int, tuple[slice, ...]]], out_shape: Sequence[int], root: int = 0):
+    """Collective: assemble every rank's block into one array on *root* (one ``Gatherv``).
+
+    Parameters
+    ----------
+    comm
+        Communicator of the blocks' owners.
+    local
+        This rank's block (any shape; sent C-contiguous as float64).
+    pieces
+        ``(rank, slices)`` per rank, in rank order: where each rank's block goes in the
+        result (an empty slice for a rank that contributes nothing).
+    out_shape
+        Shape of the assembled array.
+    root
+        The rank that receives it.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        The assembled array on *root*, ``None`` elsewhere.
+    """
+    import numpy as np
+
+    from mpiworkbench.core import mpi
+
+    sendbuf = np.ascontiguousarray(local, dtype=np.float64)
+    if comm.Get_rank() != root:
+        comm.Gatherv(sendbuf, None, root=root)
+        return None
+    counts = [math.prod(s.stop - s.start for s in sl) for _, sl in pieces]
+    displs = [sum(counts[:i]) for i in range(len(counts))]
+    recv = np.empty(sum(counts))
+    comm.Gatherv(sendbuf, [recv, counts, displs, mpi.MPI().DOUBLE], root=root)
+    out = np.empty(tuple(out_shape))
+    for (_, sl), start, count in zip(pieces, displs, counts):
+        out[sl] = recv[start : start + count].reshape(tuple(s.stop - s.start for s in sl))
+    return out

@@ -41,7 +41,9 @@ from mpiworkbench.core import mpi
 #: Backends of :mod:`mpiworkbench.backends` a halo exchange can be written with.
 BACKENDS = tuple(implemented_names())
 #: Exchange names this module implements, in the order a notebook lists them.
-EXCHANGES = ("sendrecv", "nonblocking", "packed", "none", *(f"backend:{b}" for b in BACKENDS))
+#: The correct exchanges written with mpi4py directly: they run on any communicator.
+NATIVE_EXCHANGES = ("sendrecv", "nonblocking", "packed")
+EXCHANGES = (*NATIVE_EXCHANGES, "none", *(f"backend:{b}" for b in BACKENDS))
 
 
 def _backend_over(cart, name: str):

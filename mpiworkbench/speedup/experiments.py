@@ -1,7 +1,9 @@
 """The registry of speedup experiments: what each one times, its parameters and variants.
 
-Cheap to import (no MPI, no NumPy): the CLI builds its options from it and the panel
-builds its controls from it. Each experiment names a factory
+Cheap to import (no MPI, no numba): the CLI builds its options from it and the panel
+builds its controls from it. Variants are not typed here: they come from the registries
+of what is timed (the wave kernels and halo exchanges, the CG variants and partitions,
+the inner-product variants, the benchmark catalog). Each experiment names a factory
 ``"package.module:make_kernel"`` that the engine-side runner imports lazily; every
 factory has the same signature::
 
@@ -17,7 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mpiworkbench.backends import implemented_names
+from mpiworkbench.bench.catalog import BENCHMARKS
+from mpiworkbench.solvers.cg.variants import PARTITIONS as CG_PARTITIONS, VARIANTS as CG_VARIANTS
+from mpiworkbench.solvers.halo import NATIVE_EXCHANGES
+from mpiworkbench.solvers.wave.kernels import KERNELS
+from mpiworkbench.speedup.collective import BACKENDS as LOOP_BACKENDS
+from mpiworkbench.speedup.inner import VARIANTS as INNER_VARIANTS
+
 
 
 def split_variant(variant: str, experiment: str, example: str) -> tuple[str, str]:
@@ -112,7 +120,7 @@ register(
         size_help="global vector length (the thesis uses 2**18 = 262144)",
         default_sizes=(2**18,),
         small_sizes=(2**16,),
-        variants=("c", "numpy", "numpy-pickle"),
+        variants=INNER_VARIANTS,
         default_variants=("c", "numpy"),
         timed="`loops` times: the local dot product of each rank's slice, then Reduce(SUM) to rank 0",
         source="thesis §2.4, Table 2.1, Figs. 2.1-2.2",
@@ -133,7 +141,8 @@ register(
         size_help="mesh points per axis (the thesis uses 129 and 257)",
         default_sizes=(65,),
         small_sizes=(33,),
-        variants=tuple(f"{k}/{e}" for k in ("numpy", "numba", "c") for e in ("sendrecv", "nonblocking", "packed")),
+        # not numba-mpi: it has no communicator argument, so it cannot run on the sub-communicators
+        variants=tuple(f"{k}/{e}" for k in KERNELS for e in NATIVE_EXCHANGES),
         default_variants=("numpy/sendrecv",),
         timed="`steps` time steps of the leapfrog scheme, including every halo exchange",
         source="thesis §6.1.4, Figs. 6.2-6.5",
@@ -153,7 +162,7 @@ register(
         size_help="interior mesh points per axis N (N**2 unknowns; the thesis's 1025 and 2049 meshes have 1023 and 2047)",
         default_sizes=(127,),
         small_sizes=(63,),
-        variants=tuple(f"{v}/{p}" for v in ("classic", "thesis", "fused") for p in ("rows", "blocks")),
+        variants=tuple(f"{v}/{p}" for v in CG_VARIANTS for p in CG_PARTITIONS),
         default_variants=("classic/rows",),
         timed="a whole solve from scratch to `tol` (the thesis criterion rho_k/rho_0 <= tol); set-up untimed",
         source="thesis §6.2.3, Figs. 6.10-6.13",
@@ -173,8 +182,8 @@ register(
         size_help="message size in bytes",
         default_sizes=(8, 65536),
         small_sizes=(8, 4096),
-        variants=("allreduce", "bcast", "reduce", "gather", "scatter", "allgather", "alltoall", "barrier",
-                  "bcast_linear", "bcast_binomial", "sendrecv"),
+        # the benchmarks that run on any rank count, down to one
+        variants=tuple(name for name, bench in BENCHMARKS.items() if bench.min_ranks == 1),
         default_variants=("allreduce",),
         timed="`iterations` back-to-back calls of the benchmark's loop (mpiworkbench.bench, block mode)",
         source="thesis ch. 5; report 003 §3",
@@ -183,7 +192,7 @@ register(
         params=(
             Parameter("iterations", int, 200, "calls per timed repetition", small_default=50),
             Parameter("backend", str, "mpi4py-buf", "communication backend of the loop",
-                      choices=tuple(implemented_names(any_communicator=True))),
+                      choices=LOOP_BACKENDS),
         ),
     )
 )

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from mpiworkbench.solvers.wave.solver import WaveSolver, stable_dt
+from mpiworkbench.solvers.wave import WaveSolver, stable_dt
 COMM = MPI.COMM_WORLD
 MESH = (11, 10, 9)  # non-cubic; uneven splits at 2 and 3 ranks
 STEPS = 7

@@ -8,13 +8,25 @@ import pytest
 
 from mpiworkbench.cli import build_parser
 from mpiworkbench.cli import cg as cli
-from mpiworkbench.solvers.cg import solver as solver
+from mpiworkbench.solvers import cg
 from mpiworkbench.solvers.cg import poisson
+
+
 def test_cli_choices_match_the_solver():
-    assert cli.CRITERIA == solver.CRITERIA
-    assert cli.PARTITIONS == solver.PARTITIONS
-    assert cli.VARIANTS == solver.VARIANTS
-    assert cli.RHS_NAMES == poisson.RHS_NAMES
+    assert cli.CRITERIA == cg.CRITERIA == ("thesis", "relative")
+    assert cli.PARTITIONS == cg.PARTITIONS == poisson.PARTITIONS == ("rows", "blocks")
+    assert cli.VARIANTS == cg.VARIANTS == ("classic", "thesis", "fused")
+    assert cli.RHS_NAMES == poisson.RHS_NAMES == ("manufactured", "ones", "eigenvector")
+    assert set(cg.ALLREDUCES_PER_ITERATION) == set(cg.VARIANTS)
+
+
+def test_cli_import_pulls_in_neither_mpi_numba_nor_scipy():
+    import subprocess
+    import sys
+
+    code = "import sys, mpiworkbench.cli.cg; print(*(m in sys.modules for m in ('mpi4py.MPI', 'numba', 'scipy')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False", "False"]
 
 
 def test_parses_the_documented_command_line():

@@ -83,13 +83,27 @@ def test_run_experiment_calls_back_after_every_point():
 
 def test_solver_variants_exist_in_the_solvers_and_benchmarks():
     from mpiworkbench.bench.catalog import BENCHMARKS
-    from mpiworkbench.solvers.cg import solver
-    from mpiworkbench.solvers import halo
+    from mpiworkbench.solvers import cg, halo
     from mpiworkbench.solvers.wave import kernels
+    from mpiworkbench.speedup import inner
     for v in experiments.get("wave").variants:
         kernel, exchange = v.split("/")
-        assert kernel in kernels.KERNELS and exchange in halo.EXCHANGES
+        assert kernel in kernels.KERNELS and exchange in halo.EXCHANGES and exchange != "none"
     for v in experiments.get("cg").variants:
         variant, partition = v.split("/")
-        assert variant in solver.VARIANTS and partition in solver.PARTITIONS
+        assert variant in cg.VARIANTS and partition in cg.PARTITIONS
     assert set(experiments.get("bench").variants) <= set(BENCHMARKS)
+    assert all(BENCHMARKS[b].min_ranks == 1 for b in experiments.get("bench").variants)
+    assert set(experiments.get("inner").variants) == set(inner.VARIANTS)
+
+
+def test_experiment_variants_cover_every_registered_choice():
+    """Derived from the registries: a new kernel, exchange, CG variant or benchmark appears here."""
+    from mpiworkbench.bench.catalog import BENCHMARKS
+    from mpiworkbench.solvers import cg, halo
+    from mpiworkbench.solvers.wave import kernels
+    assert len(experiments.get("wave").variants) == len(kernels.KERNELS) * len(halo.NATIVE_EXCHANGES) == 9
+    assert len(experiments.get("cg").variants) == len(cg.VARIANTS) * len(cg.PARTITIONS) == 6
+    assert {"allreduce", "bcast", "barrier", "sendrecv", "bcast_binomial"} <= set(experiments.get("bench").variants)
+    assert "pingpong" not in experiments.get("bench").variants  # needs two ranks
+    assert set(BENCHMARKS) - set(experiments.get("bench").variants) == {"pingpong", "bw", "bibw"}

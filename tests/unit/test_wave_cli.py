@@ -8,9 +8,11 @@ import pytest
 from mpiworkbench.cli import build_parser
 from mpiworkbench.cli import wave as wave_cli
 def test_choices_match_the_solver():
-    from mpiworkbench.solvers.wave import solver as wave, kernels
-    assert wave_cli.KERNELS == kernels.KERNELS
-    assert wave_cli.EXCHANGES == wave.EXCHANGES
+    from mpiworkbench.solvers import halo
+    from mpiworkbench.solvers.wave import kernels, problem
+    assert wave_cli.KERNELS == kernels.KERNELS == ("numpy", "numba", "c")
+    assert wave_cli.EXCHANGES == problem.EXCHANGES == (*halo.EXCHANGES, "numba-mpi")
+    assert {"sendrecv", "nonblocking", "packed", "none", "backend:c", "backend:mpi4py-buf"} <= set(wave_cli.EXCHANGES)
 
 
 def test_parser_accepts_the_documented_options():

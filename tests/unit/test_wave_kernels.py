@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mpiworkbench.solvers.wave import kernels as wave_kernels
-from mpiworkbench.solvers.wave.solver import exact_solution, parse_mesh, stable_dt
+from mpiworkbench.solvers.wave.problem import exact_solution, parse_mesh, stable_dt
 def _fields(shape, seed=0):
     rng = np.random.default_rng(seed)
     return rng.standard_normal(shape), rng.standard_normal(shape)

@@ -25,12 +25,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
 
 from mpiworkbench.solvers.decomposition import compute_dims, decompose
+
+if TYPE_CHECKING:  # SciPy loads when a matrix is built: the CLI reads the names without it
+    import scipy.sparse as sp
+
 #: Right-hand sides known by name.
 RHS_NAMES = ("manufactured", "ones", "eigenvector")
+#: Ways to cut the grid over the ranks: row blocks (thesis Fig. 6.8) or 2-D blocks.
+PARTITIONS = ("rows", "blocks")
 
 
 def grid_spacing(mesh: int) -> float:
@@ -116,7 +123,7 @@ def partition_dims(partition: str, size: int, dims: Sequence[int] | None = None)
         if dims is not None and len(tuple(dims)) != 2:
             raise ValueError(f"dims must have two entries (row blocks, column blocks); got {tuple(dims)}")
         return compute_dims(size, 2, dims)  # type: ignore[return-value]
-    raise ValueError(f"partition must be 'rows' or 'blocks'; got {partition!r}")
+    raise ValueError(f"partition must be {' or '.join(map(repr, PARTITIONS))}; got {partition!r}")
 
 
 def make_blocks(mesh: int, dims: tuple[int, int]) -> list[Block]:
@@ -155,6 +162,8 @@ def local_matrix(block: Block) -> sp.csr_matrix:
     Shape ``(n_owned, n_owned + n_ghost)``; entries per row in the order south, west,
     diagonal, east, north. Built from index arithmetic: never the global matrix.
     """
+    import scipy.sparse as sp
+
     mi, mj = block.shape
     n = block.n_owned
     ghosts = block.ghost_slices()
@@ -243,6 +252,8 @@ def local_rhs(block: Block, rhs: str | Callable | np.ndarray | None = None) -> n
 def global_matrix(mesh: int) -> sp.csr_matrix:
     """The whole ``mesh² × mesh²`` matrix on one process — the serial reference for tests
     and benchmarks only (the distributed solver never builds it)."""
+    import scipy.sparse as sp
+
     t = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(mesh, mesh))
     eye = sp.identity(mesh)
     return sp.csr_matrix(sp.kron(eye, t) + sp.kron(t, eye))

@@ -7,14 +7,9 @@
 vector is completed with just the entries the neighbours own along the shared edges
 (thesis Fig. 6.9), and dot products are summed with an allreduce.
 
-Three variants, same iterates in exact arithmetic:
-
-``"thesis"``
-    Algorithm 2 as printed: three allreduces per iteration (``<r,r>`` is summed twice).
-``"classic"``
-    Hestenes–Stiefel CG, reusing ``ρ_k``: two allreduces per iteration (the default).
-``"fused"``
-    Chronopoulos–Gear: one allreduce of two numbers per iteration, one more vector update.
+Three variants with the same iterates in exact arithmetic — ``"classic"`` (2 allreduces
+per iteration), ``"thesis"`` (Algorithm 2 as printed, 3) and ``"fused"`` (Chronopoulos–Gear,
+1) — are named in :mod:`~mpiworkbench.solvers.cg.variants`.
 
 Stopping (``criterion``): ``"thesis"`` stops when ``ρ_k/ρ_0 ≤ tol`` with ``ρ = rᵀr`` and
 starts from ``x0 = b`` (Algorithm 2); ``"relative"`` stops when ``‖r_k‖/‖b‖ ≤ tol`` and
@@ -30,152 +25,15 @@ import warnings
 from typing import Any, Callable
 
 import numpy as np
-from numba import njit
 
-from mpiworkbench.backends import implemented_names
 from mpiworkbench.core import mpi
 from mpiworkbench.solvers.cg import poisson
-CRITERIA = ("thesis", "relative")
-PARTITIONS = ("rows", "blocks")
-VARIANTS = ("classic", "thesis", "fused")
-#: Allreduce calls per iteration of each variant.
-ALLREDUCES_PER_ITERATION = {"thesis": 3, "classic": 2, "fused": 1}
-TIMING_KEYS = ("matvec", "exchange", "allreduce", "vector")
-#: Communication backends the solver runs on (mpiworkbench.backends names).
-BACKENDS = tuple(implemented_names())
+from mpiworkbench.solvers.cg.exchange import LocalValueExchange, make_backend
+from mpiworkbench.solvers.cg.report import TIMING_KEYS, gather_solution, solver_result
+from mpiworkbench.solvers.cg.variants import ALLREDUCES_PER_ITERATION, default_maxiter, validate
+from mpiworkbench.solvers.cg.vectors import local_dot, local_dot2, update_fused, update_p, update_x_r
 
-
-# -- local vector kernels ---------------------------------------------------------------
-# Single-threaded and fused (one pass over memory where the algorithm allows). Multi-threaded
-# BLAS (OpenBLAS daxpy/ddot) was tried first: on a loaded 2-core machine its threads wait
-# for each other and one daxpy took milliseconds. "reassoc" lets the reductions vectorise;
-# the result is the same from run to run for a given vector length.
-_REASSOC = {"reassoc"}
-
-
-@njit(cache=True, fastmath=_REASSOC)
-def local_dot(a: np.ndarray, b: np.ndarray) -> float:
-    """``aᵀb`` of this rank's parts (the allreduce sums them)."""
-    s = 0.0
-    for i in range(a.size):
-        s += a[i] * b[i]
-    return s
-
-
-@njit(cache=True, fastmath=_REASSOC)
-def update_x_r(x: np.ndarray, r: np.ndarray, p: np.ndarray, v: np.ndarray, alpha: float) -> float:
-    """``x += α p``, ``r −= α v``; returns the local ``rᵀr`` of the new ``r``."""
-    s = 0.0
-    for i in range(x.size):
-        x[i] += alpha * p[i]
-        ri = r[i] - alpha * v[i]
-        r[i] = ri
-        s += ri * ri
-    return s
-
-
-@njit(cache=True)
-def update_p(p: np.ndarray, r: np.ndarray, beta: float) -> None:
-    """``p = r + β p`` in place."""
-    for i in range(p.size):
-        p[i] = r[i] + beta * p[i]
-
-
-@njit(cache=True)
-def update_fused(p, s, x, r, w, alpha: float, beta: float) -> None:
-    """Chronopoulos–Gear: ``p = r + βp``, ``s = w + βs``, ``x += αp``, ``r −= αs`` in one pass."""
-    for i in range(p.size):
-        pi = r[i] + beta * p[i]
-        si = w[i] + beta * s[i]
-        p[i] = pi
-        s[i] = si
-        x[i] += alpha * pi
-        r[i] -= alpha * si
-
-
-@njit(cache=True, fastmath=_REASSOC)
-def local_dot2(r: np.ndarray, w: np.ndarray) -> tuple[float, float]:
-    """``(rᵀr, wᵀr)`` in one pass (the fused variant's single allreduce sums both)."""
-    rr = 0.0
-    wr = 0.0
-    for i in range(r.size):
-        rr += r[i] * r[i]
-        wr += w[i] * r[i]
-    return rr, wr
-
-
-def default_maxiter(mesh: int) -> int:
-    """Iteration cap when none is given: ``10·mesh + 100``.
-
-    Unpreconditioned CG on this matrix needs about ``1.7·mesh`` iterations for
-    ``‖r‖/‖b‖ ≤ 1e-8`` (√κ grows like ``mesh``), so the cap only stops runaways.
-    """
-    return 10 * mesh + 100
-
-
-def _validate(mesh, tol, criterion, partition, variant, maxiter, x0) -> None:
-    if isinstance(mesh, bool) or not isinstance(mesh, (int, np.integer)) or mesh < 1:
-        raise ValueError(f"mesh must be an integer of at least 1 interior point per axis; got {mesh!r}")
-    if not isinstance(tol, (int, float, np.floating)) or not math.isfinite(tol) or tol <= 0:
-        raise ValueError(f"tol must be a positive finite number such as 1e-8; got {tol!r}")
-    if criterion not in CRITERIA:
-        raise ValueError(f"criterion must be one of {CRITERIA}; got {criterion!r}")
-    if partition not in PARTITIONS:
-        raise ValueError(f"partition must be one of {PARTITIONS}; got {partition!r}")
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS}; got {variant!r}")
-    if maxiter is not None and (isinstance(maxiter, bool) or not isinstance(maxiter, (int, np.integer)) or maxiter < 0):
-        raise ValueError(f"maxiter must be a non-negative integer or None; got {maxiter!r}")
-    if x0 not in (None, "rhs", "zero"):
-        raise ValueError(f"x0 must be 'rhs' (Algorithm 2), 'zero' or None (the criterion's default); got {x0!r}")
-
-
-def make_backend(name: str, comm, world_comm=None):
-    """The :mod:`mpiworkbench.backends` backend the exchange and the allreduces go through.
-
-    numba-mpi only knows ``COMM_WORLD``, so it is built on *world_comm* (the communicator
-    the solver was given, which must then be ``COMM_WORLD``) instead of the solver's duplicate.
-    """
-    from mpiworkbench.backends import backend_names, get_backend
-    if name not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}; got {name!r} (registry: {backend_names()})")
-    return get_backend(name, world_comm if name == "numba-mpi" else comm)
-
-
-class LocalValueExchange:
-    """Fill the ghost strips of a local value vector from the neighbours (thesis ``local_value``).
-
-    Per axis, two ``sendrecv`` calls: send the south edge south while receiving the north
-    ghost from the north, then the reverse (``PROC_NULL`` at physical boundaries). Rows
-    are contiguous and sent in place; columns are packed into a contiguous buffer first.
-    """
-
-    def __init__(self, block: poisson.Block, backend):
-        self.backend = backend
-        null = backend.PROC_NULL
-        ghosts = block.ghost_slices()
-        edges = block.boundary_slices()
-        mi, mj = block.shape
-        self._steps = []
-        for send_to, recv_from, tag in (("south", "north", 0), ("north", "south", 1), ("west", "east", 2), ("east", "west", 3)):
-            dest, source = getattr(block, send_to), getattr(block, recv_from)
-            if dest is None and source is None:
-                continue
-            strided = send_to in ("west", "east")
-            pack = np.empty(mi if strided else mj) if strided else None
-            self._steps.append(
-                (edges[send_to], pack, null if dest is None else dest, ghosts[recv_from], null if source is None else source, tag)
-            )
-        self.messages = sum(1 for s in self._steps if s[2] != null)
-
-    def __call__(self, local_value: np.ndarray, owned: np.ndarray) -> None:
-        sendrecv = self.backend.sendrecv
-        for edge, pack, dest, ghost, source, tag in self._steps:
-            data = owned[edge]
-            if pack is not None:
-                np.copyto(pack, data)
-                data = pack
-            sendrecv(data, dest, out=local_value[ghost], source=source, sendtag=tag, recvtag=tag)
+__all__ = ["ALLREDUCES_PER_ITERATION", "TIMING_KEYS", "CGSolver", "LocalValueExchange"]
 
 
 class CGSolver:
@@ -223,7 +81,7 @@ class CGSolver:
         size, rank = base.Get_size(), base.Get_rank()
 
         def setup():
-            _validate(mesh, tol, criterion, partition, variant, maxiter, x0)
+            validate(mesh, tol, criterion, partition, variant, maxiter, x0)
             grid = poisson.partition_dims(partition, size, dims)
             blocks = poisson.make_blocks(int(mesh), grid)
             return blocks, poisson.local_rhs(blocks[rank], rhs)
@@ -463,52 +321,17 @@ class CGSolver:
 
     def gather_solution(self) -> np.ndarray | None:
         """The ``mesh × mesh`` solution on rank 0 (``None`` elsewhere). Collective."""
-        # Plain mpi4py Gatherv: gathering for display is not part of the measured
-        # iteration, and not every backend has uneven-count gathers.
-        counts = [b.n_owned for b in self.blocks]
-        root = self.comm.Get_rank() == 0
-        flat = np.empty(sum(counts)) if root else None
-        self.comm.Gatherv(np.ascontiguousarray(self.x), [flat, counts] if root else None, root=0)
-        if not root:
-            return None
-        u = np.empty((self.mesh, self.mesh))
-        offset = 0
-        for blk, count in zip(self.blocks, counts):
-            u[blk.i0 : blk.i1, blk.j0 : blk.j1] = flat[offset : offset + count].reshape(blk.shape)
-            offset += count
-        return u
+        return gather_solution(self)
 
     def result(self) -> dict[str, Any]:
-        """Everything a report needs (same on every rank; timing split from all ranks). Collective."""
-        per_rank = self.comm.allgather(self.timings())
-        time_s = max(t["total"] for t in per_rank)
-        return {
-            "mesh": self.mesh,
-            "unknowns": self.mesh * self.mesh,
-            "np": self.comm.Get_size(),
-            "partition": self.partition,
-            "dims": list(self.dims),
-            "variant": self.variant,
-            "allreduces_per_iteration": ALLREDUCES_PER_ITERATION[self.variant],
-            "backend": self.backend_name,
-            "criterion": self.criterion,
-            "tol": self.tol,
-            "x0": self.x0,
-            "rhs": self.rhs_name,
-            "maxiter": self.maxiter,
-            "status": self.status,
-            "converged": self.status == "converged",
-            "iterations": self.iterations,
-            "residual": self.relative_residual(),
-            "rho_ratio": self.rho_ratio(),
-            "true_residual": self.true_residual(),
-            "max_error": self.max_error(),
-            "time_s": time_s,
-            "time_per_iteration_s": time_s / self.iterations if self.iterations else None,
-            "setup_s": self.setup_s,
-            "timing_split_s": {key: max(t[key] for t in per_rank) for key in TIMING_KEYS},
-            "timings_per_rank": per_rank,
-        }
+        """Everything a report needs (same on every rank; timing split from all ranks). Collective.
+
+        Returns
+        -------
+        dict
+            The keys of ``mpiworkbench cg --json``; see :func:`~mpiworkbench.solvers.cg.report.solver_result`.
+        """
+        return solver_result(self)
 
     def close(self) -> None:
         """Free the solver's duplicate communicator."""

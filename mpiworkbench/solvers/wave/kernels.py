@@ -8,9 +8,10 @@ with ``cx2 = (c·dt/dx)²`` … and ``center = 2·(1 − cx2 − cy2 − cz2)``,
 order and without fused multiply-adds. All three kernels therefore give bit-for-bit the
 same numbers, for any decomposition.
 
-The module also holds the whole-step JIT loop of the ``numba-mpi`` exchange: mirror,
-pack, ``numba_mpi.sendrecv``, unpack and update, all inside one ``@njit`` function.
-numba and the C compiler are only touched when their kernel is made.
+:data:`UPDATES` is the registry of kernels (name → class) and :data:`KERNELS` its names,
+from which the solver, the CLI and the speedup experiments take their choices. numba and
+the C compiler are only touched when their kernel is made. The whole-step numba-mpi loop
+is in :mod:`mpiworkbench.solvers.wave.whole_step`.
 """
 
 from __future__ import annotations
@@ -19,9 +20,6 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-
-#: Kernel names, fastest-to-build first.
-KERNELS = ("numpy", "numba", "c")
 
 Box = Sequence[tuple[int, int]]
 
@@ -92,10 +90,11 @@ class NumpyUpdate:
         np.subtract(t, uo[I, J, K], out=un[I, J, K])
 
 
+#: JIT functions compiled so far in this process.
 _numba_funcs: dict[str, object] = {}
 
 
-def _numba_update_func():
+def numba_update_func():
     """The ``@njit`` box update (compiled once per process, cached on disk)."""
     if "update" not in _numba_funcs:
         import numba
@@ -134,7 +133,7 @@ class NumbaUpdate:
 
     def __init__(self, local_shape: Sequence[int], coeffs: Sequence[float]):
         self.coeffs = tuple(float(c) for c in coeffs)
-        self._func = _numba_update_func()
+        self._func = numba_update_func()
 
     def __call__(self, un, u, uo, box: Box) -> None:
         (i0, i1), (j0, j1), (k0, k1) = box
@@ -170,12 +169,17 @@ class CUpdate:
         self._func(self._ptr(un), self._ptr(u), self._ptr(uo), *self.local_shape, i0, i1, j0, j1, k0, k1, *self.coeffs)
 
 
+#: The registry of update kernels, fastest-to-build first: name → class.
+UPDATES = {cls.name: cls for cls in (NumpyUpdate, NumbaUpdate, CUpdate)}
+#: Kernel names (the keys of :data:`UPDATES`).
+KERNELS = tuple(UPDATES)
+
+
 def make_update(kernel: str, local_shape: Sequence[int], coeffs: Sequence[float]):
     """The update kernel *kernel* (one of :data:`KERNELS`) for ghosted blocks of *local_shape*."""
-    classes = {"numpy": NumpyUpdate, "numba": NumbaUpdate, "c": CUpdate}
-    if kernel not in classes:
+    if kernel not in UPDATES:
         raise ValueError(f"kernel must be one of {', '.join(KERNELS)}; got {kernel!r}")
-    return classes[kernel](local_shape, coeffs)
+    return UPDATES[kernel](local_shape, coeffs)
 
 
 def interior_box(local_shape: Sequence[int]) -> tuple[tuple[int, int], ...]:
@@ -204,109 +208,3 @@ def core_and_shell(local_shape: Sequence[int]) -> tuple[tuple[tuple[int, int], .
         lo[axis] += 1
         hi[axis] -= 1
     return core, shell
-
-
-def _numba_mpi_steps_func():
-    """Whole time steps in one ``@njit`` function, exchanging with numba-mpi (COMM_WORLD)."""
-    if "steps" not in _numba_funcs:
-        import numba
-        import numba_mpi
-
-        update = _numba_update_func()
-
-        @numba.njit(cache=True)
-        def pack(buf, u, axis, index):  # pragma: no cover - JIT
-            if axis == 0:
-                buf[:, :] = u[index, 1:-1, 1:-1]
-            elif axis == 1:
-                buf[:, :] = u[1:-1, index, 1:-1]
-            else:
-                buf[:, :] = u[1:-1, 1:-1, index]
-
-        @numba.njit(cache=True)
-        def unpack(u, buf, axis, index):  # pragma: no cover - JIT
-            if axis == 0:
-                u[index, 1:-1, 1:-1] = buf
-            elif axis == 1:
-                u[1:-1, index, 1:-1] = buf
-            else:
-                u[1:-1, 1:-1, index] = buf
-
-        # not cached on disk: numba-mpi's functions hold ctypes pointers numba cannot cache
-        @numba.njit(cache=False)
-        def steps(uo, u, un, nsteps, first, coeffs, neighbours, boundary, bufs_x, bufs_y, bufs_z, timing, proc_null):  # pragma: no cover - JIT
-            cx2, cy2, cz2, center = coeffs[0], coeffs[1], coeffs[2], coeffs[3]
-            shape = u.shape
-            for s in range(nsteps):
-                t0 = numba_mpi.wtime()
-                # Neumann mirror on the physical boundary
-                for axis in range(3):
-                    n = shape[axis]
-                    if boundary[axis, 0]:
-                        if axis == 0:
-                            u[0, 1:-1, 1:-1] = u[2, 1:-1, 1:-1]
-                        elif axis == 1:
-                            u[1:-1, 0, 1:-1] = u[1:-1, 2, 1:-1]
-                        else:
-                            u[1:-1, 1:-1, 0] = u[1:-1, 1:-1, 2]
-                    if boundary[axis, 1]:
-                        if axis == 0:
-                            u[n - 1, 1:-1, 1:-1] = u[n - 3, 1:-1, 1:-1]
-                        elif axis == 1:
-                            u[1:-1, n - 1, 1:-1] = u[1:-1, n - 3, 1:-1]
-                        else:
-                            u[1:-1, 1:-1, n - 1] = u[1:-1, 1:-1, n - 3]
-                t1 = numba_mpi.wtime()
-                # exchange: per axis, up then down; bufs_*[0] send, [1] receive
-                for axis in range(3):
-                    n = shape[axis]
-                    lo = neighbours[axis, 0]
-                    hi = neighbours[axis, 1]
-                    if axis == 0:
-                        bufs = bufs_x
-                    elif axis == 1:
-                        bufs = bufs_y
-                    else:
-                        bufs = bufs_z
-                    pack(bufs[0], u, axis, n - 2)
-                    numba_mpi.sendrecv(bufs[0], hi, bufs[1], lo, 2 * axis, 2 * axis)
-                    if lo != proc_null:
-                        unpack(u, bufs[1], axis, 0)
-                    pack(bufs[0], u, axis, 1)
-                    numba_mpi.sendrecv(bufs[0], lo, bufs[1], hi, 2 * axis + 1, 2 * axis + 1)
-                    if hi != proc_null:
-                        unpack(u, bufs[1], axis, n - 1)
-                t2 = numba_mpi.wtime()
-                update(un, u, uo, 1, shape[0] - 1, 1, shape[1] - 1, 1, shape[2] - 1, cx2, cy2, cz2, center)
-                if first and s == 0:
-                    un[1:-1, 1:-1, 1:-1] *= 0.5
-                uo, u, un = u, un, uo
-                t3 = numba_mpi.wtime()
-                timing[0] += (t1 - t0) + (t3 - t2)
-                timing[1] += t2 - t1
-            return uo, u, un
-
-        _numba_funcs["steps"] = steps
-    return _numba_funcs["steps"]
-
-
-class NumbaMpiStepper:
-    """Runs whole steps in JIT code with numba-mpi exchanges (packed faces, ``sendrecv``).
-
-    numba-mpi talks only to ``MPI.COMM_WORLD``; the Cartesian communicator must have the
-    same ranks in the same order (``reorder=False`` over the world), which the solver checks.
-    """
-
-    def __init__(self, local_shape: Sequence[int], coeffs: Sequence[float], neighbours, boundary, proc_null: int):
-        self._func = _numba_mpi_steps_func()
-        self.coeffs = np.asarray(coeffs, dtype=np.float64)
-        self.neighbours = np.asarray(neighbours, dtype=np.int64).reshape(3, 2)
-        self.boundary = np.asarray(boundary, dtype=np.bool_).reshape(3, 2)
-        n = [int(s) - 2 for s in local_shape]
-        self.bufs = [np.zeros((2, n[1], n[2])), np.zeros((2, n[0], n[2])), np.zeros((2, n[0], n[1]))]
-        self.proc_null = int(proc_null)
-
-    def __call__(self, uo, u, un, nsteps: int, first: bool, timing: np.ndarray):
-        return self._func(
-            uo, u, un, nsteps, first, self.coeffs, self.neighbours, self.boundary, *self.bufs, timing, self.proc_null
-        )

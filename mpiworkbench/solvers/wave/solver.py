@@ -1,9 +1,10 @@
 """The distributed 3-D wave solver of thesis §6.1, a stateful object living on the ranks.
 
-Problem: ``u_tt = c²∇²u`` on the unit cube, ``∂u/∂n = 0``, ``u(x,0) = 2cos(πx)cos(πy)cos(πz)``,
-``u_t(x,0) = 0``; exact solution ``u = 2cos(πx)cos(πy)cos(πz)cos(√3·π·c·t)``. The mesh has
-``NX×NY×NZ`` points including the boundary, ``x_i = i/(NX−1)``. Leapfrog scheme (6.5),
-special first step (6.6), mirror ghosts for the Neumann condition, Algorithm 1:
+The problem (mesh, stability limit, exact solution) is in
+:mod:`~mpiworkbench.solvers.wave.problem`, the update kernels in
+:mod:`~mpiworkbench.solvers.wave.kernels`, the halo exchanges in
+:mod:`mpiworkbench.solvers.halo`. Leapfrog scheme (6.5), special first step (6.6), mirror
+ghosts for the Neumann condition, Algorithm 1:
 
     while steps remain:
         mirror the physical-boundary ghosts            (compute)
@@ -26,75 +27,11 @@ import numpy as np
 
 from mpiworkbench.core import mpi
 from mpiworkbench.solvers import halo as halo_mod
+from mpiworkbench.solvers.decomposition import create_cart, gather_blocks
 from mpiworkbench.solvers.wave import kernels
-from mpiworkbench.solvers.decomposition import axis_name, create_cart, decompose
-#: Smallest number of points a rank may own along an axis.
-MIN_POINTS_PER_RANK = 3
-#: Exchange names: the halo module's, plus the whole-step numba-mpi loop.
-EXCHANGES = (*halo_mod.EXCHANGES, "numba-mpi")
+from mpiworkbench.solvers.wave.problem import WHOLE_STEP, check_plane, check_steps, local_energy, validate
 
-
-def parse_mesh(mesh: int | Sequence[int] | str) -> tuple[int, int, int]:
-    """``65`` → ``(65, 65, 65)``; ``"65,33,17"`` or ``(65, 33, 17)`` as given."""
-    if isinstance(mesh, str):
-        try:
-            parts = [int(p) for p in mesh.split(",")]
-        except ValueError:
-            raise ValueError(f"mesh must be N or NX,NY,NZ (integers); got {mesh!r}") from None
-    elif isinstance(mesh, (int, np.integer)) and not isinstance(mesh, bool):
-        parts = [int(mesh)]
-    else:
-        parts = [int(p) for p in mesh]
-    if len(parts) == 1:
-        parts *= 3
-    if len(parts) != 3:
-        raise ValueError(f"mesh must be N or NX,NY,NZ; got {len(parts)} numbers {tuple(parts)}")
-    for axis, n in enumerate(parts):
-        if n < 3:
-            raise ValueError(
-                f"mesh must have at least 3 points per axis (boundary included); got {n} on axis {axis_name(axis, 3)}"
-            )
-    return tuple(parts)  # type: ignore[return-value]
-
-
-def stable_dt(mesh: Sequence[int], c: float = 1.0) -> float:
-    """The stability limit ``(1/c)(1/Δx² + 1/Δy² + 1/Δz²)^(−1/2)`` (0.004510… at 129³)."""
-    return 1.0 / (c * math.sqrt(sum((n - 1) ** 2 for n in mesh)))
-
-
-def exact_solution(x, y, z, t: float, c: float = 1.0):
-    """``2cos(πx)cos(πy)cos(πz)cos(√3·π·c·t)`` (broadcasting)."""
-    return 2.0 * np.cos(np.pi * x) * np.cos(np.pi * y) * np.cos(np.pi * z) * math.cos(math.sqrt(3.0) * math.pi * c * t)
-
-
-def _validate(mesh, nprocs, dims, cfl, dt, c, kernel, exchange):
-    shape = parse_mesh(mesh)
-    if kernel not in kernels.KERNELS:
-        raise ValueError(f"kernel must be one of {', '.join(kernels.KERNELS)}; got {kernel!r}")
-    if exchange not in EXCHANGES:
-        raise ValueError(f"exchange must be one of {', '.join(EXCHANGES)}; got {exchange!r}")
-    if exchange == "numba-mpi" and kernel != "numba":
-        raise ValueError(f"exchange 'numba-mpi' runs the whole step in numba; use kernel='numba' (got {kernel!r})")
-    if not (isinstance(c, (int, float)) and c > 0 and math.isfinite(c)):
-        raise ValueError(f"wave speed c must be a positive number; got {c!r}")
-    limit = stable_dt(shape, c)
-    if dt is None:
-        if not (isinstance(cfl, (int, float)) and 0 < cfl <= 1):
-            raise ValueError(
-                f"cfl is the fraction of the stability limit and must be in (0, 1]; got {cfl!r}"
-            )
-        dt = cfl * limit
-    else:
-        if not (isinstance(dt, (int, float)) and dt > 0):
-            raise ValueError(f"dt must be a positive number; got {dt!r}")
-        if dt > limit:
-            raise ValueError(
-                f"dt {dt!r} is above the stability limit {limit:.6g} for mesh {'x'.join(map(str, shape))} "
-                f"with c={c}; use dt <= {limit:.6g} or give cfl instead"
-            )
-        cfl = dt / limit
-    layout = decompose(shape, nprocs, dims, min_points=MIN_POINTS_PER_RANK)
-    return shape, layout, float(cfl), float(dt)
+__all__ = ["WaveSolver"]
 
 
 class WaveSolver:
@@ -115,10 +52,43 @@ class WaveSolver:
     c
         Wave speed.
     kernel
-        ``"numpy"``, ``"numba"`` or ``"c"`` (bit-for-bit the same results).
+        One of :data:`~mpiworkbench.solvers.wave.kernels.KERNELS`: ``"numpy"``, ``"numba"``
+        or ``"c"`` (bit-for-bit the same results).
     exchange
-        ``"sendrecv"``, ``"nonblocking"`` (overlapped with the inner update), ``"packed"``,
-        ``"none"`` (wrong on purpose) or ``"numba-mpi"`` (whole step in JIT; kernel numba).
+        One of :data:`~mpiworkbench.solvers.wave.problem.EXCHANGES`: ``"sendrecv"``,
+        ``"nonblocking"`` (overlapped with the inner update), ``"packed"``,
+        ``"backend:<name>"``, ``"none"`` (wrong on purpose) or ``"numba-mpi"`` (whole step
+        in JIT; kernel numba, all of ``COMM_WORLD`` only).
+
+    Attributes
+    ----------
+    shape : tuple of int
+        Mesh points per axis.
+    layout : Decomposition
+        The block decomposition; ``dims`` its blocks per axis.
+    dt, cfl, c : float
+        Time step, its fraction of the stability limit, wave speed.
+    cart
+        The Cartesian communicator (``reorder=False``: ``cart.rank == comm.rank``).
+    coords, ranges
+        This rank's block coordinates and global ``(start, stop)`` per axis.
+    u, u_old : numpy.ndarray
+        Ghosted local blocks of the current and previous time level.
+    steps : int
+        Time steps taken; :attr:`t` is ``steps · dt``.
+
+    Raises
+    ------
+    ValueError
+        On every rank, when any rank finds the arguments invalid (bad mesh, unstable
+        *dt*, unknown kernel or exchange, a decomposition leaving fewer than
+        :data:`~mpiworkbench.solvers.wave.problem.MIN_POINTS_PER_RANK` points per rank).
+
+    Notes
+    -----
+    Construction and every method except :meth:`owned`, :meth:`timings`, :meth:`info`
+    and :attr:`t` are collective over *comm*. The field is bit-for-bit the same for any
+    decomposition, kernel and (correct) exchange.
     """
 
     def __init__(
@@ -136,7 +106,7 @@ class WaveSolver:
         MPI = mpi.MPI()
         base = mpi.resolve_comm(comm)
         self.shape, self.layout, self.cfl, self.dt = mpi.checked(
-            base, lambda: _validate(mesh, base.size, dims, cfl, dt, c, kernel, exchange)
+            base, lambda: validate(mesh, base.size, dims, cfl, dt, c, kernel, exchange)
         )
         self.c = float(c)
         self.kernel = kernel
@@ -154,7 +124,7 @@ class WaveSolver:
         self.coeffs = (cx2, cy2, cz2, 2.0 * (1.0 - cx2 - cy2 - cz2))
 
         def build():
-            if exchange == "numba-mpi" and MPI.Group.Compare(self.cart.group, MPI.COMM_WORLD.group) != MPI.IDENT:
+            if exchange == WHOLE_STEP and MPI.Group.Compare(self.cart.group, MPI.COMM_WORLD.group) != MPI.IDENT:
                 raise ValueError(
                     "exchange 'numba-mpi' only works on all of MPI.COMM_WORLD in rank order (numba-mpi "
                     "has no communicator argument); use another exchange on a sub-communicator"
@@ -162,10 +132,12 @@ class WaveSolver:
             update = kernels.make_update(kernel, self.local_shape, self.coeffs)
             halo = None
             stepper = None
-            if exchange == "numba-mpi":
+            if exchange == WHOLE_STEP:
+                from mpiworkbench.solvers.wave.whole_step import NumbaMpiStepper
+
                 neighbours = [self.cart.Shift(a, 1) for a in range(3)]
                 boundary = [(self.coords[a] == 0, self.coords[a] == self.dims[a] - 1) for a in range(3)]
-                stepper = kernels.NumbaMpiStepper(self.local_shape, self.coeffs, neighbours, boundary, MPI.PROC_NULL)
+                stepper = NumbaMpiStepper(self.local_shape, self.coeffs, neighbours, boundary, MPI.PROC_NULL)
             else:
                 halo = halo_mod.HaloExchange(self.cart, self.local_shape, exchange)
             return update, halo, stepper
@@ -196,8 +168,19 @@ class WaveSolver:
 
     # -- time stepping -------------------------------------------------------------------
     def step(self, k: int = 1) -> dict[str, Any]:
-        """Advance *k* time steps (collective). Returns ``{"steps", "t"}``."""
-        mpi.checked(self.cart, lambda: self._check_steps(k))
+        """Advance *k* time steps (collective).
+
+        Parameters
+        ----------
+        k
+            Number of steps, a non-negative integer (``ValueError`` on every rank otherwise).
+
+        Returns
+        -------
+        dict
+            ``{"steps": total steps so far, "t": simulated time}``.
+        """
+        mpi.checked(self.cart, lambda: check_steps(k))
         k = int(k)
         if k and self._stepper is not None:
             timing = np.zeros(2)
@@ -218,13 +201,6 @@ class WaveSolver:
         """
         self.step(k)
         return {"steps": self.steps, "t": self.t, "error": self.error(), **self.timings()}
-
-    @staticmethod
-    def _check_steps(k) -> None:
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-            raise ValueError(f"steps must be a non-negative integer; got {k!r}")
-        if k < 0:
-            raise ValueError(f"steps must be a non-negative integer; got {k}")
 
     def _one_step(self) -> None:
         wtime = mpi.MPI().Wtime
@@ -287,32 +263,8 @@ class WaveSolver:
             exchanger = halo_mod.HaloExchange(self.cart, self.local_shape, "sendrecv")
         for arr in (self.u, self.u_old):
             exchanger.exchange(arr)
-        weights = []
-        for (a, b), n in zip(self.ranges, self.shape):
-            w = np.ones(b - a)
-            if a == 0:
-                w[0] = 0.5
-            if b == n:
-                w[-1] = 0.5
-            weights.append(w)
-        wx, wy, wz = np.meshgrid(*weights, indexing="ij", sparse=True)
-        u, uo = self.owned(), self.u_old[1:-1, 1:-1, 1:-1]
-        kinetic = 0.5 * np.sum(wx * wy * wz * ((u - uo) / self.dt) ** 2)
-        potential = 0.0
-        for axis, h in enumerate(self.spacing):
-            # edges (i, i+1) owned by the lower node; the last rank along the axis owns one fewer
-            stop = self.local_shape[axis] - (2 if self.ranges[axis][1] == self.shape[axis] else 1)
-            lower = [slice(1, -1)] * 3
-            upper = [slice(1, -1)] * 3
-            lower[axis] = slice(1, stop)
-            upper[axis] = slice(2, stop + 1)
-            du = (self.u[tuple(upper)] - self.u[tuple(lower)]) / h
-            duo = (self.u_old[tuple(upper)] - self.u_old[tuple(lower)]) / h
-            w = [wx, wy, wz]
-            w[axis] = 1.0
-            potential += 0.5 * self.c**2 * np.sum(w[0] * w[1] * w[2] * du * duo)
-        volume = math.prod(self.spacing)
-        return self.cart.allreduce(float((kinetic + potential) * volume), op=MPI.SUM)
+        local = local_energy(self.u, self.u_old, self.ranges, self.shape, self.spacing, self.dt, self.c)
+        return self.cart.allreduce(local, op=MPI.SUM)
 
     def timings(self) -> dict[str, Any]:
         """This rank's accumulated wall-clock split: compute vs exchange seconds."""
@@ -342,38 +294,15 @@ class WaveSolver:
         }
 
     # -- gathering (collective; rank 0 gets the array, others None) ----------------------
-    def _gatherv(self, local: np.ndarray, pieces: list[tuple[int, tuple[slice, ...]]], out_shape, select):
-        """Gather each rank's *local* block into *out_shape* on rank 0 (one ``Gatherv``)."""
-        MPI = mpi.MPI()
-        sendbuf = np.ascontiguousarray(local)
-        if self.rank != 0:
-            self.cart.Gatherv(sendbuf, None, root=0)
-            return None
-        counts = [int(np.prod([s.stop - s.start for s in sl])) for _, sl in pieces]
-        displs = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int).tolist()
-        recv = np.empty(sum(counts))
-        self.cart.Gatherv(sendbuf, [recv, counts, displs, MPI.DOUBLE], root=0)
-        out = np.empty(out_shape)
-        for (_, sl), start, count in zip(pieces, displs, counts):
-            shape = tuple(s.stop - s.start for s in sl)
-            out[select(sl)] = recv[start : start + count].reshape(shape)
-        return out
-
     def gather(self) -> np.ndarray | None:
         """The whole current field on rank 0 (``None`` elsewhere)."""
-        return self._gatherv(self.owned(), self.layout.blocks(), self.shape, lambda sl: sl)
+        return gather_blocks(self.cart, self.owned(), self.layout.blocks(), self.shape)
 
     def gather_slice(self, axis: int | str, index: int) -> np.ndarray | None:
         """The 2-D plane *index* along *axis* (0/1/2 or "x"/"y"/"z") on rank 0 (``None`` elsewhere)."""
-        axis_i = mpi.checked(self.cart, lambda: self._check_slice(axis, index))
+        axis_i = mpi.checked(self.cart, lambda: check_plane(self.shape, axis, index))
         index = int(index)
-        pieces = []
-        for rank, sl in self.layout.blocks():
-            s = sl[axis_i]
-            if s.start <= index < s.stop:
-                pieces.append((rank, tuple(x for a, x in enumerate(sl) if a != axis_i)))
-            else:
-                pieces.append((rank, tuple(slice(0, 0) for a in range(3) if a != axis_i)))
+        pieces = self.layout.plane_blocks(axis_i, index)
         a, b = self.ranges[axis_i]
         if a <= index < b:
             idx = [slice(None)] * 3
@@ -382,17 +311,7 @@ class WaveSolver:
         else:
             local = np.empty((0, 0))
         shape2d = tuple(n for a_, n in enumerate(self.shape) if a_ != axis_i)
-        return self._gatherv(local, pieces, shape2d, lambda sl: sl)
-
-    def _check_slice(self, axis, index) -> int:
-        names = {"x": 0, "y": 1, "z": 2}
-        axis_i = names.get(axis, axis) if isinstance(axis, str) else axis
-        if axis_i not in (0, 1, 2):
-            raise ValueError(f"axis must be 0, 1, 2 or 'x', 'y', 'z'; got {axis!r}")
-        n = self.shape[axis_i]
-        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < n:
-            raise ValueError(f"slice index along {axis_name(axis_i, 3)} must be an integer in 0..{n - 1}; got {index!r}")
-        return axis_i
+        return gather_blocks(self.cart, local, pieces, shape2d)
 
     def close(self) -> None:
         """Free the Cartesian communicator and datatypes (collective)."""

@@ -1,0 +1,61 @@
+"""What a CG solve reports: the result record (``mpiworkbench cg --json``) and the gathered solution."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mpiworkbench.solvers.cg.variants import ALLREDUCES_PER_ITERATION
+from mpiworkbench.solvers.decomposition import gather_blocks
+
+__all__ = ["TIMING_KEYS", "gather_solution", "solver_result"]
+
+#: Categories of the per-rank time split (``vector``: local dot products and updates).
+TIMING_KEYS = ("matvec", "exchange", "allreduce", "vector")
+
+
+def gather_solution(solver) -> np.ndarray | None:
+    """The ``mesh × mesh`` solution of *solver* on rank 0 (``None`` elsewhere). Collective.
+
+    Plain mpi4py ``Gatherv``: gathering for display is not part of the measured
+    iteration, and not every backend has uneven-count gathers.
+    """
+    pieces = [(b.rank, (slice(b.i0, b.i1), slice(b.j0, b.j1))) for b in solver.blocks]
+    return gather_blocks(solver.comm, solver.x.reshape(solver.block.shape), pieces, (solver.mesh, solver.mesh))
+
+
+def solver_result(solver) -> dict[str, Any]:
+    """Everything a report of *solver* needs, the same on every rank (collective).
+
+    The time split is the slowest rank's per category; ``timings_per_rank`` has them all.
+    """
+    per_rank = solver.comm.allgather(solver.timings())
+    time_s = max(t["total"] for t in per_rank)
+    return {
+        "mesh": solver.mesh,
+        "unknowns": solver.mesh * solver.mesh,
+        "np": solver.comm.Get_size(),
+        "partition": solver.partition,
+        "dims": list(solver.dims),
+        "variant": solver.variant,
+        "allreduces_per_iteration": ALLREDUCES_PER_ITERATION[solver.variant],
+        "backend": solver.backend_name,
+        "criterion": solver.criterion,
+        "tol": solver.tol,
+        "x0": solver.x0,
+        "rhs": solver.rhs_name,
+        "maxiter": solver.maxiter,
+        "status": solver.status,
+        "converged": solver.status == "converged",
+        "iterations": solver.iterations,
+        "residual": solver.relative_residual(),
+        "rho_ratio": solver.rho_ratio(),
+        "true_residual": solver.true_residual(),
+        "max_error": solver.max_error(),
+        "time_s": time_s,
+        "time_per_iteration_s": time_s / solver.iterations if solver.iterations else None,
+        "setup_s": solver.setup_s,
+        "timing_split_s": {key: max(t[key] for t in per_rank) for key in TIMING_KEYS},
+        "timings_per_rank": per_rank,
+    }
