@@ -35,10 +35,12 @@ this is what was found and which side was changed:
   harness used to size one buffer for the largest message of the sweep and every rank, so
   a 1 MiB message in an 8 MiB sweep sat on huge pages (48 µs one-way against 146 µs for the
   bare C loop), and an 8 MiB message sat in a 16 MiB buffer.
-* **Buffers, references.** Every program uses the same rule (``mpiworkbench.bench.buffers``,
-  written out again in ``credibility/bare_loops.c`` and ``credibility/driver.py``): 4 KiB-aligned; 2 MiB-aligned +
-  ``MADV_HUGEPAGE`` from 4 MiB, where NumPy starts advising huge pages; written once before
-  timing. ``mpi4py.bench`` as shipped allocates ``numpy.empty`` per size and never writes
+* **Buffers, references.** Every program uses the same rule (``mpiworkbench.bench.buffers``):
+  4 KiB-aligned; 2 MiB-aligned + ``MADV_HUGEPAGE`` from 4 MiB, where NumPy starts advising
+  huge pages; written once before timing. In a launch every program (but the two context
+  variants below) times the very same ``Buffers.for_size`` memory, handed to it by the
+  driver; only ``credibility/bare_loops.c`` writes the rule out again, for its run as its
+  own program. ``mpi4py.bench`` as shipped allocates ``numpy.empty`` per size and never writes
   its send buffer, so every page of it is the kernel's shared zero page and the send side
   of a 1–8 MiB message is read from one cache-resident page (it "moves" 8 MiB in ~250 µs
   where real memory takes ~420 µs): that reference was the unfair one. With NumPy's own

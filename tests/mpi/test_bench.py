@@ -159,3 +159,21 @@ def test_environment_is_recorded():
     assert len(env["binding"]) == SIZE
     assert env["foreign_load_cores"] is None or env["foreign_load_cores"] >= 0
     assert isinstance(env["warnings"], list)
+
+
+def test_numba_loops_run_on_the_world_or_a_duplicate_of_it_only():
+    from mpiworkbench.backends import NotSupportedError, timed_loop
+    dup = COMM.Dup()
+    sub = COMM.Split(0 if RANK == 0 else 1, RANK)
+    try:
+        assert callable(timed_loop("numba-mpi", "allreduce", dup))
+        with pytest.raises(NotSupportedError, match="Alltoall"):
+            timed_loop("numba-mpi", "alltoall", COMM)
+        if SIZE > 1:  # at one rank the split has the world's ranks in the world's order
+            with pytest.raises(NotSupportedError, match="COMM_WORLD"):
+                timed_loop("numba-mpi", "allreduce", sub)
+            run = BenchRun("allreduce", ["numba-mpi", "c"], [8], POLICY, comm=sub, measure_load=False)
+            assert "COMM_WORLD" in run.skipped["numba-mpi"] and list(run.loops) == ["c"]
+    finally:
+        dup.Free()
+        sub.Free()

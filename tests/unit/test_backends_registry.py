@@ -37,3 +37,44 @@ def test_not_supported_error_message():
 def test_c_backend_builds_and_reports_its_limits():
     cls = backends.backend_class("c")
     assert cls.unsupported == {} and "contiguous" in cls.limits[0]
+
+
+def test_one_list_of_names_serves_every_caller():
+    names = backends.backend_names()
+    implemented = backends.implemented_names()
+    assert implemented == [n for n in names if n != "mpi4jax"] and implemented[0] == "c"
+    assert backends.implemented_names(any_communicator=True) == ["c", "mpi4py-obj", "mpi4py-buf"]
+    assert backends.bench_names() == names + [f"api:{n}" for n in names]
+    from mpiworkbench.syntax.historic import HISTORIC_MODULES
+    from mpiworkbench.syntax.lessons import COLUMNS
+    assert list(HISTORIC_MODULES) == backends.historic_names()
+    assert list(COLUMNS) == implemented + backends.historic_names()
+
+
+def test_every_implemented_backend_owns_its_loops_behind_one_entry_point():
+    import inspect
+    base = inspect.signature(backends.Backend.make_loop)
+    for name in backends.implemented_names():
+        if not backends.is_available(name):
+            continue
+        cls = backends.backend_class(name)
+        assert "make_loop" in vars(cls), f"{name} has no loops of its own"
+        assert inspect.signature(cls.make_loop) == base, name
+
+
+def test_timed_loop_of_an_unavailable_or_unknown_backend_says_why():
+    with pytest.raises(BackendUnavailableError, match="mpi4jax"):
+        backends.timed_loop("mpi4jax", "pingpong", None)
+    with pytest.raises(BackendUnavailableError, match="mpi4jax"):
+        backends.timed_loop("api:mpi4jax", "pingpong", None)
+    with pytest.raises(ValueError, match="unknown backend 'pypar'.*historic"):
+        backends.timed_loop("pypar", "pingpong", None)
+
+
+def test_backends_import_neither_mpi4py_nor_numba():
+    import subprocess
+    import sys
+    code = ("import sys, mpiworkbench.backends as b; b.implemented_names(); b.capabilities(['mpi4jax']); "
+            "print('mpi4py.MPI' in sys.modules, 'numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]

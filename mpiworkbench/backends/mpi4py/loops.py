@@ -25,18 +25,23 @@ def python_loop(flavour: str, benchmark: str, comm, mode: str = "osu", window: i
     if flavour not in FLAVOURS:
         raise ValueError(f"flavour must be 'buf' or 'obj'; got {flavour!r}")
     if benchmark == "pingpong":
-        return partial(_pingpong_buf if flavour == "buf" else _pingpong_obj, comm)
+        return partial(_pingpong, comm, flavour)
     if benchmark in ("bw", "bibw"):
         return partial(_window, comm, flavour, window, benchmark == "bibw")
     factory = _buf_call if flavour == "buf" else _obj_call
     return partial(_timed_calls, comm, factory, benchmark, mode == "osu")
 
 
-def _pingpong_buf(comm, b: Any, nbytes: int, iters: int, warmup: int) -> float:
+def _pingpong(comm, flavour: str, b: Any, nbytes: int, iters: int, warmup: int) -> float:
     from mpi4py import MPI
 
-    s, r = b.send[:nbytes], b.recv[:nbytes]
-    send, recv, wtime = comm.Send, comm.Recv, MPI.Wtime
+    if flavour == "buf":
+        s, r = b.send[:nbytes], b.recv[:nbytes]
+        send, recv = comm.Send, comm.Recv
+    else:  # the object is the send array; recv(None) unpickles a new one each time
+        s, r = b.send[:nbytes], None
+        send, recv = comm.send, comm.recv
+    wtime = MPI.Wtime
     rank, t0 = comm.Get_rank(), 0.0
     comm.Barrier()
     if rank == 0:
@@ -51,30 +56,6 @@ def _pingpong_buf(comm, b: Any, nbytes: int, iters: int, warmup: int) -> float:
                 t0 = wtime()
             recv(r, 0, 1)
             send(s, 0, 1)
-    else:
-        return 0.0
-    return wtime() - t0
-
-
-def _pingpong_obj(comm, b: Any, nbytes: int, iters: int, warmup: int) -> float:
-    from mpi4py import MPI
-
-    obj = b.send[:nbytes]
-    send, recv, wtime = comm.send, comm.recv, MPI.Wtime
-    rank, t0 = comm.Get_rank(), 0.0
-    comm.Barrier()
-    if rank == 0:
-        for i in range(iters + warmup):
-            if i == warmup:
-                t0 = wtime()
-            send(obj, 1, 1)
-            recv(None, 1, 1)
-    elif rank == 1:
-        for i in range(iters + warmup):
-            if i == warmup:
-                t0 = wtime()
-            recv(None, 0, 1)
-            send(obj, 0, 1)
     else:
         return 0.0
     return wtime() - t0

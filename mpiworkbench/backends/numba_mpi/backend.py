@@ -141,11 +141,7 @@ class NumbaMpi(Backend):
 
     # -- checks (cheap: a set lookup and a flag) ----------------------------------------
     def _contiguous(self, array, operation: str, role: str) -> None:
-        if array.dtype not in SUPPORTED_DTYPES:
-            raise NotSupportedError(
-                NAME, f"{operation}: dtype {array.dtype} has no MPI datatype in numba-mpi 1.3 "
-                f"(supported: {', '.join(sorted(str(d) for d in SUPPORTED_DTYPES))})"
-            )
+        self._dtype(array, operation)
         if not array.flags.c_contiguous:
             raise NotSupportedError(
                 NAME, f"{operation}: the {role} buffer is not contiguous (shape {array.shape}, strides "
@@ -155,7 +151,10 @@ class NumbaMpi(Backend):
 
     def _dtype(self, array, operation: str) -> None:
         if array.dtype not in SUPPORTED_DTYPES:
-            raise NotSupportedError(NAME, f"{operation}: dtype {array.dtype} has no MPI datatype in numba-mpi 1.3")
+            raise NotSupportedError(
+                NAME, f"{operation}: dtype {array.dtype} has no MPI datatype in numba-mpi 1.3 "
+                f"(supported: {', '.join(sorted(str(d) for d in SUPPORTED_DTYPES))})"
+            )
 
     def _operator(self, op: str):
         try:
