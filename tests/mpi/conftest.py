@@ -44,11 +44,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason=f"needs at least {marker.args[0]} ranks; running on {size}"))
 
 
-@pytest.fixture
-def comm():
-    """A private duplicate of COMM_WORLD per test, freed afterwards."""
+#: The communicators every ``comm`` test runs on, as mpi4py's own test suite does: the
+#: world, a single rank on its own, and a duplicate of the world (a new context: messages
+#: cannot match the world's, so code that silently uses COMM_WORLD shows up).
+COMMS = ("world", "self", "dup")
+
+
+@pytest.fixture(params=COMMS)
+def comm(request):
+    """A communicator to run the test on: ``COMM_WORLD``, ``COMM_SELF`` or a ``Dup()`` of the world.
+
+    Every rank gets the same parameter in the same order, so collectives line up. The
+    duplicate is freed after the test. A test that needs more ranks than the communicator
+    has skips with a reason (all ranks skip alike; on COMM_SELF every rank runs alone).
+    """
     from mpi4py import MPI
 
-    dup = MPI.COMM_WORLD.Dup()
-    yield dup
-    dup.Free()
+    if request.param == "world":
+        yield MPI.COMM_WORLD
+    elif request.param == "self":
+        yield MPI.COMM_SELF
+    else:
+        dup = MPI.COMM_WORLD.Dup()
+        try:
+            yield dup
+        finally:
+            dup.Free()
+
+
+def need_ranks(comm, n: int) -> None:
+    """Skip the calling test (on every rank of *comm*) unless *comm* has at least *n* ranks."""
+    if comm.size < n:
+        pytest.skip(f"needs at least {n} ranks; this communicator has {comm.size}")

@@ -9,8 +9,7 @@ def test_compute_dims_matches_mpi():
             assert compute_dims(nprocs, ndim) == tuple(MPI.Compute_dims(nprocs, ndim))
 
 
-def test_cart_coords_and_neighbours_match_the_decomposition():
-    comm = MPI.COMM_WORLD
+def test_cart_coords_and_neighbours_match_the_decomposition(comm):
     for shape in [(13, 7, 5), (9, 9)]:
         d = decompose(shape, comm.size, min_points=2)
         cart = create_cart(comm, d)
