@@ -3,8 +3,8 @@
 Launchers are plugged in by short name (ipyparallel's own names). Each entry says which
 ipyparallel launcher starts the engines and any settings it needs; a Slurm, PBS or SSH
 profile is one more entry here, not new machinery. ``slurm`` submits the engines as one
-batch job whose ranks form the MPI world; it is tested against a stand-in ``sbatch`` that runs
-the job script at once (no Slurm here), not on a real Slurm cluster.
+batch job whose ranks form the MPI world; the cluster tier tests it on a private single-node
+Slurm (``tests/cluster/slurm.py``).
 """
 
 from __future__ import annotations
@@ -28,10 +28,13 @@ LAUNCHERS: dict[str, list[str]] = {
         "# One Slurm job holds the whole MPI world: --ntasks=n, the ranks started by the mpiexec",
         "# beside this Python (MPICH's Hydra starts them inside the job's allocation through srun).",
         "# The controller runs where ipcluster runs; the engines must be able to reach its --ip.",
+        "# The job's output goes to the profile's log/ (ipcluster shows it from there), not to",
+        "# slurm-<job>.out in the current directory; the batch script itself is still written there.",
         'c.SlurmEngineSetLauncher.batch_template = """#!/bin/sh',
         "#SBATCH --export=ALL",
         "#SBATCH --job-name=ipengine-{{cluster_id}}",
         "#SBATCH --ntasks={{n}}",
+        "#SBATCH --output={{output_file}}",
         "{mpiexec_sh} -n {{n}} {{program_and_args}}",
         '"""',
         "# your site's settings, e.g.:",

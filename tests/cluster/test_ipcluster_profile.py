@@ -1,20 +1,17 @@
 """`mpiworkbench profile create` then `ipcluster start --profile=NAME` gives MPI engines.
 
-The ``slurm`` profile is run against a stand-in ``sbatch`` that starts the job script at once
-(every process of the job marked by an environment variable, as a cgroup would hold them) and a
-stand-in ``scancel`` that ends them all: what is tested is our batch template (one job, one
-mpiexec, one MPI world), not Slurm.
+The ``mpi`` profile starts local engines with the mpiexec beside this Python; the ``slurm``
+profile submits them as one batch job to a private single-node Slurm (``tests/cluster/slurm.py``).
+ipcluster runs in ``tmp_path``: ipyparallel's Slurm launcher writes its batch script into the
+current directory.
 """
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import subprocess
 import sys
-import textwrap
-import time
 import uuid
 import warnings
 from pathlib import Path
@@ -23,8 +20,16 @@ import ipyparallel as ipp
 import pytest
 
 from mpiworkbench.client.profile import create_profile
-def _ipcluster(*args: str) -> list[str]:
-    return [str(Path(sys.executable).with_name("ipcluster")), *args]
+from tests.cluster.slurm import processes_with_env, slurm, wait_until  # noqa: F401 - fixture
+
+LIMIT = 120  # seconds; generous bounds on polled conditions
+#: Wall-clock limit of the engines' Slurm job (minutes) and of every mpiexec (seconds).
+JOB_MINUTES = "10"
+MPIEXEC_TIMEOUT = os.environ.get("MPIEXEC_TIMEOUT", "600")
+
+
+def _bin(name: str) -> str:
+    return str(Path(sys.executable).with_name(name))
 
 
 def _engines_recorded(cluster_file: Path) -> bool:
@@ -41,141 +46,134 @@ def _engine_mpi_size():
     return mpi_size  # noqa: F821 - defined on engines started with --mpi
 
 
-SBATCH = """\
-    import os, random, subprocess, sys
-    script, job = sys.argv[-1], random.randrange(10**5, 10**6)
-    env = {**os.environ, "FAKE_SLURM_JOB_ID": str(job)}  # marks every process of the job, as a cgroup would
-    with open(script + ".out", "ab") as log:
-        subprocess.Popen(["/bin/sh", script], stdout=log, stderr=log, start_new_session=True, env=env)
-    with open(os.environ["FAKE_SLURM_JOBS"], "a") as jobs:
-        jobs.write(f"{job}\\n")
-    print(f"Submitted batch job {job}")
-"""
-#: Like Slurm's scancel: signal every process of the job; without -s, SIGTERM, then SIGKILL to
-#: what is still there after KillWait (30 s here), and return once the job is gone.
-SCANCEL = """\
-    import os, signal, sys, time
-    def job_processes(job):
-        found = []
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                with open(f"/proc/{pid}/environ", "rb") as fh:
-                    if f"FAKE_SLURM_JOB_ID={job}".encode() in fh.read().split(b"\\0"):
-                        found.append(int(pid))
-            except OSError:
-                pass
-        return found
-    def kill(pids, sig):
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-    args = sys.argv[1:]
-    if args[0] == "-s":
-        name = args[1]
-        sig = int(name) if name.isdigit() else getattr(signal, name if name.startswith("SIG") else "SIG" + name)
-        kill(job_processes(args[2]), sig)
-        sys.exit(0)
-    job = args[0]
-    kill(job_processes(job), signal.SIGTERM)
-    deadline = time.monotonic() + 30
-    while job_processes(job) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    kill(job_processes(job), signal.SIGKILL)
-"""
+@ipp.interactive  # sent by value: the engines cannot import this module
+def _world():
+    import os
+
+    from mpi4py import MPI
+
+    return MPI.COMM_WORLD.rank, MPI.COMM_WORLD.size, os.environ.get("SLURM_JOB_ID")
 
 
-_PR_SET_CHILD_SUBREAPER = 36
+@ipp.interactive  # sent by value: the engines cannot import this module
+def _allreduce():
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    return comm.allreduce(comm.rank + 1, op=MPI.SUM)
 
 
-def _subreaper(on: bool) -> None:
-    """Adopt (or stop adopting) orphaned descendants: the stand-in job outlives the stand-in
-    sbatch, and on this machine nobody else would reap it when it ends."""
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)
+@ipp.interactive  # sent by value: the engines cannot import this module
+def _wave_steps():
+    from mpiworkbench.solvers.wave.solver import WaveSolver
+
+    solver = WaveSolver(17, kernel="numpy")
+    try:
+        solver.step(5)
+        return solver.steps, float(solver.energy())
+    finally:
+        solver.close()
 
 
-def _children() -> dict[int, str]:
-    """This process's children and their states (from /proc)."""
-    found = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+class IPCluster:
+    """``ipcluster start`` in a Popen we own (run in *cwd*), stopped with ``ipcluster stop``."""
+
+    def __init__(self, profile: str, ipython_dir: Path, cwd: Path, env: dict[str, str]):
+        self.profile, self.cwd = profile, cwd
+        self.env = {**env, "IPYTHONDIR": str(ipython_dir), "MPIEXEC_TIMEOUT": MPIEXEC_TIMEOUT}
+        self.profile_dir = ipython_dir / f"profile_{profile}"
+        self.cluster_file = self.profile_dir / "security" / "cluster-.json"
+        self.log = cwd / "ipcluster.log"
+        self.server: subprocess.Popen | None = None
+
+    def _diagnose(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:] if self.log.exists() else ""
+
+    def start(self, n: int) -> ipp.Client:
+        with open(self.log, "ab") as log:
+            self.server = subprocess.Popen(
+                [_bin("ipcluster"), "start", "-n", str(n), f"--profile={self.profile}", "--log-level=DEBUG"],
+                env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+
+        def recorded():
+            assert self.server.poll() is None, f"ipcluster exited early\n{self._diagnose()}"
+            return _engines_recorded(self.cluster_file)
+
+        wait_until(recorded, "ipcluster to write its cluster file", LIMIT, diagnose=self._diagnose)
+        cluster = ipp.Cluster.from_file(profile_dir=str(self.profile_dir), cluster_id="")
+        client = cluster.connect_client_sync()
         try:
-            with open(f"/proc/{pid}/stat") as fh:
-                state, ppid = fh.read().rsplit(")", 1)[1].split()[:2]
-        except OSError:
-            continue
-        if int(ppid) == os.getpid():
-            found[int(pid)] = state
-    return found
+            client.wait_for_engines(n, timeout=LIMIT)
+        except BaseException:
+            client.close()
+            raise
+        return client
+
+    def stop(self) -> None:
+        if self.server is None:
+            return
+        subprocess.run([_bin("ipcluster"), "stop", f"--profile={self.profile}"], env=self.env,
+                       cwd=self.cwd, check=False, timeout=LIMIT,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            self.server.wait(timeout=LIMIT)
+        except subprocess.TimeoutExpired:
+            self.server.kill()
+            self.server.wait()
 
 
-def _stand_in_slurm(tmp_path: Path) -> dict[str, str]:
-    """``sbatch``/``scancel`` stand-ins first on PATH; the environment that uses them."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name, body in (("sbatch", SBATCH), ("scancel", SCANCEL)):
-        tool = bin_dir / name
-        tool.write_text(f"#!{sys.executable}\n" + textwrap.dedent(body))
-        tool.chmod(0o755)
-    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_SLURM_JOBS": str(tmp_path / "jobs")}
-
-
-@pytest.mark.parametrize("launcher", ["mpi", "slurm"])
-def test_ipcluster_starts_mpi_engines_from_the_profile(tmp_path, launcher):
+def test_ipcluster_starts_local_mpi_engines_from_the_mpi_profile(tmp_path):
     ipython_dir = tmp_path / "ipython"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the slurm profile warns that its controller is on loopback
-        create_profile(launcher, launcher=launcher, ipython_dir_=ipython_dir)
-    env = {**os.environ, "IPYTHONDIR": str(ipython_dir)}
-    known_children = set(_children())
-    if launcher == "slurm":
-        env.update(_stand_in_slurm(tmp_path))
-        _subreaper(True)
-    cluster_id = f"test-{uuid.uuid4().hex[:6]}"
-    common = [f"--profile={launcher}", f"--cluster-id={cluster_id}"]
-    server = subprocess.Popen(_ipcluster("start", "-n", "2", *common), env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    create_profile("mpi", launcher="mpi", ipython_dir_=ipython_dir)
+    ipcluster = IPCluster("mpi", ipython_dir, tmp_path, dict(os.environ))
     client = None
     try:
-        profile_dir = str(ipython_dir / f"profile_{launcher}")
-        cluster_file = Path(profile_dir) / "security" / f"cluster-{cluster_id}.json"
-        deadline = 120
-        start = time.monotonic()
-        while not _engines_recorded(cluster_file):  # the condition: ipcluster wrote its cluster file
-            assert server.poll() is None, "ipcluster exited early"
-            assert time.monotonic() - start < deadline, "ipcluster did not come up"
-            time.sleep(0.1)
-        cluster = ipp.Cluster.from_file(str(cluster_file))
-        client = cluster.connect_client_sync()
-        client.wait_for_engines(2, timeout=120)
-
-        def world():
-            from mpi4py import MPI
-
-            return MPI.COMM_WORLD.rank, MPI.COMM_WORLD.size
-
-        by_engine = client[:].apply_sync(world)
-        assert sorted(by_engine) == [(0, 2), (1, 2)]
+        client = ipcluster.start(2)
+        assert sorted(r[:2] for r in client[:].apply_sync(_world)) == [(0, 2), (1, 2)]
         assert client[:].apply_sync(_engine_mpi_size) == [2, 2]
-        if launcher == "slurm":  # the engines came from one batch job
-            assert len((tmp_path / "jobs").read_text().split()) == 1
+        assert client[:].apply_sync(_allreduce) == [3, 3]
     finally:
         if client is not None:
             client.close()
-        subprocess.run(_ipcluster("stop", *common), env=env, check=False, timeout=120,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ipcluster.stop()
+
+
+def test_ipcluster_runs_the_slurm_profile_as_one_slurm_job(slurm, tmp_path):
+    ipython_dir = tmp_path / "ipython"
+    name = f"slurm-{uuid.uuid4().hex[:8]}"
+    env = {**slurm.env, "IPYTHONDIR": str(ipython_dir),
+           "SBATCH_TIMELIMIT": JOB_MINUTES}  # sbatch's --time from the environment
+    created = subprocess.run([_bin("mpiworkbench"), "profile", "create", f"--name={name}", "--launcher=slurm"],
+                             env=env, cwd=tmp_path, capture_output=True, text=True, timeout=LIMIT)
+    assert created.returncode == 0, created.stderr
+    ipcluster = IPCluster(name, ipython_dir, tmp_path, env)
+    client = None
+    job = None
+    try:
+        client = ipcluster.start(2)
+        jobs = slurm.jobs()
+        assert len(jobs) == 1, f"one batch job holds all engines; squeue has {jobs}"
+        job = jobs[0]
+        world = sorted(client[:].apply_sync(_world))
+        assert world == [(0, 2, job), (1, 2, job)], "ranks 0 and 1 of one world, both in the job"
+        assert client[:].apply_sync(_engine_mpi_size) == [2, 2]
+        assert client[:].apply_sync(_allreduce) == [3, 3]
         try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        if launcher == "slurm":  # ipcluster stop ran scancel; again here (it returns once the job is gone)
-            jobs = tmp_path / "jobs"
-            for job in jobs.read_text().split() if jobs.exists() else []:
-                subprocess.run([str(tmp_path / "bin" / "scancel"), job], check=True, timeout=60)
-            for pid, state in _children().items():  # the job's processes we adopted, all ended now
-                if state == "Z" and pid not in known_children:
-                    os.waitpid(pid, 0)
-            _subreaper(False)
-
-
+            from mpiworkbench.solvers.wave.solver import WaveSolver  # noqa: F401
+        except ImportError:
+            pass
+        else:  # a small distributed solve across the job's two ranks
+            (steps0, energy0), (steps1, energy1) = client[:].apply_sync(_wave_steps)
+            assert steps0 == steps1 == 5
+            assert energy0 == energy1 and energy0 > 0
+        assert (tmp_path / "slurm_engine.sbatch").exists(), "the batch script is written in ipcluster's cwd"
+    finally:
+        if client is not None:
+            client.close()
+        ipcluster.stop()
+        if job is None:  # started but never seen: cancel whatever this test submitted
+            slurm.cancel_all()
+        slurm.wait_for_no_jobs()
+        if job is not None:
+            wait_until(lambda: not processes_with_env(f"SLURM_JOB_ID={job}", f"SLURM_CONF={slurm.conf}"),
+                       f"the processes of job {job} to end", LIMIT)
