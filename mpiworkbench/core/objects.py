@@ -25,6 +25,34 @@ def resolve(path: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module_name), attr)
 
 
+def lazy_exports(package: str, where: dict[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A package face's ``__getattr__`` and ``__dir__`` that import each name on first use.
+
+    Parameters
+    ----------
+    package
+        The package's ``__name__``.
+    where
+        Exported name → the submodule (relative to *package*) that defines it.
+
+    Returns
+    -------
+    tuple
+        ``(__getattr__, __dir__)`` for the package's namespace (PEP 562), so importing the
+        package (or one light submodule of it) does not import the heavy ones.
+    """
+
+    def __getattr__(name: str) -> Any:
+        if name in where:
+            return getattr(importlib.import_module(f"{package}.{where[name]}"), name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    def __dir__() -> list[str]:
+        return sorted(where)
+
+    return __getattr__, __dir__
+
+
 def create(key: str, factory: str, args: tuple, kwargs: dict, nranks: int | None = None) -> bool:
     """Build ``factory(*args, comm=…, **kwargs)`` on this rank and keep it under *key*.
 

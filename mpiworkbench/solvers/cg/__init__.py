@@ -13,7 +13,7 @@ Names load on first use, so reading the registries pulls in neither MPI, numba n
 
 from __future__ import annotations
 
-import importlib
+from mpiworkbench.core.objects import lazy_exports
 
 __all__ = [
     "ALLREDUCES_PER_ITERATION",
@@ -40,11 +40,4 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str):
-    if name in _WHERE:
-        return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)
