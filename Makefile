@@ -1,5 +1,7 @@
 # mpiworkbench — the two commands a user needs: `make lab` and `make test`.
-# Both create .venv when missing and are quick the second time (stamp files).
+# Both create .venv when missing and are quick the second time (stamp files); `make test`
+# also installs the Debian packages the suite needs when they are missing (as root; otherwise
+# it stops and prints the one command to run).
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -13,7 +15,12 @@ RUNTIME_STAMP := $(VENV)/.runtime-installed
 TEST_STAMP    := $(VENV)/.test-installed
 PROFILE_STAMP := $(VENV)/.profile-created
 
-.PHONY: lab test install install-test profile test-unit test-mpi test-cluster test-notebooks test-browser bench clean
+# Debian packages for the cluster tier (a private single-node Slurm: slurm-wlm, munge) and the
+# browser tier (chromium), and the programs whose presence says they are installed.
+SYSTEM_PACKAGES := chromium slurm-wlm munge
+SYSTEM_PROGRAMS := chromium slurmctld slurmd munged sinfo squeue sbatch
+
+.PHONY: lab test install install-test profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
 
 lab: $(PROFILE_STAMP)
 	$(BIN)/mpiworkbench lab
@@ -39,8 +46,23 @@ $(PROFILE_STAMP): $(RUNTIME_STAMP)
 	$(BIN)/mpiworkbench profile create --name mpi
 	@touch $@
 
+# A quick check each time (no stamp: a removed package is noticed); apt-get runs only when
+# something is missing.
+system-packages:
+	@export PATH="$$PATH:/usr/sbin:/sbin"; missing=""; \
+	for prog in $(SYSTEM_PROGRAMS); do command -v $$prog >/dev/null 2>&1 || missing="$$missing $$prog"; done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then \
+	  echo "missing:$$missing; installing $(SYSTEM_PACKAGES)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PACKAGES) >/dev/null; \
+	else \
+	  echo "The test suite needs Debian packages that are missing (programs:$$missing). Install them with:" >&2; \
+	  echo "  sudo sh -c 'apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $(SYSTEM_PACKAGES)'" >&2; \
+	  exit 1; \
+	fi
+
 # The whole suite: unit, mpi (1, 2 and 3 ranks), cluster, notebooks, browser.
-test: $(TEST_STAMP) $(PROFILE_STAMP)
+test: $(TEST_STAMP) $(PROFILE_STAMP) system-packages
 	$(MAKE) --no-print-directory test-unit test-mpi test-cluster test-notebooks test-browser
 
 test-unit: $(TEST_STAMP)
@@ -54,13 +76,13 @@ test-mpi: $(TEST_STAMP)
 	  $(BIN)/mpiexec -n $$n $(BIN)/python -m mpi4py -m pytest tests/mpi -p no:cacheprovider || exit 1; \
 	done
 
-test-cluster: $(TEST_STAMP)
+test-cluster: $(TEST_STAMP) system-packages
 	$(BIN)/python -m pytest tests/cluster
 
 test-notebooks: $(TEST_STAMP)
 	$(BIN)/python -m pytest tests/notebooks
 
-test-browser: $(TEST_STAMP)
+test-browser: $(TEST_STAMP) system-packages
 	$(BIN)/python -m pytest tests/browser
 
 # Benchmarks are run on demand, never as part of `make test`.

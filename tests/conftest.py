@@ -5,8 +5,11 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import sys
 import tempfile
 import uuid
+
+import pytest
 
 # Every process this test run starts inherits the marker, so leftovers (even orphans
 # re-parented to init) can be found machine-wide: tests/process_tree.py.
@@ -22,3 +25,88 @@ if "MPIWORKBENCH_TEST_IPYTHONDIR" not in os.environ:
 # ipyparallel: no progress bars or streaming widgets in non-interactive runs.
 os.environ.setdefault("IPP_NONINTERACTIVE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+# -- no test writes into the working tree -------------------------------------------------
+# At session start the checkout's `git status` is recorded (with each listed path's mtime and
+# size, so rewriting an already-modified file counts too); at session end any path listed that
+# is new or changed fails the session. Several tiers in a row are independent sessions; under mpiexec
+# only rank 0 checks. Paths git ignores (.venv/, test-artifacts/, caches) never show up.
+# Editing files yourself while tests run trips it too: MPIWORKBENCH_TREE_CHECK=0 turns it off.
+_TREE_IGNORED = (".venv/", "test-artifacts/")
+_TREE_BEFORE: dict[str, tuple] | None = None
+_TREE_ROOT: str | None = None
+
+
+def _mpi_rank() -> int:
+    for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return 0
+
+
+def _tree_state(root: str) -> dict[str, tuple] | None:
+    """``path -> (status, mtime_ns, size)`` for every path ``git status`` lists; None without git."""
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["git", "-C", root, "status", "--porcelain=v1", "-z", "--untracked-files=all"],
+            capture_output=True, timeout=120, check=True).stdout.decode(errors="replace")
+    except (OSError, subprocess.SubprocessError):
+        return None
+    entries = iter(out.split("\0"))
+    state = {}
+    for entry in entries:
+        if not entry:
+            continue
+        status, path = entry[:2], entry[3:]
+        if status[0] in "RC":  # a rename or copy is followed by its source path
+            next(entries, None)
+        if path.startswith(_TREE_IGNORED):
+            continue
+        try:
+            st = os.lstat(os.path.join(root, path))
+            state[path] = (status, st.st_mtime_ns, st.st_size)
+        except OSError:
+            state[path] = (status, None, None)
+    return state
+
+
+def pytest_sessionstart(session):
+    global _TREE_BEFORE, _TREE_ROOT
+    if os.environ.get("MPIWORKBENCH_TREE_CHECK", "1") == "0" or _mpi_rank() != 0:
+        return
+    import subprocess
+
+    try:
+        found = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "rev-parse",
+                                "--show-toplevel"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return
+    if found.returncode == 0:  # inside a git checkout
+        _TREE_ROOT = found.stdout.strip()
+        _TREE_BEFORE = _tree_state(_TREE_ROOT)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _TREE_BEFORE is None or _TREE_ROOT is None:
+        return
+    after = _tree_state(_TREE_ROOT)
+    if after is None:
+        return
+    # a path that left the list became clean (committed, say): nothing a test writes does that
+    changed = sorted(p for p in after if after[p] != _TREE_BEFORE.get(p))
+    if not changed:
+        return
+    lines = [f"  {after[p][0]} {p}" for p in changed]
+    message = ("the test run changed the working tree (tests must write only into tmp_path or "
+               "temporary directories); new or changed since the session started:\n" + "\n".join(lines))
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write("\n")
+        reporter.write_sep("=", "tests wrote into the working tree", red=True, bold=True)
+        reporter.write_line(message)
+    else:
+        print(message, file=sys.stderr)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -1,4 +1,6 @@
-"""A batch job on the private Slurm runs the CLI as one MPI world of the job's two tasks."""
+"""A batch job on the private Slurm runs the CLI as one MPI world of the job's two tasks,
+started by the mpiexec beside this Python (MPICH's Hydra, inside the allocation) or by srun
+(Slurm's PMI-2 server, which the mpich wheel's library speaks)."""
 
 from __future__ import annotations
 
@@ -8,14 +10,18 @@ import shlex
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.cluster.slurm import processes_with_env, slurm, wait_until  # noqa: F401 - fixture
 
 LIMIT = 180  # seconds; a generous bound on the job (its own --time is shorter than Slurm's MaxTime)
 
 
-def test_sbatch_runs_the_info_command_on_two_ranks(slurm, tmp_path):
+@pytest.mark.parametrize("starter", ["mpiexec", "srun"])
+def test_sbatch_runs_the_info_command_on_two_ranks(slurm, tmp_path, starter):
     python = sys.executable
-    mpiexec = str(Path(python).with_name("mpiexec"))
+    start = {"mpiexec": f"{shlex.quote(str(Path(python).with_name('mpiexec')))} -n 2",
+             "srun": "srun --mpi=pmi2 --ntasks=2"}[starter]
     info = tmp_path / "info.json"
     out = tmp_path / "job.out"
     script = tmp_path / "info.sbatch"
@@ -26,7 +32,7 @@ def test_sbatch_runs_the_info_command_on_two_ranks(slurm, tmp_path):
         "#SBATCH --time=5\n"
         f"#SBATCH --output={out}\n"
         f"export MPIEXEC_TIMEOUT={int(os.environ.get('MPIEXEC_TIMEOUT', '600'))}\n"
-        f"exec {shlex.quote(mpiexec)} -n 2 {shlex.quote(python)} -m mpiworkbench info --json {shlex.quote(str(info))}\n"
+        f"exec {start} {shlex.quote(python)} -m mpiworkbench info --json {shlex.quote(str(info))}\n"
     )
     submitted = slurm.run("sbatch", "--parsable", str(script), cwd=tmp_path)
     job = submitted.stdout.strip().split(";")[0]
