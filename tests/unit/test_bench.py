@@ -13,7 +13,7 @@ import pytest
 
 from mpiworkbench.bench import results
 from mpiworkbench.bench.catalog import BENCHMARKS, get_benchmark, throughput_mbps
-from mpiworkbench.core.environment import warnings
+from mpiworkbench.core.machine import contamination_warnings
 from mpiworkbench.bench.fit import fit_latency_bandwidth, overhead_vs_c, pingpong_fits
 from mpiworkbench.bench.method import MIN_ITERATIONS, Policy, parse_size, parse_sizes
 def test_default_sweep_is_8_bytes_to_8_mebibytes_in_powers_of_two():
@@ -174,9 +174,9 @@ def test_launches_merge_into_medians_and_keep_every_launch():
 
 def test_environment_warnings_flag_load_and_oversubscription():
     clean = {"oversubscribed": False, "foreign_load_cores": 0.0, "hosts": {"h": [0, 1]}, "cores_available": 2}
-    assert warnings(clean) == []
+    assert contamination_warnings(clean) == []
     bad = {**clean, "oversubscribed": True, "foreign_load_cores": 1.5, "hosts": {"h": [0, 1, 2]}}
-    text = " ".join(warnings(bad))
+    text = " ".join(contamination_warnings(bad))
     assert "oversubscribed: 3 ranks on 2 core(s)" in text and "loaded machine" in text
     assert math.isfinite(bad["foreign_load_cores"])
 
