@@ -20,7 +20,7 @@ Exchange variants (same numbers, different MPI):
     (thesis Figs. 6.6–6.7).
 ``backend:<name>``
     The ``packed`` pattern written with one backend of :mod:`mpiworkbench.backends`
-    (``c``, ``mpi4py-buf``, ``mpi4py-obj``, ``numba-mpi``, ``mpi4jax``): the same exchange
+    (every implemented name of the backends registry: ``c``, ``mpi4py-obj``, ``mpi4py-buf``, ``numba-mpi``): the same exchange
     in every module, so the thesis's module comparison (Figs. 6.2–6.5) can be rerun.
 ``none``
     No exchange at all: the internal ghosts keep stale values. Wrong on purpose, to show
@@ -49,12 +49,11 @@ EXCHANGES = (*NATIVE_EXCHANGES, "none", *(f"backend:{b}" for b in BACKENDS))
 def _backend_over(cart, name: str):
     """Backend *name* over *cart*; numba-mpi (COMM_WORLD only) gets the world when it is the same ranks."""
     from mpiworkbench.backends import BackendUnavailableError, NotSupportedError, get_backend
-    MPI = mpi.MPI()
-    comm = cart
-    if name == "numba-mpi" and MPI.Group.Compare(cart.group, MPI.COMM_WORLD.group) == MPI.IDENT:
-        comm = MPI.COMM_WORLD  # same ranks in the same order (reorder=False), so Shift's ranks hold
+    from mpiworkbench.backends.numba_mpi import NAME as NUMBA_MPI, world_in_place_of
     try:
-        return get_backend(name, comm)
+        # numba-mpi talks on the world only: safe when the grid holds the world's ranks in
+        # order (reorder=False), so the ranks Shift returns mean the same processes there
+        return get_backend(name, world_in_place_of(cart) if name == NUMBA_MPI else cart)
     except (BackendUnavailableError, NotSupportedError) as exc:
         raise ValueError(f"exchange 'backend:{name}' cannot run here: {exc}") from exc
 

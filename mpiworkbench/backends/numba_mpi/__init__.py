@@ -16,7 +16,7 @@ UNSUPPORTED: dict[str, str] = {
     "counts": "numba-mpi 1.3 has no *v collectives (Gatherv, Allgatherv, Scatterv): equal counts only",
 }
 
-__all__ = ["NAME", "UNSUPPORTED", "check_world"]
+__all__ = ["NAME", "UNSUPPORTED", "check_world", "world_in_place_of"]
 
 
 def check_world(comm, same_ranks: bool = False) -> None:
@@ -51,3 +51,21 @@ def check_world(comm, same_ranks: bool = False) -> None:
         f"this is another communicator ({comm.Get_size()} of the world's {MPI.COMM_WORLD.Get_size()} rank(s)); "
         "use mpi4py-buf or c on a sub-communicator",
     )
+
+
+def world_in_place_of(comm):
+    """``COMM_WORLD``, to talk in place of *comm* when that has the world's ranks in order.
+
+    A solver works on its own communicator (a duplicate, a Cartesian one built with
+    ``reorder=False``); numba-mpi can only talk on the world, which is safe exactly when
+    *comm* is congruent to it, because then every rank number means the same process.
+
+    Raises
+    ------
+    NotSupportedError
+        When *comm* holds other ranks than the world (see :func:`check_world`).
+    """
+    from mpiworkbench.core import mpi
+
+    check_world(comm, same_ranks=True)
+    return mpi.MPI().COMM_WORLD

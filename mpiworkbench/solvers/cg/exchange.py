@@ -16,13 +16,18 @@ BACKENDS = tuple(implemented_names())
 def make_backend(name: str, comm, world_comm=None):
     """The :mod:`mpiworkbench.backends` backend the exchange and the allreduces go through.
 
-    numba-mpi only knows ``COMM_WORLD``, so it is built on *world_comm* (the communicator
-    the solver was given, which must then be ``COMM_WORLD``) instead of the solver's duplicate.
+    numba-mpi only knows ``COMM_WORLD``, so it talks on the world in place of the solver's
+    duplicate when *world_comm* (the communicator the solver was given) is the world or
+    holds its ranks in order; otherwise it is refused with the reason.
     """
     from mpiworkbench.backends import backend_names, get_backend
+    from mpiworkbench.backends.numba_mpi import NAME as NUMBA_MPI, check_world
     if name not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}; got {name!r} (registry: {backend_names()})")
-    return get_backend(name, world_comm if name == "numba-mpi" else comm)
+    if name == NUMBA_MPI:
+        check_world(world_comm if world_comm is not None else comm)
+        return get_backend(name, None)
+    return get_backend(name, comm)
 
 
 class LocalValueExchange:
