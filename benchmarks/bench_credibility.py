@@ -89,7 +89,7 @@ HERE = Path(__file__).resolve().parent / "credibility"
 sys.path.insert(0, str(HERE))
 import plan  # noqa: E402
 
-from mpiworkbench.core.machine import busy_cores  # noqa: E402
+from mpiworkbench.core.load import busy_cores  # noqa: E402
 VENV_BIN = Path(sys.executable).parent
 MPIEXEC = [str(VENV_BIN / "mpiexec"), "-bind-to", "core", "-n", "2"]
 OWN_PROGRAM = "bare C (own program)"

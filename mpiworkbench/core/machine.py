@@ -29,16 +29,13 @@ from typing import Any, Iterable
 
 from mpiworkbench import __version__
 from mpiworkbench.core import mpi
+from mpiworkbench.core.load import LOADED_CORES, foreign_load, sample_load
 
 _PACKAGES = ("mpi4py", "mpich", "numpy", "scipy", "numba", "numba-mpi", "ipyparallel", "matplotlib")
 
 #: MPI thread levels, lowest first, by mpi4py's names (``MPI.THREAD_SINGLE`` … ``THREAD_MULTIPLE``).
 THREAD_LEVELS = ("single", "funneled", "serialized", "multiple")
 
-#: Foreign CPU use (in cores) above which a run is flagged as measured on a loaded machine.
-LOADED_CORES = 0.25
-#: How long :func:`capture` and :func:`busy_cores` sample the machine's CPU use (seconds).
-LOAD_WINDOW_S = 0.3
 
 
 # -- this process (no MPI) --------------------------------------------------------------
@@ -202,61 +199,6 @@ def placement(comm, active: bool = True) -> dict[str, Any]:
     }
 
 
-# -- machine load -----------------------------------------------------------------------
-def _cpu_jiffies() -> tuple[int, int] | None:
-    """(busy, total) jiffies of the whole machine from /proc/stat, or None off Linux."""
-    try:
-        with open("/proc/stat") as fh:
-            fields = [int(x) for x in fh.readline().split()[1:]]
-    except OSError:
-        return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-    return sum(fields) - idle, sum(fields)
-
-
-def _own_jiffies() -> int | None:
-    try:
-        with open("/proc/self/stat") as fh:
-            parts = fh.read().rsplit(")", 1)[1].split()
-        return int(parts[11]) + int(parts[12])  # utime + stime
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def _clock_ticks() -> int:
-    return os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def busy_cores(window_s: float = LOAD_WINDOW_S) -> float | None:
-    """Cores the whole machine kept busy over the next *window_s* seconds (None off Linux)."""
-    before = _cpu_jiffies()
-    time.sleep(window_s)
-    after = _cpu_jiffies()
-    if before is None or after is None:
-        return None
-    return (after[0] - before[0]) / _clock_ticks() / window_s
-
-
-def _sample_load() -> tuple:
-    """(machine jiffies before, after, own jiffies spent, seconds) over one sleeping window."""
-    before, own_before, t0 = _cpu_jiffies(), _own_jiffies(), time.monotonic()
-    time.sleep(LOAD_WINDOW_S)
-    after, own_after, elapsed = _cpu_jiffies(), _own_jiffies(), time.monotonic() - t0
-    own = None if own_before is None or own_after is None else own_after - own_before
-    return before, after, own, elapsed
-
-
-def _foreign_load(samples: list[tuple]) -> float | None:
-    """Cores other processes kept busy: (machine busy − our ranks' CPU time) / window."""
-    samples = [s for s in samples if s and s[0] and s[1]]
-    if not samples:
-        return None
-    before, after, _, elapsed = samples[0]
-    own_total = sum(s[2] or 0 for s in samples)
-    busy = (after[0] - before[0]) - own_total
-    return max(0.0, busy / _clock_ticks() / elapsed)
-
-
 def _cpu_model() -> str:
     try:
         with open("/proc/cpuinfo") as fh:
@@ -285,7 +227,7 @@ def capture(comm=None, measure_load: bool = True) -> dict[str, Any]:
     comm
         Communicator of the run (``None``: ``COMM_WORLD``). Every rank must call.
     measure_load
-        Sample the machine's CPU use for :data:`LOAD_WINDOW_S` seconds while every rank
+        Sample the machine's CPU use for :data:`~mpiworkbench.core.load.LOAD_WINDOW_S` seconds while every rank
         sleeps, so our own busy-polling ranks are not counted; ``False`` skips the wait
         (``foreign_load_cores`` is then ``None``).
 
@@ -306,12 +248,12 @@ def capture(comm=None, measure_load: bool = True) -> dict[str, Any]:
     facts = local_facts()
     host = facts["host"]
     comm.Barrier()
-    load = _sample_load() if measure_load else None
+    load = sample_load() if measure_load else None
     per_rank = comm.allgather({"host": host, "affinity": affinity(), "load": load})
     hosts = ranks_per_host(per_rank)
     library = mpi_library()
     vendor, version = MPI.get_vendor()
-    foreign = _foreign_load([p["load"] for p in per_rank if p["host"] == host])
+    foreign = foreign_load([p["load"] for p in per_rank if p["host"] == host])
     env = {
         **facts,
         "mpi_library": library["library"],
