@@ -16,6 +16,9 @@ Used the same way from ``mpiexec`` (the CLI), ipyparallel engines
 
 >>> s = WaveSolver(33, kernel="numpy")        # doctest: +SKIP
 >>> s.step(20); s.error()                      # doctest: +SKIP
+
+Length: a little over 300 lines, about 60 of them numpydoc; the step loop, its timing and
+its state are one object (problem, kernels, whole-step loop and halo live elsewhere).
 """
 
 from __future__ import annotations
