@@ -7,6 +7,12 @@ Where the printed code cannot run as printed, the file says so at that line (a t
 the thesis, a syntax error, an API that changed since mpi4py 1.x). Every module has
 ``main()`` (collective) and a ``check(result, rank, size) -> bool`` of its result.
 The hello worlds are the ``hello`` snippets of :mod:`mpiworkbench.syntax.lessons`.
+
+Deliberate repetition: the listings of one algorithm in different modules share most of
+their lines (set-up, loop, checks), because that is what the thesis printed and what a
+learner compares side by side; factoring the shared lines out would hide the very
+differences these files exist to show. The snippets under ``syntax/snippets`` are alike
+for the same reason.
 """
 
 from __future__ import annotations
