@@ -101,7 +101,9 @@ def pytest_sessionfinish(session, exitstatus):
         return
     lines = [f"  {after[p][0]} {p}" for p in changed]
     message = ("the test run changed the working tree (tests must write only into tmp_path or "
-               "temporary directories); new or changed since the session started:\n" + "\n".join(lines))
+               "temporary directories); new or changed since the session started:\n" + "\n".join(lines)
+               + "\n(edits made by hand while the tests ran show up here too; "
+               "MPIWORKBENCH_TREE_CHECK=0 turns this check off)")
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write("\n")

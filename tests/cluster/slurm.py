@@ -42,10 +42,16 @@ def _which(name: str) -> str:
     return found
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _free_ports(n: int) -> list[int]:
+    """*n* distinct ports free on loopback now (all held open while choosing)."""
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def _memory_mb() -> int:
@@ -152,12 +158,13 @@ class Slurm:
         key.write_bytes(secrets.token_bytes(1024))
         key.chmod(0o400)
         r = self.root
+        ctld_port, slurmd_port = _free_ports(2)
         self.conf.write_text(f"""\
 # private single-node Slurm for the mpiworkbench test suite; every path below is temporary
 ClusterName=mpiwb
 SlurmctldHost={self.node}(127.0.0.1)
-SlurmctldPort={_free_port()}
-SlurmdPort={_free_port()}
+SlurmctldPort={ctld_port}
+SlurmdPort={slurmd_port}
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge

@@ -154,6 +154,8 @@ def test_ipcluster_runs_the_slurm_profile_as_one_slurm_job(slurm, tmp_path):
         jobs = slurm.jobs()
         assert len(jobs) == 1, f"one batch job holds all engines; squeue has {jobs}"
         job = jobs[0]
+        limit = slurm.run("squeue", "--noheader", f"--jobs={job}", "--format=%l").stdout.strip()
+        assert limit == f"{JOB_MINUTES}:00", f"the engines' job has a wall-clock limit; squeue says {limit!r}"
         world = sorted(client[:].apply_sync(_world))
         assert world == [(0, 2, job), (1, 2, job)], "ranks 0 and 1 of one world, both in the job"
         assert client[:].apply_sync(_engine_mpi_size) == [2, 2]
