@@ -3,9 +3,9 @@
 The package is a house whose imports only go down (``tests/unit/test_architecture.py``
 checks it)::
 
-    cli                   the ``mpiworkbench`` command (launches itself under mpiexec)
+    cli, workbench        the ``mpiworkbench`` command; :class:`Workbench` (session + panels)
     widgets, plot         notebook panels and matplotlib figures
-    client                the ipyparallel session (:class:`Workbench`), magics, profiles
+    client                the ipyparallel session, magics, profiles, one driver per feature
     speedup               speedup experiments: plan, run on 1 … n ranks, analyse
     bench, solvers,       micro-benchmarks; the wave, CG, heat and pi solvers;
     syntax                historic MPI module syntax side by side
@@ -28,7 +28,12 @@ __all__ = ["Workbench", "ExecutionTimeout", "RankFailure", "__version__"]
 def __getattr__(name: str):
     # Lazy: the notebook kernel pays for ipyparallel only when it asks for a session,
     # and engine-side code never pays for it at all.
-    if name in ("Workbench", "ExecutionTimeout", "RankFailure"):
-        from mpiworkbench import client
-        return getattr(client, name)
+    if name == "Workbench":
+        from mpiworkbench.workbench import Workbench
+
+        return Workbench
+    if name in ("ExecutionTimeout", "RankFailure"):
+        from mpiworkbench.client import errors
+
+        return getattr(errors, name)
     raise AttributeError(f"module 'mpiworkbench' has no attribute {name!r}")

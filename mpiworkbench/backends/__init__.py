@@ -62,6 +62,7 @@ from mpiworkbench.backends.base import (
 )
 from mpiworkbench.backends.registry import (
     API_PREFIX,
+    availability,
     backend_class,
     backend_names,
     bench_names,
@@ -75,6 +76,7 @@ from mpiworkbench.backends.registry import (
 
 __all__ = [
     "API_PREFIX",
+    "availability",
     "Backend",
     "BackendUnavailableError",
     "EXTRA_OPERATIONS",

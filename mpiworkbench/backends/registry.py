@@ -210,3 +210,12 @@ def capabilities(names: list[str] | None = None) -> dict[str, dict[str, Any]]:
             "ops": {op: cls.unsupported.get(op) for op in OPERATIONS},
         }
     return table
+
+
+def availability() -> dict[str, Any]:
+    """``{backend: True}`` or ``{backend: "unavailable: why"}`` for every registered backend
+    (what ``mpiworkbench info`` and the control panel show beside the machine snapshot)."""
+    return {
+        name: True if row["available"] else f"unavailable: {row['reason']}"
+        for name, row in capabilities().items()
+    }

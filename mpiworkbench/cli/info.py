@@ -33,22 +33,13 @@ def format_environment(env: dict) -> str:
     return "\n".join(lines)
 
 
-def backend_availability() -> dict[str, object]:
-    """``{backend: True}`` or ``{backend: "unavailable: why"}`` for every registered backend."""
-    from mpiworkbench import backends
-
-    return {
-        name: True if row["available"] else f"unavailable: {row['reason']}"
-        for name, row in backends.capabilities().items()
-    }
-
-
 def run(args: argparse.Namespace) -> int:
     def body(comm) -> int:
+        from mpiworkbench import backends
         from mpiworkbench.core import machine
 
         env = machine.capture(comm, measure_load=False)
-        env["backends"] = backend_availability()
+        env["backends"] = backends.availability()
         if comm.rank == 0:
             print(format_environment(env))
             _mpijob.write_json(args.json, env)

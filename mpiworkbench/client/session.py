@@ -10,8 +10,9 @@ import time
 import uuid
 from typing import Any, Callable
 
-from mpiworkbench.core import machine as info, objects as remote
+from mpiworkbench.core import machine, objects
 from mpiworkbench.core.launch import rank_environment
+from mpiworkbench.client.remote import RemoteObject
 from mpiworkbench.client.waiting import wait_ranks
 #: Seconds an execution may take before the workbench reports it as hung.
 DEFAULT_TIMEOUT_S = 120.0
@@ -22,6 +23,15 @@ HEARTBEAT_MS = 250
 #: Missed heartbeats tolerated before the hub drops an engine (120 × 250 ms = 30 s), so
 #: oversubscribed, busy-polling ranks are never mistaken for dead ones.
 HEARTBEAT_MISSES = 120
+
+
+def engine_environment() -> dict[str, Any]:
+    """On an engine: the machine snapshot of the world and which backends run there."""
+    from mpiworkbench import backends
+
+    env = machine.capture(None, measure_load=False)
+    env["backends"] = backends.availability()
+    return env
 
 
 def _mpi_rank() -> int:
@@ -38,8 +48,9 @@ def _wait_until(condition: Callable[[], bool], timeout: float, what: str) -> Non
         time.sleep(0.05)
 
 
-class Workbench:
-    """An ipyparallel cluster whose engines are the ranks of one MPI world.
+class Session:
+    """An ipyparallel cluster whose engines are the ranks of one MPI world: its life cycle and
+    how code runs on it. The user-facing :class:`mpiworkbench.Workbench` adds the panels.
 
     Parameters
     ----------
@@ -64,7 +75,7 @@ class Workbench:
 
     Examples
     --------
-    >>> with Workbench(n=2) as wb:                      # doctest: +SKIP
+    >>> with Session(n=2) as wb:                      # doctest: +SKIP
     ...     print(wb.run(lambda: __import__("mpi4py.MPI").MPI.COMM_WORLD.rank))
     [0, 1]
     """
@@ -84,7 +95,7 @@ class Workbench:
     ):
         if not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be a positive number of MPI ranks; got {n!r}")
-        cores = info.cores()
+        cores = machine.cores()
         if n > cores and not oversubscribe:
             raise ValueError(
                 f"n={n} ranks exceeds the {cores} cores of this machine. MPICH ranks busy-poll "
@@ -92,9 +103,9 @@ class Workbench:
                 "but timings and speedups stop being meaningful. Pass oversubscribe=True to "
                 f"start {n} ranks anyway, or use n <= {cores}."
             )
-        if thread_level not in (None, *info.THREAD_LEVELS):
+        if thread_level not in (None, *machine.THREAD_LEVELS):
             raise ValueError(
-                f"thread_level must be one of {', '.join(info.THREAD_LEVELS)} (or None for mpi4py's "
+                f"thread_level must be one of {', '.join(machine.THREAD_LEVELS)} (or None for mpi4py's "
                 f"default); got {thread_level!r}"
             )
         self.thread_level = thread_level
@@ -120,7 +131,7 @@ class Workbench:
             return "stopped"
         return "running" if self.view is not None else "starting"
 
-    def start(self) -> "Workbench":
+    def start(self) -> "Session":
         """Start the controller and ``mpiexec -n N ipengine --mpi``; return when all are ready."""
         if self.cluster is not None:
             return self
@@ -204,7 +215,7 @@ class Workbench:
             cluster.stop_engines_sync()
             cluster.stop_controller_sync()
 
-    def restart(self) -> "Workbench":
+    def restart(self) -> "Session":
         """A fresh MPI world: stop the engines (even if blocked in MPI) and start new ones.
 
         The controller stays up; engine ids change, so :attr:`ranks`, :attr:`view` and
@@ -236,14 +247,14 @@ class Workbench:
         self._require_running()
         self.client.send_signal(signal, targets=list(self.ranks), block=True)
 
-    def __enter__(self) -> "Workbench":
+    def __enter__(self) -> "Session":
         return self.start()
 
     def __exit__(self, *exc_info) -> None:
         self.stop()
 
     def __repr__(self) -> str:
-        return f"<Workbench n={self.n} cluster_id={self.cluster_id!r} state={self.state}>"
+        return f"<{type(self).__name__} n={self.n} cluster_id={self.cluster_id!r} state={self.state}>"
 
     def _require_running(self) -> None:
         if self.view is None:
@@ -287,72 +298,14 @@ class Workbench:
         """Build ``factory(*args, **kwargs)`` on every engine and return a handle to it."""
         self._require_running()
         key = f"obj-{uuid.uuid4().hex[:10]}"
-        holds = self.run(remote.create, key, factory, args, kwargs, nranks)
+        holds = self.run(objects.create, key, factory, args, kwargs, nranks)
         return RemoteObject(self, key, factory, holds)
 
-    # ------------------------------------------------------------------ panels and handles
+    # ------------------------------------------------------------------ facts
     def info(self) -> list[dict[str, Any]]:
         """Per-rank facts: rank, host, pid, thread level (rank order)."""
-        return self.run(info.rank_info)
+        return self.run(machine.rank_info)
 
     def environment(self) -> dict[str, Any]:
-        """The engines' environment (MPI library, versions, cores, backends), from rank 0."""
-        return self.run(info.environment)[0]
-
-    def panel(self):
-        """An ipywidgets control panel: engines ↔ ranks, versions, state; start/restart/stop."""
-        from mpiworkbench.widgets.control import ControlPanel
-        return ControlPanel(self).widget
-
-    def wave(self, **kwargs: Any):
-        """A live 3-D wave solver on the engines (see :mod:`mpiworkbench.widgets.wave`)."""
-        from mpiworkbench.widgets.wave import WaveHandle
-        return WaveHandle(self, **kwargs)
-
-    def cg(self, **kwargs: Any):
-        """A live CG solver on the engines (see :mod:`mpiworkbench.widgets.cg`)."""
-        from mpiworkbench.widgets.cg import CGHandle
-        return CGHandle(self, **kwargs)
-
-    def speedup(self, experiment: str = "inner"):
-        """The speedup-experiment panel on this cluster (its ``.widget`` is what to display)."""
-        from mpiworkbench.widgets.speedup import SpeedupPanel
-        return SpeedupPanel(self, experiment=experiment)
-
-    def bench(self, benchmark: str = "pingpong", **kwargs: Any):
-        """The micro-benchmark panel on this cluster (its ``.widget`` is what to display)."""
-        from mpiworkbench.widgets.bench import BenchPanel
-        return BenchPanel(self, benchmark=benchmark, **kwargs)
-
-
-class RemoteObject:
-    """A handle on an object that lives on every engine (built by :meth:`Workbench.create`)."""
-
-    def __init__(self, wb: Workbench, key: str, factory: str, holds: list[bool]):
-        self.wb = wb
-        self.key = key
-        self.factory = factory
-        #: Which ranks hold the object (all, unless created with ``nranks``).
-        self.holds = holds
-
-    def call_async(self, method: str, *args: Any, **kwargs: Any):
-        return self.wb.run_async(remote.call, self.key, method, args, kwargs)
-
-    def call(self, method: str, *args: Any, **kwargs: Any) -> list[Any]:
-        """``obj.method(*args, **kwargs)`` on every rank; results in rank order."""
-        return self.wb.gather(self.call_async(method, *args, **kwargs))
-
-    def root(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """Like :meth:`call`, returning rank 0's result only."""
-        return self.call(method, *args, **kwargs)[0]
-
-    def attr(self, name: str) -> list[Any]:
-        return self.wb.run(remote.attribute, self.key, name)
-
-    def delete(self) -> None:
-        if self.wb.view is not None:
-            self.wb.run(remote.delete, self.key)
-
-    def __repr__(self) -> str:
-        return f"<RemoteObject {self.factory} key={self.key!r} on {sum(map(bool, self.holds))} rank(s)>"
-
+        """The engines' environment (MPI library, versions, hosts, cores, backends), from rank 0."""
+        return self.run(engine_environment)[0]

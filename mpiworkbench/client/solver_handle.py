@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Callable
 
 
 class SolverHandle:
@@ -11,12 +11,24 @@ class SolverHandle:
 
     Calls into the solver hold :attr:`_lock`, so a panel's background thread and the
     notebook never interleave their requests.
+
+    Parameters
+    ----------
+    wb
+        The running session whose engines hold the solver.
+    panel : callable, optional
+        ``panel(handle)`` builds the live panel :meth:`widget` shows (an object with a
+        ``widget`` attribute). The client never imports widgets: the
+        :class:`~mpiworkbench.Workbench` that creates the handle passes its panel class.
+    **options
+        Keyword arguments of the engine-side solver.
     """
 
     factory: str = ""
 
-    def __init__(self, wb, **options: Any):
+    def __init__(self, wb, panel: Callable[["SolverHandle"], Any] | None = None, **options: Any):
         self.wb = wb
+        self.panel = panel
         self.options = options
         self._obj = None
         self._lock = threading.Lock()
@@ -24,6 +36,15 @@ class SolverHandle:
 
     def reset(self) -> None:
         raise NotImplementedError
+
+    def widget(self):
+        """The live panel over this handle (step, play, the gathered field, timings)."""
+        if self.panel is None:
+            raise RuntimeError(
+                f"{type(self).__name__} was created without a panel; create it with wb.wave(...) / "
+                "wb.cg(...) on a mpiworkbench.Workbench to get one"
+            )
+        return self.panel(self).widget
 
     def _create(self):
         """A fresh solver on the engines (the previous one deleted), same options."""

@@ -11,9 +11,43 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import time
-from typing import Mapping
+from typing import Any, Generator, Mapping
 
 from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, RankStatus
+
+#: A feature's one loop, written once for both ways of waiting (see :func:`drive`): it
+#: yields each pending engine call and is sent back that call's results in rank order;
+#: what it returns is the feature's result.
+Steps = Generator[Any, list, Any]
+
+
+def drive(wb, steps: Steps) -> Any:
+    """Run *steps* to the end, blocking: every pending call is waited for with *wb*'s hang
+    protection (``wb.gather``) and its results are sent back; returns what *steps* returns."""
+    try:
+        pending = next(steps)
+        while True:
+            pending = steps.send(wb.gather(pending))
+    except StopIteration as done:
+        return done.value
+    finally:
+        steps.close()
+
+
+async def drive_async(wb, steps: Steps) -> Any:
+    """Like :func:`drive`, but waits without blocking the kernel's event loop, so widgets
+    (a Stop button) stay live while the engines work; the panels' background runs use it."""
+    try:
+        pending = next(steps)
+        while True:
+            await until_ready(pending)
+            pending = steps.send(wb.gather(pending))
+    except StopIteration as done:
+        return done.value
+    finally:
+        steps.close()
+
+
 async def until_ready(ar, poll_s: float = 0.05) -> None:
     """Wait for *ar* without blocking the kernel's event loop, so widgets (a Stop button)
     stay live while the engines work; the panels' background runs use it."""

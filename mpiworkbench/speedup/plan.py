@@ -1,10 +1,11 @@
 """Plan the points of a speedup experiment and run them one after another.
 
-The driver does not know where the ranks are: it calls ``execute(point) -> record`` for
-each point. The CLI passes ``lambda p: run_point(p, comm)`` (every rank of ``mpiexec``
-runs this loop in lockstep); the notebook panel passes a function that runs
-:func:`~mpiworkbench.speedup.point.run_point` on the engines of a ``Workbench``.
-No MPI here.
+The loop (:func:`run_steps`) does not know where the ranks are: it yields each point and
+is handed back its record. The CLI runs it through :func:`run_experiment` with
+``lambda p: run_point(p, comm)`` (every rank of ``mpiexec`` runs this loop in lockstep);
+the notebook's driver (:mod:`mpiworkbench.client.speedup`, used by code and the speedup
+panel alike) runs :func:`~mpiworkbench.speedup.point.run_point` on the engines of a
+``Workbench``. No MPI here.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Generator
 
 from mpiworkbench.core import machine
 from mpiworkbench.speedup import experiments
@@ -150,16 +151,43 @@ def begin_experiment(spec: SpeedupSpec, label: str = "") -> tuple[list[dict[str,
     return plan_points(spec), result
 
 
+def run_steps(
+    spec: SpeedupSpec,
+    on_point: Callable[[SpeedupResult, dict[str, Any], int, int], None] | None = None,
+    label: str = "",
+    should_stop: Callable[[], bool] = lambda: False,
+) -> Generator[dict[str, Any], dict[str, Any], SpeedupResult]:
+    """The one loop of an experiment, free of any way of running a point.
+
+    A generator: it yields every planned point, is sent back that point's record, calls
+    ``on_point(result, point, i, total)`` and finally returns the result. ``should_stop()``
+    is asked before every point; the result then holds the points done. :func:`run_experiment`
+    drives it with a plain function (the CLI); the notebook's driver
+    (:mod:`mpiworkbench.client.speedup`) drives it on the engines, blocking or in the
+    background — the same loop either way.
+    """
+    points, result = begin_experiment(spec, label)
+    for i, point in enumerate(points, start=1):
+        if should_stop():
+            break
+        added = result.add((yield point))
+        if on_point is not None:
+            on_point(result, added, i, len(points))
+    return result
+
+
 def run_experiment(
     spec: SpeedupSpec,
     execute: Callable[[dict[str, Any]], dict[str, Any]],
     on_point: Callable[[SpeedupResult, dict[str, Any], int, int], None] | None = None,
     label: str = "",
 ) -> SpeedupResult:
-    """Run every planned point through *execute*; call ``on_point(result, point, i, total)`` after each."""
-    points, result = begin_experiment(spec, label)
-    for i, point in enumerate(points, start=1):
-        added = result.add(execute(point))
-        if on_point is not None:
-            on_point(result, added, i, len(points))
-    return result
+    """Run every planned point through ``execute(point) -> record``; call
+    ``on_point(result, point, i, total)`` after each (see :func:`run_steps`)."""
+    steps = run_steps(spec, on_point, label)
+    try:
+        point = next(steps)
+        while True:
+            point = steps.send(execute(point))
+    except StopIteration as done:
+        return done.value

@@ -1,8 +1,7 @@
-"""Micro-benchmarks from the notebook: ordinary functions, and a widget panel over them.
+"""The micro-benchmark panel: choose, Run (a live log–log plot), Stop, save/reload/overlay.
 
-:func:`run_on_workbench` creates a :class:`~mpiworkbench.bench.harness.BenchRun` on the
-engines and steps it one size per async call, handing each size's rows to a callback, so
-a plot can grow while the sweep runs. The panel's callbacks only call these functions.
+Runs go through the one sweep driver of :mod:`mpiworkbench.client.bench` — blocking for
+:meth:`BenchPanel.run`, in the background for **Run** — the same functions code calls.
 
 Control ``description``s (stable, for tests and documentation): ``Benchmark``,
 ``Backends``, ``Sizes``, ``Ranks``, ``Mode``, ``Time cap (s)``, ``Metric``, ``Run``,
@@ -12,53 +11,12 @@ Control ``description``s (stable, for tests and documentation): ``Benchmark``,
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+from typing import Callable
 
-from mpiworkbench.backends import implemented_names
 from mpiworkbench.bench import results
 from mpiworkbench.bench.catalog import BENCHMARKS
-from mpiworkbench.bench.method import Policy, parse_sizes
-from mpiworkbench.client.waiting import until_ready
-DEFAULT_BACKENDS = tuple(implemented_names())
-FACTORY = "mpiworkbench.bench.harness:BenchRun"
-
-
-def start_run(wb, benchmark: str, backends=DEFAULT_BACKENDS, sizes: str | list[int] | None = None,
-              ranks: int | None = None, **policy: Any):
-    """Create the sweep on the engines (on the first *ranks* ranks); returns the remote handle."""
-    size_list = parse_sizes(sizes) if sizes is None or isinstance(sizes, str) else list(sizes)
-    Policy(**policy)  # check here first: a clear error before anything reaches the engines
-    if ranks is not None and not 1 <= ranks <= wb.n:
-        raise ValueError(f"ranks must be between 1 and the cluster's {wb.n} engines; got {ranks}")
-    return wb.create(FACTORY, benchmark, list(backends), size_list, policy,
-                     nranks=None if ranks in (None, wb.n) else ranks)
-
-
-def step(wb, run) -> list[dict]:
-    """Measure the next size on every backend (blocking); rank 0's rows."""
-    return wb.gather(run.call_async("step"))[0]
-
-
-def run_on_workbench(wb, benchmark: str, backends=DEFAULT_BACKENDS, sizes=None, ranks: int | None = None,
-                     on_rows: Callable[[list[dict], dict], None] | None = None,
-                     should_stop: Callable[[], bool] = lambda: False, **policy: Any) -> dict:
-    """Run a whole sweep on the engines, size by size; returns the results document.
-
-    ``on_rows(rows, progress)`` is called after every size (progress: ``done``/``total``);
-    ``should_stop()`` is asked before every size — the document then holds what finished.
-    """
-    run = start_run(wb, benchmark, backends, sizes, ranks, **policy)
-    try:
-        total = len(run.attr("sizes")[0])
-        for done in range(1, total + 1):
-            if should_stop():
-                break
-            rows = step(wb, run)
-            if on_rows is not None:
-                on_rows(rows, {"done": done, "total": total})
-        return run.root("summary")
-    finally:
-        run.delete()
+from mpiworkbench.client import bench as driver
+from mpiworkbench.client.bench import DEFAULT_BACKENDS
 
 
 class BenchPanel:
@@ -128,9 +86,9 @@ class BenchPanel:
         self._begin()
         try:
             s = self.settings()
-            self.doc = run_on_workbench(self.wb, s.pop("benchmark"), s.pop("backends"), s.pop("sizes"),
-                                        s.pop("ranks"), on_rows=self._on_rows,
-                                        should_stop=lambda: self._stop, **s)
+            self.doc = driver.run_on_workbench(self.wb, s.pop("benchmark"), s.pop("backends"), s.pop("sizes"),
+                                               s.pop("ranks"), on_rows=self._on_rows,
+                                               should_stop=lambda: self._stop, **s)
         finally:
             self._end()
         return self.doc
@@ -141,24 +99,16 @@ class BenchPanel:
         return self._task
 
     async def run_async(self) -> dict | None:
+        """What **Run** does: the same sweep, waited on without blocking the kernel."""
         self._begin()
-        run = None
         try:
             s = self.settings()
-            run = start_run(self.wb, s.pop("benchmark"), s.pop("backends"), s.pop("sizes"), s.pop("ranks"), **s)
-            total = len(run.attr("sizes")[0])
-            for done in range(1, total + 1):
-                if self._stop:
-                    break
-                ar = run.call_async("step")
-                await until_ready(ar)
-                self._on_rows(step_result(self.wb, ar), {"done": done, "total": total})
-            self.doc = run.root("summary")
+            self.doc = await driver.run_async(self.wb, s.pop("benchmark"), s.pop("backends"), s.pop("sizes"),
+                                              s.pop("ranks"), on_rows=self._on_rows,
+                                              should_stop=lambda: self._stop, **s)
         except Exception as exc:  # noqa: BLE001 - shown in the panel, the kernel stays usable
             self.status.value = f"<b>error:</b> {exc}"
         finally:
-            if run is not None:
-                run.delete()
             self._end()
         return self.doc
 
@@ -222,10 +172,6 @@ class BenchPanel:
             self.status.value = action()
         except (OSError, ValueError) as exc:
             self.status.value = f"<b>error:</b> {exc}"
-
-
-def step_result(wb, ar) -> list[dict]:
-    return wb.gather(ar)[0]
 
 
 def fit_table_html(fits: dict) -> str:

@@ -1,8 +1,8 @@
 """The speedup panel: pick an experiment, sizes, rank counts, variants and repetitions; Run.
 
 Every point runs on the engines of a running :class:`~mpiworkbench.Workbench` through
-:func:`run_on_workbench` (rank counts below the cluster size on sub-communicators, no
-restart), and appears on the runtime/speedup/efficiency figure and the table as soon as
+the driver of :mod:`mpiworkbench.client.speedup` (rank counts below the cluster size on
+sub-communicators, no restart), and appears on the runtime/speedup/efficiency figure and the table as soon as
 it is done. Results save to JSON and reload for comparison. The callbacks only call the
 methods below; the methods only call ordinary functions of :mod:`mpiworkbench.speedup`.
 
@@ -20,33 +20,14 @@ import asyncio
 from pathlib import Path
 from typing import Any, Callable
 
-from mpiworkbench.client.waiting import until_ready
+from mpiworkbench.client import speedup as driver
 from mpiworkbench.speedup import analysis, experiments
 from mpiworkbench.speedup.analysis import SpeedupResult
-from mpiworkbench.speedup.plan import SpeedupSpec, begin_experiment, parse_int_list, run_experiment, small_mode
-def check_ranks(wb, spec: SpeedupSpec) -> None:
-    """The rank counts of *spec* must fit the cluster's engines (sub-communicators, no restart)."""
-    if max(spec.nranks) > wb.n:
-        raise ValueError(
-            f"rank counts go up to {max(spec.nranks)} but the cluster has {wb.n} engines; "
-            f"use counts from 1 to {wb.n} or start Workbench(n={max(spec.nranks)})"
-        )
-
-
-def run_on_workbench(
-    wb,
-    spec: SpeedupSpec,
-    on_point: Callable[[SpeedupResult, dict[str, Any], int, int], None] | None = None,
-    label: str = "",
-) -> SpeedupResult:
-    """Run *spec* on the engines of *wb*, one point at a time (see :func:`run_experiment`)."""
-    from mpiworkbench.speedup.point import run_point
-    check_ranks(wb, spec)
-    return run_experiment(spec, lambda point: wb.run(run_point, point)[0], on_point=on_point, label=label)
+from mpiworkbench.speedup.plan import SpeedupSpec, parse_int_list, small_mode
 
 
 class SpeedupPanel:
-    """ipywidgets panel over :func:`run_on_workbench`; show it with ``display(panel.widget)``."""
+    """ipywidgets panel over :mod:`mpiworkbench.client.speedup`; show it with ``display(panel.widget)``."""
 
     def __init__(self, wb, experiment: str = "inner", width: float = 12.0):
         import ipywidgets as w
@@ -140,7 +121,7 @@ class SpeedupPanel:
         """Run the experiment the controls describe, blocking, redrawing after every point."""
         spec = self._begin()
         try:
-            self.result = run_on_workbench(self.wb, spec, on_point=self._on_point, label="this run")
+            self.result = driver.run_on_workbench(self.wb, spec, on_point=self._on_point, label="this run")
         finally:
             self._end(spec)
         return self.result
@@ -154,19 +135,11 @@ class SpeedupPanel:
 
     async def run_async(self) -> SpeedupResult | None:
         """Run point by point, waiting for each without blocking the kernel; errors go to the status."""
-        from mpiworkbench.speedup.point import run_point
         spec = None
         try:
             spec = self._begin()
-            check_ranks(self.wb, spec)
-            points, result = begin_experiment(spec, label="this run")
-            for i, point in enumerate(points, start=1):
-                if self._stop:
-                    break
-                pending = self.wb.run_async(run_point, point)
-                await until_ready(pending)
-                self._on_point(result, result.add(self.wb.gather(pending)[0]), i, len(points))
-            self.result = result
+            self.result = await driver.run_async(self.wb, spec, on_point=self._on_point, label="this run",
+                                                 should_stop=lambda: self._stop)
         except Exception as exc:  # noqa: BLE001 - shown in the panel, the kernel stays usable
             self._error(exc)
         finally:
@@ -245,8 +218,3 @@ class SpeedupPanel:
             action()
         except Exception as exc:  # noqa: BLE001 - shown in the panel instead of lost in a callback
             self._error(exc)
-
-
-def speedup_panel(wb, experiment: str = "inner") -> SpeedupPanel:
-    """Build a :class:`SpeedupPanel` for *wb* (display ``.widget``)."""
-    return SpeedupPanel(wb, experiment)

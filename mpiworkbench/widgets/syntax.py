@@ -1,7 +1,7 @@
 """Side-by-side syntax tables in the notebook, and a panel that runs them on the cluster.
 
-Ordinary functions first: :func:`run_lesson_on` runs one lesson's snippets on the
-engines (on the first ``nranks`` ranks) and returns rank 0's report;
+Ordinary functions first: :func:`~mpiworkbench.client.syntax.run_lesson_on` runs one
+lesson's snippets on the engines (on the first ``nranks`` ranks) and returns rank 0's report;
 :func:`side_by_side_html` renders the snippet files — C first — with, when a report is
 given, each column's status, printed output and whether every rank matched the reference.
 :class:`SyntaxPanel` composes them; its callbacks only call these functions.
@@ -14,6 +14,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from mpiworkbench.client.syntax import run_lesson_on
 from mpiworkbench.syntax import lessons
 from mpiworkbench.syntax.lessons import COLUMNS, CURRENT_COLUMNS, LESSONS
 _STATUS_STYLE = {
@@ -23,17 +24,6 @@ _STATUS_STYLE = {
     "unsupported": ("— not available", "#6e7781"),
     "skipped": ("… skipped", "#6e7781"),
 }
-
-
-def run_lesson_on(wb, lesson: str, nranks: int | None = None, columns=None) -> dict[str, dict[str, Any]]:
-    """Run *lesson* in every column on the engines; rank 0's ``{column: report}``."""
-    from mpiworkbench.syntax.execution import run_on_subcommunicator
-    if lesson not in LESSONS:
-        raise ValueError(f"unknown lesson {lesson!r}; choose one of {list(LESSONS)}")
-    nranks = wb.n if nranks is None else nranks
-    if not 1 <= nranks <= wb.n:
-        raise ValueError(f"nranks must be between 1 and the cluster's {wb.n} engines; got {nranks}")
-    return wb.run(run_on_subcommunicator, lesson, nranks, list(columns or COLUMNS))[0]
 
 
 def show_code(path_or_text: str, language: str = "python") -> Any:

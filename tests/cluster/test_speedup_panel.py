@@ -4,7 +4,8 @@ import asyncio
 
 import pytest
 
-from mpiworkbench.widgets.speedup import SpeedupPanel, run_on_workbench
+from mpiworkbench.client.speedup import run_on_workbench
+from mpiworkbench.widgets.speedup import SpeedupPanel
 from mpiworkbench.speedup import SpeedupSpec
 def test_run_on_workbench_uses_sub_communicators(wb):
     spec = SpeedupSpec("inner", nranks=[1, 2], sizes=[4096], variants=["c"], repeats=2, params={"loops": 3})

@@ -11,7 +11,8 @@ import pytest
 from mpi4py import MPI
 
 from mpiworkbench.core import objects
-from mpiworkbench.widgets.cg import CGHandle, CGPanel
+from mpiworkbench.client.cg import CGHandle
+from mpiworkbench.widgets.cg import CGPanel
 from mpiworkbench.solvers.cg import poisson
 comm = MPI.COMM_WORLD
 

@@ -1,0 +1,140 @@
+"""The notebook's handle on a distributed CG solver living on the engines.
+
+The solver (:class:`mpiworkbench.solvers.cg.solver.CGSolver`) lives on every engine; this
+handle steps it, follows its residual history and pulls only what rank 0 gathered. Every
+action of the CG panel is a method here first; the panel's buttons only call them.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+
+from mpiworkbench.client.solver_handle import SolverHandle
+from mpiworkbench.solvers.cg import poisson
+
+FACTORY = "mpiworkbench.solvers.cg.solver:CGSolver"
+
+
+class CGHandle(SolverHandle):
+    """A CG solver on every engine of *wb*; keyword arguments go to ``CGSolver``.
+
+    >>> c = wb.cg(mesh=257)          # doctest: +SKIP
+    >>> c.iterate(50); c.residuals[-1]
+    """
+
+    factory = FACTORY
+
+    def __init__(self, wb, mesh: int = 257, **options: Any):
+        super().__init__(wb, mesh=mesh, **options)
+
+    # -- life cycle --------------------------------------------------------------------
+    def reset(self) -> None:
+        """Start again from ``x0`` (a fresh solver on the engines, same options)."""
+        self._create()
+        first = self._obj.root("advance", 0, 0)
+        self._residuals: list[float] = list(first["history"]["residual"])
+        self._rho_ratios: list[float] = list(first["history"]["rho_ratio"])
+        self.state = {k: v for k, v in first.items() if k != "history"}
+        self.layout = self._obj.root("layout")
+        self.mesh = int(self.options["mesh"])
+        info = self._obj.root("result")
+        self.tol, self.criterion, self.maxiter = info["tol"], info["criterion"], info["maxiter"]
+        self.manufactured = info["max_error"] is not None
+        self._warned = False
+
+    # -- stepping ----------------------------------------------------------------------
+    def iterate(self, k: int = 1) -> dict[str, Any]:
+        """Run *k* more iterations on every rank (fewer if it converges); returns the state."""
+        with self._lock:
+            report = self._obj.root("advance", int(k), len(self._residuals))
+        self._residuals.extend(report["history"]["residual"])
+        self._rho_ratios.extend(report["history"]["rho_ratio"])
+        self.state = {key: v for key, v in report.items() if key != "history"}
+        if self.state["status"] == "maxiter" and not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"CG reached maxiter={self.maxiter} before the {self.criterion} criterion "
+                f"tol={self.tol:g}; the solution is the last iterate",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        return self.state
+
+    @property
+    def finished(self) -> bool:
+        """Converged or stopped at ``maxiter``."""
+        return self.state["status"] != "running"
+
+    def run(
+        self,
+        should_stop: Callable[[], bool] = lambda: False,
+        on_progress: Callable[["CGHandle"], None] | None = None,
+        chunk_seconds: float = 0.3,
+        chunk: int | None = None,
+    ) -> dict[str, Any]:
+        """Iterate until converged, ``maxiter`` or ``should_stop()``, in chunks of about
+        *chunk_seconds* (or of exactly *chunk* iterations) so progress
+        (``on_progress(self)``) can be shown between them."""
+        k = chunk or 1
+        while not self.finished and not should_stop():
+            t0 = time.perf_counter()
+            self.iterate(k)
+            elapsed = max(time.perf_counter() - t0, 1e-6)
+            if chunk is None:
+                k = int(min(max(1, k * chunk_seconds / elapsed), 4 * k, 10_000))
+            if on_progress is not None:
+                on_progress(self)
+        return self.state
+
+    # -- inspection --------------------------------------------------------------------
+    @property
+    def iterations(self) -> int:
+        return int(self.state["iterations"])
+
+    @property
+    def residuals(self) -> np.ndarray:
+        """``‖r_k‖/‖b‖`` for k = 0 … iterations."""
+        return np.asarray(self._residuals)
+
+    @property
+    def rho_ratios(self) -> np.ndarray:
+        """``ρ_k/ρ_0`` for k = 0 … iterations (the thesis's stopping quantity)."""
+        return np.asarray(self._rho_ratios)
+
+    def solution(self) -> np.ndarray:
+        """The current iterate as a ``mesh × mesh`` array (gathered by MPI to rank 0)."""
+        with self._lock:
+            return self._obj.root("gather_solution")
+
+    def exact(self) -> np.ndarray:
+        """``x(1−x)y(1−y)`` at the nodes (the exact discrete solution of the default problem)."""
+        if not self.manufactured:
+            raise ValueError(
+                f"the exact solution is known only for rhs='manufactured'; this solver has "
+                f"rhs={self.options.get('rhs')!r}"
+            )
+        return poisson.exact_solution(self.mesh)
+
+    def error(self) -> np.ndarray:
+        """``solution() − exact()`` as a ``mesh × mesh`` array."""
+        return self.solution() - self.exact()
+
+    def timings(self) -> list[dict[str, float]]:
+        """Per-rank cumulative seconds in matvec, exchange, allreduce and vector ops."""
+        with self._lock:
+            return self._obj.call("timings")
+
+    def result(self) -> dict[str, Any]:
+        """The full report (as the CLI's JSON), including the max error."""
+        with self._lock:
+            return self._obj.root("result")
+
+    def __repr__(self) -> str:
+        return (
+            f"<CGHandle mesh={self.mesh} iterations={self.iterations} status={self.state['status']} "
+            f"residual={self.state['residual']:.3e}>"
+        )

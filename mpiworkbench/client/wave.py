@@ -1,0 +1,120 @@
+"""The notebook's handle on a distributed 3-D wave solver living on the engines.
+
+The solver (:class:`mpiworkbench.solvers.wave.solver.WaveSolver`) lives on every engine;
+this handle steps it with asynchronous calls and pulls only what rank 0 gathered by MPI (a
+2-D slice, the whole field on request). Every action of the wave panel is a method here
+first; the panel's buttons only call them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mpiworkbench.client.solver_handle import SolverHandle
+from mpiworkbench.solvers.decomposition import decompose
+
+FACTORY = "mpiworkbench.solvers.wave.solver:WaveSolver"
+
+
+class WaveHandle(SolverHandle):
+    """A wave solver on every engine of *wb*; keyword arguments go to ``WaveSolver``.
+
+    >>> w = wb.wave(mesh=65, kernel="numba")   # doctest: +SKIP
+    >>> w.step(10); w.error()
+    >>> plane = w.slice("z", 32)
+    """
+
+    factory = FACTORY
+
+    def __init__(self, wb, mesh: Any = 65, **options: Any):
+        super().__init__(wb, mesh=mesh, **options)
+
+    # -- life cycle --------------------------------------------------------------------
+    def reset(self) -> None:
+        """A fresh solver at t = 0 on the engines, same options."""
+        self._create()
+        info = self._obj.root("info")
+        self.info = info
+        self.mesh = tuple(info["mesh"])
+        self.dims = tuple(info["dims"])
+        self.dt = float(info["dt"])
+        #: The decomposition, rebuilt client-side (pure Python) to draw block boundaries.
+        self.layout = decompose(self.mesh, int(np.prod(self.dims)), self.dims)
+        self.times: list[float] = [0.0]
+        self.errors: list[float] = [self._obj.root("error")]
+        self.steps = 0
+        self.last_timings: list[dict[str, Any]] = self._obj.call("timings")
+
+    # -- stepping ----------------------------------------------------------------------
+    def step_async(self, k: int = 1):
+        """Submit *k* steps on every rank; returns the ipyparallel AsyncResult.
+
+        Finish it with :meth:`collect`. Only one submission may be pending at a time
+        (the handle's lock is held until :meth:`collect`), so collectives never interleave.
+        """
+        self._lock.acquire()
+        try:
+            return self._obj.call_async("advance", int(k))
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def collect(self, ar) -> dict[str, Any]:
+        """Wait for a :meth:`step_async` result and record time, error and timings."""
+        try:
+            reports = self.wb.gather(ar)
+        finally:
+            self._lock.release()
+        head = reports[0]
+        self.steps = int(head["steps"])
+        self.times.append(float(head["t"]))
+        self.errors.append(float(head["error"]))
+        self.last_timings = [{k: r[k] for k in ("rank", "coords", "steps", "compute_s", "exchange_s")} for r in reports]
+        return {"steps": self.steps, "t": head["t"], "error": head["error"]}
+
+    def step(self, k: int = 1) -> dict[str, Any]:
+        """Advance *k* time steps on every rank; returns ``{"steps", "t", "error"}``."""
+        return self.collect(self.step_async(k))
+
+    # -- inspection --------------------------------------------------------------------
+    @property
+    def t(self) -> float:
+        return self.times[-1]
+
+    def slice(self, axis: int | str = "z", index: int | None = None) -> np.ndarray:
+        """The plane *index* (default: the middle) along *axis*, gathered to rank 0 by MPI."""
+        if index is None:
+            a = "xyz".index(axis) if isinstance(axis, str) else int(axis)
+            index = self.mesh[a] // 2
+        with self._lock:
+            return self._obj.root("gather_slice", axis, int(index))
+
+    def field(self) -> np.ndarray:
+        """The whole current field (gathered to rank 0 by MPI; mind the size)."""
+        with self._lock:
+            return self._obj.root("gather")
+
+    def error(self) -> float:
+        """``max |u − exact|`` now (computed on the engines, one allreduce)."""
+        with self._lock:
+            return float(self._obj.root("error"))
+
+    def energy(self) -> float:
+        """The conserved discrete energy (see ``WaveSolver.energy``)."""
+        with self._lock:
+            return float(self._obj.root("energy"))
+
+    def timings(self) -> list[dict[str, Any]]:
+        """Per-rank cumulative compute and exchange seconds (rank order)."""
+        with self._lock:
+            self.last_timings = self._obj.call("timings")
+        return self.last_timings
+
+    def __repr__(self) -> str:
+        mesh = "x".join(map(str, self.mesh))
+        return (
+            f"<WaveHandle mesh={mesh} dims={'x'.join(map(str, self.dims))} steps={self.steps} "
+            f"t={self.t:.4f} error={self.errors[-1]:.3e}>"
+        )

@@ -1,0 +1,74 @@
+"""The user-facing :class:`Workbench`: a client session plus its panels, one call away.
+
+The client (:mod:`mpiworkbench.client`) runs things on the engines and never imports a
+widget; the widgets (:mod:`mpiworkbench.widgets`) only call the client. This module is
+where the two meet: each factory returns a client handle or driver with its panel.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mpiworkbench.client.cg import CGHandle
+from mpiworkbench.client.session import Session
+from mpiworkbench.client.wave import WaveHandle
+
+__all__ = ["Workbench"]
+
+
+class Workbench(Session):
+    """An ipyparallel cluster whose engines are the ranks of one MPI world, with its panels.
+
+    Everything of :class:`~mpiworkbench.client.session.Session` (start, stop, restart,
+    ``run``, ``%%px`` with a timeout, remote objects), plus the control panel and the
+    live solvers, benchmarks and speedup experiments.
+
+    Examples
+    --------
+    >>> wb = Workbench(n=2).start()          # doctest: +SKIP
+    >>> wb.panel()                           # doctest: +SKIP
+    >>> w = wb.wave(mesh=65); w.step(10); w.widget()  # doctest: +SKIP
+    """
+
+    def panel(self):
+        """An ipywidgets control panel: engines ↔ ranks, versions, state; start/restart/stop."""
+        from mpiworkbench.widgets.control import ControlPanel
+
+        return ControlPanel(self).widget
+
+    def wave(self, **kwargs: Any) -> WaveHandle:
+        """A live 3-D wave solver on the engines (keyword arguments go to ``WaveSolver``).
+
+        Returns
+        -------
+        WaveHandle
+            Step it (``.step(k)``), inspect it (``.slice()``, ``.error()``), show its panel
+            (``.widget()``).
+        """
+        from mpiworkbench.widgets.wave import WavePanel
+
+        return WaveHandle(self, panel=WavePanel, **kwargs)
+
+    def cg(self, **kwargs: Any) -> CGHandle:
+        """A live CG solver on the engines (keyword arguments go to ``CGSolver``).
+
+        Returns
+        -------
+        CGHandle
+            Iterate it (``.iterate(k)``), follow ``.residuals``, show its panel (``.widget()``).
+        """
+        from mpiworkbench.widgets.cg import CGPanel
+
+        return CGHandle(self, panel=CGPanel, **kwargs)
+
+    def speedup(self, experiment: str = "inner"):
+        """The speedup-experiment panel on this cluster (its ``.widget`` is what to display)."""
+        from mpiworkbench.widgets.speedup import SpeedupPanel
+
+        return SpeedupPanel(self, experiment=experiment)
+
+    def bench(self, benchmark: str = "pingpong", **kwargs: Any):
+        """The micro-benchmark panel on this cluster (its ``.widget`` is what to display)."""
+        from mpiworkbench.widgets.bench import BenchPanel
+
+        return BenchPanel(self, benchmark=benchmark, **kwargs)
