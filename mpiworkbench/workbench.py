@@ -62,13 +62,23 @@ class Workbench(Session):
         return CGHandle(self, panel=CGPanel, **kwargs)
 
     def speedup(self, experiment: str = "inner"):
-        """The speedup-experiment panel on this cluster (its ``.widget`` is what to display)."""
+        """The speedup-experiment panel on this cluster (its ``.widget`` is what to display).
+
+        Raises ``ValueError`` naming the experiment and the choices when it is unknown.
+        """
+        from mpiworkbench.speedup import experiments
         from mpiworkbench.widgets.speedup import SpeedupPanel
 
+        experiments.get(experiment)  # a clear error before any widget is built
         return SpeedupPanel(self, experiment=experiment)
 
     def bench(self, benchmark: str = "pingpong", **kwargs: Any):
-        """The micro-benchmark panel on this cluster (its ``.widget`` is what to display)."""
+        """The micro-benchmark panel on this cluster (its ``.widget`` is what to display).
+
+        Raises ``ValueError`` naming the benchmark and the choices when it is unknown.
+        """
+        from mpiworkbench.bench.catalog import get_benchmark
         from mpiworkbench.widgets.bench import BenchPanel
 
+        get_benchmark(benchmark)  # a clear error before any widget is built
         return BenchPanel(self, benchmark=benchmark, **kwargs)

@@ -14,7 +14,7 @@ import shlex
 import warnings
 from pathlib import Path
 
-from mpiworkbench.client.session import HEARTBEAT_MISSES, HEARTBEAT_MS
+from mpiworkbench.client.clusters import HEARTBEAT_MISSES, HEARTBEAT_MS, ipython_dir
 #: Launcher name → extra ``ipcluster_config.py`` lines for it (``{mpiexec}`` is filled in as a
 #: Python literal, ``{mpiexec_sh}`` as a shell word; literal braces are doubled).
 LAUNCHERS: dict[str, list[str]] = {
@@ -47,12 +47,6 @@ LAUNCHERS: dict[str, list[str]] = {
 REMOTE_ENGINES = frozenset({"slurm"})
 
 _HEADER = "# Written by `mpiworkbench profile create`; edit freely, re-running overwrites it.\n"
-
-
-def ipython_dir() -> Path:
-    from IPython.paths import get_ipython_dir
-
-    return Path(get_ipython_dir())
 
 
 def create_profile(name: str = "mpi", launcher: str = "mpi", ip: str = "127.0.0.1", ipython_dir_: str | os.PathLike | None = None) -> Path:

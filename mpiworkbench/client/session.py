@@ -3,35 +3,17 @@
 from __future__ import annotations
 
 import logging
-import os
-import subprocess
-import sys
 import time
 import uuid
 from typing import Any, Callable
 
-from mpiworkbench.core import machine, objects
-from mpiworkbench.core.launch import rank_environment
-from mpiworkbench.client.remote import RemoteObject
-from mpiworkbench.client.waiting import wait_ranks
+from mpiworkbench.core import machine
+from mpiworkbench.client import clusters
+from mpiworkbench.client.execution import Execution
+from mpiworkbench.client.watchdog import start_watchdog
+
 #: Seconds an execution may take before the workbench reports it as hung.
 DEFAULT_TIMEOUT_S = 120.0
-
-#: Hub heartbeat period (ms). ipyparallel's 3000 ms default is what makes a cluster take
-#: ~7 s to come up: the hub only counts an engine as registered after a heartbeat round.
-HEARTBEAT_MS = 250
-#: Missed heartbeats tolerated before the hub drops an engine (120 × 250 ms = 30 s), so
-#: oversubscribed, busy-polling ranks are never mistaken for dead ones.
-HEARTBEAT_MISSES = 120
-
-
-def engine_environment() -> dict[str, Any]:
-    """On an engine: the machine snapshot of the world and which backends run there."""
-    from mpiworkbench import backends
-
-    env = machine.capture(None, measure_load=False)
-    env["backends"] = backends.availability()
-    return env
 
 
 def _mpi_rank() -> int:
@@ -48,7 +30,7 @@ def _wait_until(condition: Callable[[], bool], timeout: float, what: str) -> Non
         time.sleep(0.05)
 
 
-class Session:
+class Session(Execution):
     """An ipyparallel cluster whose engines are the ranks of one MPI world: its life cycle and
     how code runs on it. The user-facing :class:`mpiworkbench.Workbench` adds the panels.
 
@@ -71,7 +53,13 @@ class Session:
     thread_level : {"single", "funneled", "serialized", "multiple"}, optional
         MPI thread level the engines initialise with (``MPI4PY_RC_THREAD_LEVEL``). mpi4py's
         default, ``multiple``, costs about 1.5 µs per small collective on this kind of
-        machine; benchmarks compare fairly against C at ``single``.
+        machine; benchmarks compare fairly against C at ``single``. On an attached
+        cluster it is read from the engines.
+    profile : str, optional
+        An IPython cluster profile (e.g. ``"mpi"``): :meth:`start` attaches to the cluster
+        of that profile (and ``cluster_id``, ``""`` unless given) when one is running —
+        started with ``ipcluster``, JupyterLab's *IPython Parallel* sidebar or as a Slurm
+        job — and starts a cluster of its own otherwise. See also :meth:`attach`.
 
     Examples
     --------
@@ -92,6 +80,7 @@ class Session:
         failure_grace: float = 2.0,
         log_level: int = logging.WARNING,
         thread_level: str | None = None,
+        profile: str | None = None,
     ):
         if not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be a positive number of MPI ranks; got {n!r}")
@@ -112,7 +101,12 @@ class Session:
         self.n = n
         self.timeout = timeout
         self.oversubscribe = n > cores
+        self.profile = profile
+        #: Which cluster to look for under *profile* ("" is ipcluster's and the sidebar's default).
+        self._attach_id = cluster_id or ""
         self.cluster_id = cluster_id or f"mpiwb-{uuid.uuid4().hex[:8]}"
+        #: Whether this session started its cluster (and so stops it): False when attached.
+        self.owns_cluster = True
         self.controller_ip = controller_ip
         self.activate = activate
         self.failure_grace = failure_grace
@@ -127,59 +121,96 @@ class Session:
     # ------------------------------------------------------------------ lifecycle
     @property
     def state(self) -> str:
+        """``"stopped"``, ``"starting"``, ``"running"``, or ``"dead"`` when the MPI world has died
+        (a rank killed, ``MPI_Abort``, a segfault: ``wb.restart()`` gives a fresh one)."""
         if self.cluster is None:
             return "stopped"
-        return "running" if self.view is not None else "starting"
+        if self.view is None:
+            return "starting"
+        return "dead" if self._world_died() else "running"
+
+    def _world_died(self) -> bool:
+        if clusters.engines_exited(self.cluster):
+            return True
+        try:
+            return len(self.client.ids) < self.n
+        except Exception:  # noqa: BLE001 - the client lost its controller
+            return True
+
+    @classmethod
+    def attach(cls, profile: str = "mpi", cluster_id: str = "", **options: Any) -> "Session":
+        """A session on the running cluster of *profile*, started by someone else.
+
+        The cluster may have been started by ``ipcluster start --profile=mpi``, JupyterLab's
+        *IPython Parallel* sidebar or a Slurm job; the rank map, ``%px``, the panels and
+        :meth:`restart` work as on a cluster the session started. :meth:`stop` detaches
+        and leaves the cluster running; ``stop(cluster=True)`` stops it.
+
+        Parameters
+        ----------
+        profile : str
+            The IPython profile the cluster was started with.
+        cluster_id : str
+            Its cluster id (``""``: what ``ipcluster`` and the sidebar use by default).
+        **options
+            Other :class:`Session` options (``timeout``, ``activate``, …).
+
+        Raises
+        ------
+        RuntimeError
+            When no cluster of that profile and id is running, saying how to start one.
+        """
+        found = clusters.running_cluster(profile, cluster_id)
+        if found is None:
+            raise RuntimeError(
+                f"no cluster of profile {profile!r} (cluster id {cluster_id!r}) is running; start one "
+                f"with `ipcluster start -n 2 --profile={profile}` or JupyterLab's IPython Parallel sidebar "
+                f"(profile {profile}, START), or let the workbench start its own: Workbench(n=2).start()"
+            )
+        n = max(1, clusters.engine_count(found))
+        return cls(n, profile=profile, cluster_id=cluster_id, oversubscribe=True, **options)._attach(found)
+
+    def _attach(self, cluster) -> "Session":
+        self.cluster, self.owns_cluster = cluster, False
+        self.cluster_id = cluster.cluster_id
+        self.n = max(1, clusters.engine_count(cluster))
+        self.oversubscribe = self.n > machine.cores()
+        try:
+            self.client = cluster.connect_client_sync()
+            self._connect_engines()
+            self.thread_level = self.run(machine.rank_info)[0]["thread_level"]
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    @property
+    def launcher(self) -> str:
+        """Which ipyparallel launcher started the engines (``"mpi"``, ``"slurm"``, …)."""
+        return "none" if self.cluster is None else clusters.launcher_name(self.cluster)
 
     def start(self) -> "Session":
-        """Start the controller and ``mpiexec -n N ipengine --mpi``; return when all are ready."""
+        """Start the controller and ``mpiexec -n N ipengine --mpi``; return when all are ready.
+
+        With a *profile*, attach to that profile's running cluster instead, when there is one.
+        """
         if self.cluster is not None:
             return self
-        import ipyparallel as ipp
-        from traitlets.config import Config
-
-        from mpiworkbench.core.launch import find_mpiexec
-        config = Config()
-        # The mpiexec that belongs to this Python's mpi4py (the venv's, from the mpich wheel),
-        # even when the venv's bin/ is not on PATH (a kernel started by a system Jupyter).
-        config.MPILauncher.mpi_cmd = [find_mpiexec()]
-        environment = rank_environment()
-        if self.thread_level is not None:
-            environment["MPI4PY_RC_THREAD_LEVEL"] = self.thread_level
-        config.MPIEngineSetLauncher.environment = environment
-        self.cluster = ipp.Cluster(
-            config=config,
-            engines="mpi",
-            n=self.n,
-            cluster_id=self.cluster_id,
-            controller_ip=self.controller_ip,
-            controller_args=[
-                f"--HeartMonitor.period={HEARTBEAT_MS}",
-                f"--HeartMonitor.max_heartmonitor_misses={HEARTBEAT_MISSES}",
-            ],
-            delay=0,
-            log_level=self.log_level,
-            shutdown_atexit=True,
-        )
+        if self.profile is not None:
+            found = clusters.running_cluster(self.profile, self._attach_id)
+            if found is not None:
+                return self._attach(found)
+        self.cluster = clusters.new_cluster(self.n, self.cluster_id, self.controller_ip,
+                                            self.thread_level, self.log_level)
         try:
             self.cluster.start_cluster_sync()
-            self._start_watchdog()
+            self._watchdog = start_watchdog(self.cluster.cluster_file)
             self.client = self.cluster.connect_client_sync()
             self._connect_engines()
         except BaseException:
             self.stop()
             raise
         return self
-
-    def _start_watchdog(self) -> None:
-        # stops the cluster if this process dies without running atexit (a killed kernel)
-        self._watchdog = subprocess.Popen(
-            [sys.executable, "-m", "mpiworkbench.client.watchdog", str(os.getpid()), self.cluster.cluster_file],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
 
     def _stop_watchdog(self) -> None:
         watchdog, self._watchdog = self._watchdog, None
@@ -198,14 +229,25 @@ class Session:
             from mpiworkbench.client.magics import activate
             self._magics = activate(self)
 
-    def stop(self) -> None:
-        """Stop every engine and the controller (idempotent)."""
-        cluster, client = self.cluster, self.client
+    def stop(self, cluster: bool = False) -> str:
+        """Stop every engine and the controller (idempotent); returns what was done.
+
+        A session attached to a cluster someone else started only detaches (the cluster
+        keeps running for its owner) unless *cluster* is true.
+        """
+        owned = self.owns_cluster or cluster
+        running, client = self.cluster, self.client
         self.cluster = self.client = self.view = None
         self.ranks = {}
         self._stop_watchdog()
         if client is not None:
             client.close()
+        if running is not None and not owned:
+            return (
+                "detached; the cluster keeps running for whoever started it (stop it with "
+                "wb.stop(cluster=True), `ipcluster stop`, or the IPython Parallel sidebar)"
+            )
+        cluster = running
         if cluster is not None:
             # mpiexec ends with a non-zero code when its engines are terminated, which
             # ipyparallel logs as a warning with the engines' whole log: expected, so quiet.
@@ -214,12 +256,18 @@ class Session:
             # stop_cluster), engines lose the hub mid-shutdown and take ~3 s longer to exit.
             cluster.stop_engines_sync()
             cluster.stop_controller_sync()
+            return "stopped the engines and the controller"
+        return "not running"
 
     def restart(self) -> "Session":
         """A fresh MPI world: stop the engines (even if blocked in MPI) and start new ones.
 
         The controller stays up; engine ids change, so :attr:`ranks`, :attr:`view` and
         the ``%px`` magics are rebuilt.
+        On an attached cluster the engines are restarted through the cluster's own
+        launcher (its profile's mpiexec, or a new Slurm job). ``ipcluster`` itself tears its
+        cluster down when its engines stop within 30 s of starting
+        (``IPClusterStart.early_shutdown``); clusters of JupyterLab's sidebar do not.
         """
         if self.cluster is None:
             return self.start()
@@ -257,55 +305,10 @@ class Session:
         return f"<{type(self).__name__} n={self.n} cluster_id={self.cluster_id!r} state={self.state}>"
 
     def _require_running(self) -> None:
+        if self.view is not None and self._world_died():
+            raise RuntimeError(
+                "the MPI world has died (a rank was killed, called MPI_Abort or crashed); "
+                "call wb.restart() for a fresh one"
+            )
         if self.view is None:
             raise RuntimeError("the workbench is not running; call wb.start() first")
-
-    # ------------------------------------------------------------------ execution
-    def run_async(self, func: Callable[..., Any], *args: Any, **kwargs: Any):
-        """Submit ``func(*args, **kwargs)`` on every rank; return the AsyncResult."""
-        self._require_running()
-        return self.view.apply_async(func, *args, **kwargs)
-
-    def gather(self, ar, timeout: float | None | str = "default") -> list[Any]:
-        """Wait for *ar* (hang-protected) and return its results in rank order."""
-        limit = self.timeout if timeout == "default" else timeout
-        wait_ranks(ar, self.ranks, limit, grace=self.failure_grace)
-        return list(ar.get())
-
-    def run(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Any]:
-        """Run ``func(*args, **kwargs)`` on every rank; results in rank order.
-
-        Raises :class:`~mpiworkbench.RankFailure` (every rank finished, some raised) or
-        :class:`~mpiworkbench.ExecutionTimeout` (ranks still running after
-        :attr:`timeout`), each with a rank-by-rank report.
-        """
-        return self.gather(self.run_async(func, *args, **kwargs))
-
-    def execute(self, code: str) -> None:
-        """Execute *code* in every engine's namespace (what ``%%px`` does), hang-protected."""
-        self._require_running()
-        ar = self.view.execute(code, block=False)
-        wait_ranks(ar, self.ranks, self.timeout, grace=self.failure_grace)
-
-    def pull(self, name: str, rank: int = 0) -> Any:
-        """The value of *name* in one rank's namespace (gather to that rank with MPI first)."""
-        self._require_running()
-        engine = {r: e for e, r in self.ranks.items()}[rank]
-        return self.client[engine].pull(name, block=True)
-
-    # ------------------------------------------------------------------ remote objects
-    def create(self, factory: str, *args: Any, nranks: int | None = None, **kwargs: Any) -> "RemoteObject":
-        """Build ``factory(*args, **kwargs)`` on every engine and return a handle to it."""
-        self._require_running()
-        key = f"obj-{uuid.uuid4().hex[:10]}"
-        holds = self.run(objects.create, key, factory, args, kwargs, nranks)
-        return RemoteObject(self, key, factory, holds)
-
-    # ------------------------------------------------------------------ facts
-    def info(self) -> list[dict[str, Any]]:
-        """Per-rank facts: rank, host, pid, thread level (rank order)."""
-        return self.run(machine.rank_info)
-
-    def environment(self) -> dict[str, Any]:
-        """The engines' environment (MPI library, versions, hosts, cores, backends), from rank 0."""
-        return self.run(engine_environment)[0]

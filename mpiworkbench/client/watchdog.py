@@ -15,12 +15,27 @@ workbench that stops normally terminates its watchdog first.
 from __future__ import annotations
 
 import json
+import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 from mpiworkbench.client.processes import end_trees, wait_for_exit
+
+
+def start_watchdog(cluster_file: str) -> subprocess.Popen:
+    """The watchdog of this process's cluster (recorded in *cluster_file*), in a session of
+    its own so a signal to the kernel's process group does not reach it."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "mpiworkbench.client.watchdog", str(os.getpid()), str(cluster_file)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
 def cluster_pids(cluster_file: Path) -> list[int]:
     """Controller and ``mpiexec`` pids recorded in an ipyparallel cluster file."""
     for _attempt in range(50):  # ipyparallel may be rewriting the file this very moment

@@ -8,8 +8,12 @@ from typing import Any
 import ipywidgets as widgets
 
 
-def status_html(state: str, ranks: list[dict[str, Any]], env: dict[str, Any] | None, engine_of: dict[int, int]) -> str:
-    """The panel's table as HTML (a pure function of the facts, so it is testable)."""
+def status_html(state: str, ranks: list[dict[str, Any]], env: dict[str, Any] | None, engine_of: dict[int, int],
+                origin: str = "") -> str:
+    """The panel's table as HTML (a pure function of the facts, so it is testable).
+
+    *origin* says where the cluster came from (which launcher, started here or attached).
+    """
     rows = "".join(
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>".format(
             engine_of.get(r["rank"], "?"), r["rank"], html.escape(r["host"]), r["pid"], r["thread_level"]
@@ -31,7 +35,10 @@ def status_html(state: str, ranks: list[dict[str, Any]], env: dict[str, Any] | N
         if ranks
         else ""
     )
-    return f"<div class='mpiwb-panel'><b>state</b>: <span class='mpiwb-state'>{state}</span><br>{facts}{table}</div>"
+    advice = " — the MPI world has died: <b>Restart</b> gives a fresh one" if state == "dead" else ""
+    where = f" &nbsp; {html.escape(origin)}" if origin else ""
+    return (f"<div class='mpiwb-panel'><b>state</b>: <span class='mpiwb-state'>{state}</span>{advice}{where}<br>"
+            f"{facts}{table}</div>")
 
 
 class ControlPanel:
@@ -72,7 +79,15 @@ class ControlPanel:
             ranks = wb.info()
             env = wb.environment()
         engine_of = {rank: eid for eid, rank in wb.ranks.items()}
-        self.status.value = status_html(wb.state, ranks, env, engine_of)
-        self.start_button.disabled = wb.state == "running"
-        self.restart_button.disabled = wb.state != "running"
-        self.stop_button.disabled = wb.state == "stopped"
+        state = wb.state
+        origin = ""
+        if state != "stopped":
+            owner = "started here" if wb.owns_cluster else f"attached (profile {wb.profile!r})"
+            origin = f"launcher: {wb.launcher}, {owner}"
+        self.status.value = status_html(state, ranks, env, engine_of, origin)
+        self.start_button.disabled = state in ("running", "dead")
+        self.restart_button.disabled = state not in ("running", "dead")
+        self.stop_button.disabled = state == "stopped"
+        self.stop_button.description = "Stop" if wb.owns_cluster else "Detach"
+        self.stop_button.tooltip = ("stop engines and controller" if wb.owns_cluster
+                                    else "detach; the cluster keeps running for whoever started it")

@@ -9,6 +9,7 @@ current directory.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from pathlib import Path
 import ipyparallel as ipp
 import pytest
 
+from mpiworkbench import Workbench
 from mpiworkbench.client.profile import create_profile
 from tests.cluster.slurm import processes_with_env, slurm, wait_until  # noqa: F401 - fixture
 
@@ -138,7 +140,7 @@ def test_ipcluster_starts_local_mpi_engines_from_the_mpi_profile(tmp_path):
         ipcluster.stop()
 
 
-def test_ipcluster_runs_the_slurm_profile_as_one_slurm_job(slurm, tmp_path):
+def test_ipcluster_runs_the_slurm_profile_as_one_slurm_job(slurm, tmp_path, monkeypatch):
     ipython_dir = tmp_path / "ipython"
     name = f"slurm-{uuid.uuid4().hex[:8]}"
     env = {**slurm.env, "IPYTHONDIR": str(ipython_dir),
@@ -169,6 +171,21 @@ def test_ipcluster_runs_the_slurm_profile_as_one_slurm_job(slurm, tmp_path):
             assert steps0 == steps1 == 5
             assert energy0 == energy1 and energy0 > 0
         assert (tmp_path / "slurm_engine.sbatch").exists(), "the batch script is written in ipcluster's cwd"
+        # the user's path: a workbench attaches to the Slurm-launched engines and drives solvers
+        monkeypatch.setenv("IPYTHONDIR", str(ipython_dir))
+        wb = Workbench.attach(profile=name, activate=False)
+        try:
+            assert wb.launcher == "slurm" and wb.n == 2 and not wb.owns_cluster
+            w = wb.wave(mesh=17)
+            w.step(3)
+            assert w.steps == 3 and math.isfinite(w.error())
+            c = wb.cg(mesh=17)
+            assert c.run()["status"] == "converged"
+            w.close()
+            c.close()
+        finally:
+            assert "detached" in wb.stop()
+        assert slurm.jobs() == [job], "detaching left the job running"
     finally:
         if client is not None:
             client.close()

@@ -1,0 +1,137 @@
+"""The clusters a session runs on: a new one of its own (:func:`new_cluster`), or one
+started elsewhere — find the one a profile's ``ipcluster`` (or JupyterLab's
+*IPython Parallel* sidebar, or a Slurm job) is running, so a session can attach to it.
+
+ipyparallel writes a cluster file (``security/cluster-<id>.json`` in the profile
+directory) while a cluster runs; it names the controller and engine launchers, which is
+all a second process needs to connect a client, restart the engines or stop the whole
+cluster. A file whose controller process is gone is stale and ignored.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+#: Hub heartbeat period (ms). ipyparallel's 3000 ms default is what makes a cluster take
+#: ~7 s to come up: the hub only counts an engine as registered after a heartbeat round.
+HEARTBEAT_MS = 250
+#: Missed heartbeats tolerated before the hub drops an engine (120 × 250 ms = 30 s), so
+#: oversubscribed, busy-polling ranks are never mistaken for dead ones.
+HEARTBEAT_MISSES = 120
+
+
+def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", thread_level: str | None = None,
+                log_level: int = 30):
+    """A (not yet started) :class:`ipyparallel.Cluster` of *n* MPI engines on this machine:
+    the mpiexec beside this Python, one BLAS thread per rank, a fast heartbeat."""
+    import ipyparallel as ipp
+    from traitlets.config import Config
+
+    from mpiworkbench.core.launch import find_mpiexec, rank_environment
+
+    config = Config()
+    # The mpiexec that belongs to this Python's mpi4py (the venv's, from the mpich wheel),
+    # even when the venv's bin/ is not on PATH (a kernel started by a system Jupyter).
+    config.MPILauncher.mpi_cmd = [find_mpiexec()]
+    environment = rank_environment()
+    if thread_level is not None:
+        environment["MPI4PY_RC_THREAD_LEVEL"] = thread_level
+    config.MPIEngineSetLauncher.environment = environment
+    return ipp.Cluster(
+        config=config,
+        engines="mpi",
+        n=n,
+        cluster_id=cluster_id,
+        controller_ip=controller_ip,
+        controller_args=[
+            f"--HeartMonitor.period={HEARTBEAT_MS}",
+            f"--HeartMonitor.max_heartmonitor_misses={HEARTBEAT_MISSES}",
+        ],
+        delay=0,
+        log_level=log_level,
+        shutdown_atexit=True,
+    )
+
+
+def ipython_dir() -> Path:
+    """The IPython directory (``$IPYTHONDIR`` or ``~/.ipython``), where profiles live."""
+    from IPython.paths import get_ipython_dir
+
+    return Path(get_ipython_dir())
+
+
+def profile_dir(profile: str, ipython_dir_: str | None = None) -> Path:
+    """The directory of IPython profile *profile* (it may not exist)."""
+    return Path(ipython_dir_ or ipython_dir()) / f"profile_{profile}"
+
+
+def profiles(ipython_dir_: str | None = None) -> list[str]:
+    """The IPython profiles that have a cluster configuration (``ipcluster_config.py``)."""
+    root = Path(ipython_dir_ or ipython_dir())
+    return sorted(p.name[len("profile_"):] for p in root.glob("profile_*") if (p / "ipcluster_config.py").exists())
+
+
+def _controller_alive(cluster) -> bool:
+    process = getattr(cluster.controller, "process", None)
+    if process is not None:
+        try:
+            return process.is_running() and process.status() != "zombie"
+        except Exception:  # noqa: BLE001 - psutil: the process is gone
+            return False
+    return getattr(cluster.controller, "state", None) == "running"
+
+
+def running_cluster(profile: str = "default", cluster_id: str = "", ipython_dir_: str | None = None):
+    """The running :class:`ipyparallel.Cluster` of *profile* and *cluster_id*, or ``None``.
+
+    ``cluster_id=""`` is what ``ipcluster start`` and the sidebar use by default.
+    """
+    import ipyparallel as ipp
+
+    directory = profile_dir(profile, ipython_dir_)
+    cluster_file = directory / "security" / f"cluster-{cluster_id}.json"
+    if not cluster_file.exists():
+        return None
+    try:
+        # from_file alone does not read the profile's ipcluster_config.py, which restarting
+        # the engines needs (the mpiexec to use, a Slurm batch template): load it first
+        profile_config = ipp.Cluster(profile_dir=str(directory), cluster_id=cluster_id,
+                                     shutdown_atexit=False).profile_config
+        cluster = ipp.Cluster.from_file(str(cluster_file), config=profile_config,
+                                        profile_dir=str(directory), cluster_id=cluster_id)
+    except (OSError, ValueError, KeyError):
+        return None  # half-written or foreign file: not a cluster we can attach to
+    if cluster.controller is None or not _controller_alive(cluster):
+        return None
+    return cluster
+
+
+def engine_count(cluster) -> int:
+    """How many engines the cluster's launchers started (its MPI world's size)."""
+    return sum(int(getattr(launcher, "n", 0) or 0) for launcher in (cluster.engines or {}).values())
+
+
+def launcher_name(cluster) -> str:
+    """``"mpi"``, ``"slurm"``, … — which ipyparallel launcher started the engines."""
+    names = {type(launcher).__name__ for launcher in (cluster.engines or {}).values()}
+    short = {name.replace("EngineSetLauncher", "").lower() or "local" for name in names}
+    return ", ".join(sorted(short)) or "none"
+
+
+def engines_exited(cluster) -> bool:
+    """Whether a local engine launcher (``mpiexec``) has ended: the MPI world is gone.
+
+    Batch launchers (Slurm) have no local process; for them this is ``False`` and the
+    session relies on the engines' registrations instead.
+    """
+    for launcher in (cluster.engines or {}).values():
+        process: Any = getattr(launcher, "process", None)
+        if process is None:
+            continue
+        try:
+            if not process.is_running() or process.status() == "zombie":
+                return True
+        except Exception:  # noqa: BLE001 - psutil: the process is gone
+            return True
+    return False

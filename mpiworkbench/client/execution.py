@@ -1,0 +1,75 @@
+"""How code runs on a session's engines: every rank at once, results in rank order, never
+frozen by a failed collective (see :mod:`mpiworkbench.client.waiting`)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Callable
+
+from mpiworkbench.client.remote import RemoteObject
+from mpiworkbench.client.waiting import wait_ranks
+from mpiworkbench.core import machine, objects
+
+
+def engine_environment() -> dict[str, Any]:
+    """On an engine: the machine snapshot of the world and which backends run there."""
+    from mpiworkbench import backends
+
+    env = machine.capture(None, measure_load=False)
+    env["backends"] = backends.availability()
+    return env
+
+
+class Execution:
+    """Running code on the engines of a started session (mixed into
+    :class:`~mpiworkbench.client.session.Session`, which owns ``view``, ``client``, ``ranks``,
+    ``timeout``, ``failure_grace`` and ``_require_running``)."""
+
+    def run_async(self, func: Callable[..., Any], *args: Any, **kwargs: Any):
+        """Submit ``func(*args, **kwargs)`` on every rank; return the AsyncResult."""
+        self._require_running()
+        return self.view.apply_async(func, *args, **kwargs)
+
+    def gather(self, ar, timeout: float | None | str = "default") -> list[Any]:
+        """Wait for *ar* (hang-protected) and return its results in rank order."""
+        limit = self.timeout if timeout == "default" else timeout
+        wait_ranks(ar, self.ranks, limit, grace=self.failure_grace)
+        return list(ar.get())
+
+    def run(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Any]:
+        """Run ``func(*args, **kwargs)`` on every rank; results in rank order.
+
+        Raises :class:`~mpiworkbench.RankFailure` (every rank finished, some raised) or
+        :class:`~mpiworkbench.ExecutionTimeout` (ranks still running after
+        :attr:`timeout`), each with a rank-by-rank report.
+        """
+        return self.gather(self.run_async(func, *args, **kwargs))
+
+    def execute(self, code: str) -> None:
+        """Execute *code* in every engine's namespace (what ``%%px`` does), hang-protected."""
+        self._require_running()
+        ar = self.view.execute(code, block=False)
+        wait_ranks(ar, self.ranks, self.timeout, grace=self.failure_grace)
+
+    def pull(self, name: str, rank: int = 0) -> Any:
+        """The value of *name* in one rank's namespace (gather to that rank with MPI first)."""
+        self._require_running()
+        engine = {r: e for e, r in self.ranks.items()}[rank]
+        return self.client[engine].pull(name, block=True)
+
+    # ------------------------------------------------------------------ remote objects
+    def create(self, factory: str, *args: Any, nranks: int | None = None, **kwargs: Any) -> "RemoteObject":
+        """Build ``factory(*args, **kwargs)`` on every engine and return a handle to it."""
+        self._require_running()
+        key = f"obj-{uuid.uuid4().hex[:10]}"
+        holds = self.run(objects.create, key, factory, args, kwargs, nranks)
+        return RemoteObject(self, key, factory, holds)
+
+    # ------------------------------------------------------------------ facts
+    def info(self) -> list[dict[str, Any]]:
+        """Per-rank facts: rank, host, pid, thread level (rank order)."""
+        return self.run(machine.rank_info)
+
+    def environment(self) -> dict[str, Any]:
+        """The engines' environment (MPI library, versions, hosts, cores, backends), from rank 0."""
+        return self.run(engine_environment)[0]

@@ -1,0 +1,106 @@
+"""A cluster started once — by ``ipcluster`` from our ``mpi`` profile (what JupyterLab's
+*IPython Parallel* sidebar runs) — and a workbench that attaches to it: the rank map, the
+solvers, restart through the cluster's own launchers, detach, and stopping it explicitly.
+A workbench also says when its MPI world has died and gets a fresh one with ``restart()``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+
+import ipyparallel as ipp
+import pytest
+
+from mpiworkbench import Workbench
+from mpiworkbench.client import clusters
+from mpiworkbench.client.profile import create_profile
+from mpiworkbench.core.machine import THREAD_LEVELS
+from tests.cluster.slurm import wait_until
+from tests.cluster.test_ipcluster_profile import LIMIT, IPCluster
+
+
+@ipp.interactive  # sent by value: the engines cannot import this module
+def _rank():
+    from mpi4py import MPI
+
+    return MPI.COMM_WORLD.rank
+
+
+@pytest.fixture
+def ipcluster_mpi(tmp_path, monkeypatch):
+    """``ipcluster start -n 2 --profile=mpi`` in a private IPython directory."""
+    ipython_dir = tmp_path / "ipython"
+    create_profile("mpi", launcher="mpi", ipython_dir_=ipython_dir)
+    monkeypatch.setenv("IPYTHONDIR", str(ipython_dir))
+    ipcluster = IPCluster("mpi", ipython_dir, tmp_path, dict(os.environ))
+    client = ipcluster.start(2)
+    client.close()
+    # ipcluster tears its whole cluster down when its engines stop within its first 30 s
+    # (IPClusterStart.early_shutdown: "they probably failed to connect"); a restart from an
+    # attached session must come after that, as it would for a user
+    wait_until(lambda: "Engines appear to have started successfully" in ipcluster.log.read_text(errors="replace"),
+               "ipcluster to consider its engines started", LIMIT)
+    yield ipcluster
+    ipcluster.stop()
+
+
+def test_attach_drives_a_cluster_ipcluster_started(ipcluster_mpi):
+    t0 = time.perf_counter()
+    wb = Workbench.attach(profile="mpi", activate=False)
+    attached_s = time.perf_counter() - t0
+    try:
+        assert wb.state == "running" and not wb.owns_cluster
+        assert wb.n == 2 and sorted(wb.ranks.values()) == [0, 1]
+        assert wb.run(_rank) == [0, 1], "the view is in rank order"
+        assert wb.launcher == "mpi"
+        assert wb.thread_level in THREAD_LEVELS, "read from the engines, not assumed"
+        assert attached_s < 30, f"attaching took {attached_s:.1f} s"  # a hang guard, not a benchmark
+
+        w = wb.wave(mesh=17)
+        w.step(4)
+        assert w.steps == 4 and math.isfinite(w.error())
+        c = wb.cg(mesh=17)
+        assert c.run()["status"] == "converged"
+        c.close()
+        w.close()
+
+        wb.restart()  # through the cluster's own launcher, from this process
+        assert wb.state == "running" and wb.run(_rank) == [0, 1]
+        said = wb.stop()
+        assert "detached" in said and "keeps running" in said
+        assert wb.state == "stopped"
+        assert clusters.running_cluster("mpi") is not None, "detaching leaves the cluster running"
+
+        again = Workbench(n=2, profile="mpi", activate=False).start()  # start() attaches when one runs
+        assert not again.owns_cluster and again.run(_rank) == [0, 1]
+        again.stop(cluster=True)  # explicit: stop the cluster itself
+        wait_until(lambda: clusters.running_cluster("mpi") is None, "the cluster to stop", LIMIT)
+        wait_until(lambda: ipcluster_mpi.server.poll() is not None, "ipcluster to exit", LIMIT)
+    finally:
+        wb.stop()
+
+
+def test_attach_without_a_running_cluster_says_how_to_start_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path))
+    with pytest.raises(RuntimeError, match=r"no cluster of profile 'mpi'.*ipcluster start"):
+        Workbench.attach(profile="mpi")
+    assert clusters.running_cluster("mpi") is None
+
+
+@pytest.mark.parametrize("fresh_wb", [2], indirect=True)
+def test_a_dead_world_is_reported_and_restart_recovers(fresh_wb):
+    wb = fresh_wb
+    victim = next(engine for engine, rank in wb.ranks.items() if rank == 1)
+    wb.client.send_signal("SIGKILL", targets=[victim], block=True)  # rank 1 dies: the world ends
+    wait_until(lambda: wb.state == "dead", "the workbench to see the dead world", LIMIT)
+    with pytest.raises(RuntimeError, match=r"wb\.restart\(\)"):
+        wb.run(_rank)
+    wb.restart()
+    assert wb.state == "running" and wb.run(_rank) == [0, 1]
+
+
+def test_unknown_benchmark_names_the_value_and_the_choices(wb):
+    with pytest.raises(ValueError, match=r"'bogus'.*pingpong"):
+        wb.bench("bogus")
