@@ -185,6 +185,16 @@ class Session(Execution):
         return self
 
     @property
+    def origin(self) -> str:
+        """Where this session's cluster came from, in a sentence (notebooks print it)."""
+        if self.cluster is None:
+            return "not running"
+        if self.owns_cluster:
+            return f"started a cluster of its own: {self.n} MPI rank(s), launcher {self.launcher}"
+        return (f"attached to the running {self.profile!r} cluster: {self.n} MPI rank(s), launcher "
+                f"{self.launcher} (wb.stop() detaches and leaves it running)")
+
+    @property
     def launcher(self) -> str:
         """Which ipyparallel launcher started the engines (``"mpi"``, ``"slurm"``, …)."""
         return "none" if self.cluster is None else clusters.launcher_name(self.cluster)

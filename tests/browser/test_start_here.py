@@ -9,7 +9,7 @@ from tests.browser.conftest import open_notebook, run_cells, screenshot, shutdow
 from tests.process_tree import leftover_cluster_processes
 
 #: Cells of 00_start_here.ipynb up to and including the gathered plot.
-CELLS_THROUGH_PLOT = 11
+CELLS_THROUGH_PLOT = 12
 
 
 def _button(scope, label: str):
