@@ -1,0 +1,80 @@
+"""The users' path in Chromium: START the ``mpi`` profile in JupyterLab's *IPython Parallel*
+sidebar, then run ``00_start_here`` cell by cell — its first cell attaches to that cluster.
+
+The sidebar's cluster belongs to the JupyterLab server; the notebook only detaches from it
+(``wb.stop()``), and the test stops it the way a user would, with the sidebar's STOP.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.request
+
+from mpiworkbench.client.profile import create_profile
+from tests.browser.conftest import open_notebook, run_cells, screenshot, shutdown_kernels, wait_idle
+from tests.browser.test_start_here import CELLS_THROUGH_PLOT, _wait_no_cluster_left
+
+KEY = "mpi:"  # the sidebar's key of profile mpi, cluster id ""
+
+
+def _clusters(server) -> dict[str, dict]:
+    with urllib.request.urlopen(f"{server.url}/ipyparallel/clusters?token={server.token}", timeout=30) as r:
+        return {c["id"]: c for c in json.load(r)}
+
+
+def _wait(condition, what: str, timeout: float = 180):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.2)  # polling a condition, not a fixed wait
+
+
+def _running_engines(server) -> int:
+    model = _clusters(server).get(KEY) or {}
+    if not model.get("controller"):
+        return 0
+    return int((model.get("engines") or {}).get("n") or 0)
+
+
+def test_start_in_the_sidebar_then_the_notebook_attaches(page, lab_server):
+    # `make lab` writes the mpi profile; here, into this run's private IPython directory
+    create_profile("mpi", launcher="mpi", ipython_dir_=os.environ["IPYTHONDIR"])
+    page.goto(f"{lab_server.url}/lab?token={lab_server.token}")
+    page.locator(".jp-SideBar [role=tab][data-id=ipp-cluster-launcher]").click()
+    card = page.locator(f"li.ipp-ClusterListingItem[data-cluster-id='{KEY}']")
+    try:
+        card.wait_for(timeout=120_000)
+        card.locator("button.ipp-ClusterListingItem-start").click()
+        _wait(lambda: _running_engines(lab_server) == 2, "the sidebar's mpi cluster to run 2 engines")
+        card.locator("button.ipp-ClusterListingItem-stop").wait_for(state="visible", timeout=60_000)
+
+        open_notebook(page, lab_server, "00_start_here.ipynb")
+        run_cells(page, CELLS_THROUGH_PLOT)
+        outputs = page.locator(".jp-NotebookPanel .jp-OutputArea-output")
+        outputs.filter(has_text="attached to the running 'mpi' cluster: 2 MPI rank(s)").first.wait_for(timeout=120_000)
+        for rank in (0, 1):
+            outputs.filter(has_text=f"Hello, world! I'm process {rank} of 2.").first.wait_for(timeout=300_000)
+        wait_idle(page)
+        panel = page.locator(".mpiwb-control-panel")
+        assert "attached (profile 'mpi')" in panel.inner_text()
+        assert panel.locator(".mpiwb-state").inner_text() == "running"
+        screenshot(page, "00_start_here-attached.png")
+    except Exception:
+        screenshot(page, "sidebar-failure.png")
+        raise
+    finally:
+        shutdown_kernels(lab_server)  # the kernel only detaches: the cluster stays up …
+        if _running_engines(lab_server):
+            page.goto(f"{lab_server.url}/lab?token={lab_server.token}")
+            page.locator(".jp-SideBar [role=tab][data-id=ipp-cluster-launcher]").click()
+            stop = page.locator(f"li.ipp-ClusterListingItem[data-cluster-id='{KEY}'] button.ipp-ClusterListingItem-stop")
+            stop.click()  # … until the user stops it in the sidebar
+            _wait(lambda: not _running_engines(lab_server), "the sidebar's STOP to stop the cluster")
+    leftovers = _wait_no_cluster_left(lab_server.process.pid)
+    assert leftovers == [], "\n".join(leftovers)
