@@ -135,3 +135,24 @@ def engines_exited(cluster) -> bool:
         except Exception:  # noqa: BLE001 - psutil: the process is gone
             return True
     return False
+
+
+def check_start_options(n: int, thread_level: str | None, oversubscribe: bool) -> None:
+    """Refuse a rank count or thread level a new cluster cannot start with, saying why."""
+    from mpiworkbench.core import machine
+
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"n must be a positive number of MPI ranks; got {n!r}")
+    cores = machine.cores()
+    if n > cores and not oversubscribe:
+        raise ValueError(
+            f"n={n} ranks exceeds the {cores} cores of this machine. MPICH ranks busy-poll "
+            "while they wait, so oversubscribed ranks take turns on the cores: it works, "
+            "but timings and speedups stop being meaningful. Pass oversubscribe=True to "
+            f"start {n} ranks anyway, or use n <= {cores}."
+        )
+    if thread_level not in (None, *machine.THREAD_LEVELS):
+        raise ValueError(
+            f"thread_level must be one of {', '.join(machine.THREAD_LEVELS)} (or None for mpi4py's "
+            f"default); got {thread_level!r}"
+        )

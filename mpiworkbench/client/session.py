@@ -1,4 +1,10 @@
-"""The notebook's handle on an MPI cluster: ipyparallel engines that are one MPI world."""
+"""The notebook's handle on an MPI cluster: ipyparallel engines that are one MPI world.
+
+Its life cycle only — start or attach, restart, detach or stop, the rank map, the world's
+state; running code is :mod:`~mpiworkbench.client.execution`, finding and building
+clusters :mod:`~mpiworkbench.client.clusters`. A little over 300 lines, a third of them the
+numpydoc of the public methods; the life-cycle state stays in one class.
+"""
 
 from __future__ import annotations
 
@@ -82,25 +88,11 @@ class Session(Execution):
         thread_level: str | None = None,
         profile: str | None = None,
     ):
-        if not isinstance(n, int) or n < 1:
-            raise ValueError(f"n must be a positive number of MPI ranks; got {n!r}")
-        cores = machine.cores()
-        if n > cores and not oversubscribe:
-            raise ValueError(
-                f"n={n} ranks exceeds the {cores} cores of this machine. MPICH ranks busy-poll "
-                "while they wait, so oversubscribed ranks take turns on the cores: it works, "
-                "but timings and speedups stop being meaningful. Pass oversubscribe=True to "
-                f"start {n} ranks anyway, or use n <= {cores}."
-            )
-        if thread_level not in (None, *machine.THREAD_LEVELS):
-            raise ValueError(
-                f"thread_level must be one of {', '.join(machine.THREAD_LEVELS)} (or None for mpi4py's "
-                f"default); got {thread_level!r}"
-            )
+        clusters.check_start_options(n, thread_level, oversubscribe)
         self.thread_level = thread_level
         self.n = n
         self.timeout = timeout
-        self.oversubscribe = n > cores
+        self.oversubscribe = n > machine.cores()
         self.profile = profile
         #: Which cluster to look for under *profile* ("" is ipcluster's and the sidebar's default).
         self._attach_id = cluster_id or ""
@@ -160,6 +152,12 @@ class Session(Execution):
         RuntimeError
             When no cluster of that profile and id is running, saying how to start one.
         """
+        return cls(1, profile=profile, cluster_id=cluster_id, **options).attach_to(profile, cluster_id)
+
+    def attach_to(self, profile: str, cluster_id: str = "") -> "Session":
+        """Attach this (stopped) session to the running cluster of *profile*; see :meth:`attach`."""
+        if self.cluster is not None:
+            raise RuntimeError(f"this session already runs a cluster ({self.origin}); wb.stop() it first")
         found = clusters.running_cluster(profile, cluster_id)
         if found is None:
             raise RuntimeError(
@@ -167,8 +165,8 @@ class Session(Execution):
                 f"with `ipcluster start -n 2 --profile={profile}` or JupyterLab's IPython Parallel sidebar "
                 f"(profile {profile}, START), or let the workbench start its own: Workbench(n=2).start()"
             )
-        n = max(1, clusters.engine_count(found))
-        return cls(n, profile=profile, cluster_id=cluster_id, oversubscribe=True, **options)._attach(found)
+        self.profile, self._attach_id = profile, cluster_id
+        return self._attach(found)
 
     def _attach(self, cluster) -> "Session":
         self.cluster, self.owns_cluster = cluster, False
@@ -199,17 +197,26 @@ class Session(Execution):
         """Which ipyparallel launcher started the engines (``"mpi"``, ``"slurm"``, …)."""
         return "none" if self.cluster is None else clusters.launcher_name(self.cluster)
 
-    def start(self) -> "Session":
+    def start(self, n: int | None = None, thread_level: str | None = None, own: bool = False) -> "Session":
         """Start the controller and ``mpiexec -n N ipengine --mpi``; return when all are ready.
 
         With a *profile*, attach to that profile's running cluster instead, when there is one.
+        *n* and *thread_level* change the rank count and thread level of a session's own
+        cluster before it starts; *own* starts one even when the profile's cluster runs (the
+        control panel's Start uses them).
         """
         if self.cluster is not None:
             return self
-        if self.profile is not None:
+        if n is not None or thread_level is not None:
+            n = self.n if n is None else n
+            clusters.check_start_options(n, thread_level, oversubscribe=True)
+            self.n, self.thread_level = n, thread_level
+            self.oversubscribe = n > machine.cores()
+        if self.profile is not None and not own:
             found = clusters.running_cluster(self.profile, self._attach_id)
             if found is not None:
                 return self._attach(found)
+        self.owns_cluster = True
         self.cluster = clusters.new_cluster(self.n, self.cluster_id, self.controller_ip,
                                             self.thread_level, self.log_level)
         try:

@@ -7,6 +7,9 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from mpiworkbench.client import clusters
+from mpiworkbench.core import machine
+
 
 def status_html(state: str, ranks: list[dict[str, Any]], env: dict[str, Any] | None, engine_of: dict[int, int],
                 origin: str = "") -> str:
@@ -41,24 +44,54 @@ def status_html(state: str, ranks: list[dict[str, Any]], env: dict[str, Any] | N
             f"{facts}{table}</div>")
 
 
+def profile_status(profile: str) -> str:
+    """One line on *profile*'s cluster: running (how many engines, which launcher) or not."""
+    cluster = clusters.running_cluster(profile) if profile else None
+    if cluster is None:
+        return f"profile <b>{html.escape(profile or '—')}</b>: no cluster running"
+    return (f"profile <b>{html.escape(profile)}</b>: running, {clusters.engine_count(cluster)} engine(s), "
+            f"launcher {html.escape(clusters.launcher_name(cluster))}")
+
+
 class ControlPanel:
-    """Widgets over a :class:`~mpiworkbench.client.Workbench`; buttons only call its methods."""
+    """The cluster's home: pick a profile and attach to its running cluster, or start one of the
+    session's own (rank count, thread level); restart; stop or detach. Buttons only call the
+    session's methods.
+
+    Control ``description``s: ``Profile``, ``Attach``, ``Ranks``, ``Thread level``, ``Start``,
+    ``Restart``, ``Stop`` (``Detach`` when attached).
+    """
 
     def __init__(self, wb):
         self.wb = wb
         self.status = widgets.HTML()
-        self.start_button = widgets.Button(description="Start", icon="play", tooltip="start the MPI cluster")
+        names = clusters.profiles()
+        self.profile = widgets.Dropdown(options=names, value=wb.profile if wb.profile in names else (names[0] if names else None),
+                                        description="Profile")
+        self.profile_info = widgets.HTML()
+        self.attach_button = widgets.Button(description="Attach", icon="link",
+                                            tooltip="attach to the running cluster of this profile")
+        self.ranks = widgets.BoundedIntText(value=wb.n, min=1, max=256, description="Ranks")
+        self.level = widgets.Dropdown(options=[("mpi4py's default", None), *((lv, lv) for lv in machine.THREAD_LEVELS)],
+                                      value=wb.thread_level if wb.owns_cluster else None, description="Thread level")
+        self.start_button = widgets.Button(description="Start", icon="play", tooltip="start an MPI cluster of this session's own")
         self.restart_button = widgets.Button(description="Restart", icon="refresh", tooltip="a fresh MPI world")
         self.stop_button = widgets.Button(description="Stop", icon="stop", tooltip="stop engines and controller")
         self.message = widgets.HTML()
         for button, action in (
-            (self.start_button, wb.start),
+            (self.attach_button, lambda: wb.attach_to(self.profile.value)),
+            (self.start_button, lambda: wb.start(self.ranks.value, self.level.value, own=True)),
             (self.restart_button, wb.restart),
             (self.stop_button, wb.stop),
         ):
             button.on_click(lambda _b, action=action: self._do(action))
+        self.profile.observe(lambda _change: self.refresh(), names="value")
         buttons = widgets.HBox([self.start_button, self.restart_button, self.stop_button])
-        self.widget = widgets.VBox([buttons, self.status, self.message])
+        self.widget = widgets.VBox([
+            widgets.HBox([self.profile, self.attach_button, self.profile_info]),
+            widgets.HBox([self.ranks, self.level]),
+            buttons, self.status, self.message,
+        ])
         self.widget.add_class("mpiwb-control-panel")
         self.refresh()
 
@@ -85,6 +118,9 @@ class ControlPanel:
             owner = "started here" if wb.owns_cluster else f"attached (profile {wb.profile!r})"
             origin = f"launcher: {wb.launcher}, {owner}"
         self.status.value = status_html(state, ranks, env, engine_of, origin)
+        self.profile_info.value = profile_status(self.profile.value)
+        self.attach_button.disabled = state != "stopped" or self.profile.value is None
+        self.ranks.disabled = self.level.disabled = state != "stopped"
         self.start_button.disabled = state in ("running", "dead")
         self.restart_button.disabled = state not in ("running", "dead")
         self.stop_button.disabled = state == "stopped"

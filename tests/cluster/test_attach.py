@@ -6,6 +6,7 @@ A workbench also says when its MPI world has died and gets a fresh one with ``re
 
 from __future__ import annotations
 
+import html
 import math
 import os
 import time
@@ -37,11 +38,6 @@ def ipcluster_mpi(tmp_path, monkeypatch):
     ipcluster = IPCluster("mpi", ipython_dir, tmp_path, dict(os.environ))
     client = ipcluster.start(2)
     client.close()
-    # ipcluster tears its whole cluster down when its engines stop within its first 30 s
-    # (IPClusterStart.early_shutdown: "they probably failed to connect"); a restart from an
-    # attached session must come after that, as it would for a user
-    wait_until(lambda: "Engines appear to have started successfully" in ipcluster.log.read_text(errors="replace"),
-               "ipcluster to consider its engines started", LIMIT)
     yield ipcluster
     ipcluster.stop()
 
@@ -66,6 +62,11 @@ def test_attach_drives_a_cluster_ipcluster_started(ipcluster_mpi):
         c.close()
         w.close()
 
+        # ipcluster tears its whole cluster down when its engines stop within its first 30 s
+        # (IPClusterStart.early_shutdown: "they probably failed to connect"); a restart from an
+        # attached session must come after that, as it would for a user
+        wait_until(lambda: "Engines appear to have started successfully" in ipcluster_mpi.log.read_text(errors="replace"),
+                   "ipcluster to consider its engines started", LIMIT)
         wb.restart()  # through the cluster's own launcher, from this process
         assert wb.state == "running" and wb.run(_rank) == [0, 1]
         said = wb.stop()
@@ -78,6 +79,35 @@ def test_attach_drives_a_cluster_ipcluster_started(ipcluster_mpi):
         again.stop(cluster=True)  # explicit: stop the cluster itself
         wait_until(lambda: clusters.running_cluster("mpi") is None, "the cluster to stop", LIMIT)
         wait_until(lambda: ipcluster_mpi.server.poll() is not None, "ipcluster to exit", LIMIT)
+    finally:
+        wb.stop()
+
+
+def test_control_panel_picks_the_profile_attaches_detaches_and_starts_its_own(ipcluster_mpi):
+    from mpiworkbench.widgets.control import ControlPanel
+
+    wb = Workbench(n=2, activate=False)
+    try:
+        panel = ControlPanel(wb)
+        assert "mpi" in panel.profile.options
+        panel.profile.value = "mpi"
+        assert "running, 2 engine(s), launcher mpi" in panel.profile_info.value
+        panel.attach_button.click()
+        assert panel.message.value == "", panel.message.value
+        assert wb.state == "running" and not wb.owns_cluster
+        assert panel.stop_button.description == "Detach" and panel.start_button.disabled
+        assert html.escape("attached (profile 'mpi')") in panel.status.value
+        panel.stop_button.click()
+        assert wb.state == "stopped" and clusters.running_cluster("mpi") is not None, "detached, still running"
+
+        panel.ranks.value, panel.level.value = 1, "single"  # now one rank of its own, at thread level single
+        panel.start_button.click()
+        assert panel.message.value == "", panel.message.value
+        assert wb.owns_cluster and wb.n == 1 and wb.run(_rank) == [0]
+        assert wb.info()[0]["thread_level"] == "single"
+        assert panel.stop_button.description == "Stop"
+        panel.stop_button.click()
+        assert wb.state == "stopped"
     finally:
         wb.stop()
 
