@@ -11,16 +11,18 @@ from __future__ import annotations
 import argparse
 import sys
 
-from mpiworkbench.speedup import experiments as registry
+from mpiworkbench.speedup import experiments
+
+
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "speedup",
         help="wall-clock time, speedup and efficiency over rank counts",
         description=__doc__.split("\n\n")[0],
     )
-    experiments = parser.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True)
-    for exp in registry.EXPERIMENTS.values():
-        sub = experiments.add_parser(exp.name, help=exp.title, description=f"{exp.title}. Timed: {exp.timed}.")
+    chooser = parser.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True)
+    for exp in experiments.EXPERIMENTS.values():
+        sub = chooser.add_parser(exp.name, help=exp.title, description=f"{exp.title}. Timed: {exp.timed}.")
         sub.add_argument("--np", required=True, help="rank counts, e.g. 1,2,4 (mpiexec starts with the largest)")
         sub.add_argument(
             f"--{exp.size_name}",
@@ -39,7 +41,7 @@ def register(subparsers) -> None:
             )
         sub.add_argument("--repeats", type=int, default=5, help="timed repetitions per point (median reported)")
         sub.add_argument("--warmup", type=int, default=1, help="untimed runs before the repetitions")
-        sub.add_argument("--scaling", choices=("strong", "weak"), default="strong")
+        sub.add_argument("--scaling", choices=experiments.SCALINGS, default=experiments.SCALINGS[0])
         sub.add_argument("--json", default=None, metavar="FILE", help="write the result to FILE ('-' for stdout)")
         sub.add_argument("--timeout", type=float, default=None, help="wall-clock limit of the MPI job in seconds")
         sub.set_defaults(func=main)
@@ -47,7 +49,8 @@ def register(subparsers) -> None:
 
 def build_spec(args: argparse.Namespace):
     from mpiworkbench.speedup.plan import SpeedupSpec, parse_int_list
-    exp = registry.get(args.experiment)
+
+    exp = experiments.get(args.experiment)
     params = {p.name: getattr(args, p.name) for p in exp.params if getattr(args, p.name, None) is not None}
     spec = SpeedupSpec(
         experiment=exp.name,
@@ -64,6 +67,7 @@ def build_spec(args: argparse.Namespace):
 
 def main(args: argparse.Namespace) -> int:
     from mpiworkbench.core import launch, mpi
+
     spec = build_spec(args)  # bad input fails here, before any mpiexec starts
     largest = max(spec.nranks)
     if not mpi.launched_by_mpiexec():
@@ -76,8 +80,9 @@ def _run_in_world(args: argparse.Namespace, spec) -> int:
     from mpiworkbench.speedup import analysis
     from mpiworkbench.speedup.plan import run_experiment
     from mpiworkbench.speedup.point import run_point
+
     comm = mpi.world()
-    exp = registry.get(spec.experiment)
+    exp = experiments.get(spec.experiment)
     if max(spec.nranks) > comm.size:
         raise ValueError(
             f"--np asks for {max(spec.nranks)} ranks but this MPI world has {comm.size}; "

@@ -26,6 +26,8 @@ from mpiworkbench.solvers.wave.kernels import KERNELS
 from mpiworkbench.speedup.collective import BACKENDS as LOOP_BACKENDS
 from mpiworkbench.speedup.inner import VARIANTS as INNER_VARIANTS
 
+#: How the problem size follows the rank count: fixed (strong) or grown with it (weak).
+SCALINGS = ("strong", "weak")
 
 
 def split_variant(variant: str, experiment: str, example: str) -> tuple[str, str]:

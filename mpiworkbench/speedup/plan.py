@@ -18,8 +18,7 @@ from typing import Any, Callable, Generator
 from mpiworkbench.core import machine
 from mpiworkbench.speedup import experiments
 from mpiworkbench.speedup.analysis import SpeedupResult
-
-SCALINGS = ("strong", "weak")
+from mpiworkbench.speedup.experiments import SCALINGS
 
 
 def small_mode() -> bool:
@@ -84,7 +83,7 @@ class SpeedupSpec:
         if self.warmup < 0:
             raise ValueError(f"warm-up runs must be 0 or more; got {self.warmup}")
         if self.scaling not in SCALINGS:
-            raise ValueError(f"scaling must be 'strong' or 'weak'; got {self.scaling!r}")
+            raise ValueError(f"scaling must be one of {', '.join(SCALINGS)}; got {self.scaling!r}")
         params = {}
         known = {p.name: p for p in exp.params}
         for name in self.params:
