@@ -7,12 +7,10 @@ from typing import Any
 import numpy as np
 
 from mpiworkbench.solvers.cg.variants import ALLREDUCES_PER_ITERATION
+from mpiworkbench.solvers.cg.timing import TIMING_KEYS
 from mpiworkbench.solvers.decomposition import gather_blocks
 
-__all__ = ["TIMING_KEYS", "gather_solution", "solver_result"]
-
-#: Categories of the per-rank time split (``vector``: local dot products and updates).
-TIMING_KEYS = ("matvec", "exchange", "allreduce", "vector")
+__all__ = ["gather_solution", "solver_result"]
 
 
 def gather_solution(solver) -> np.ndarray | None:

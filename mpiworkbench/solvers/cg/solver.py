@@ -15,10 +15,6 @@ Stopping (``criterion``): ``"thesis"`` stops when ``ρ_k/ρ_0 ≤ tol`` with ``�
 starts from ``x0 = b`` (Algorithm 2); ``"relative"`` stops when ``‖r_k‖/‖b‖ ≤ tol`` and
 starts from ``x0 = 0`` (as ``scipy.sparse.linalg.cg(rtol=tol, atol=0)``). Note that
 ``ρ_k/ρ_0 ≤ 1e-8`` is only ``‖r_k‖/‖r_0‖ ≤ 1e-4``.
-
-Length: about 340 lines, a third of them the public methods' numpydoc; the iteration,
-its timing and its stopping rule are one object's state and stay together (the variants,
-vectors, exchange, report and matrix already live in modules of their own).
 """
 
 from __future__ import annotations
@@ -33,7 +29,8 @@ import numpy as np
 from mpiworkbench.core import mpi
 from mpiworkbench.solvers.cg import poisson
 from mpiworkbench.solvers.cg.exchange import LocalValueExchange, make_backend
-from mpiworkbench.solvers.cg.report import TIMING_KEYS, gather_solution, solver_result
+from mpiworkbench.solvers.cg.report import gather_solution, solver_result
+from mpiworkbench.solvers.cg.timing import TIMING_KEYS, TimedOperations
 from mpiworkbench.solvers.cg.variants import ALLREDUCES_PER_ITERATION, default_maxiter, validate
 from mpiworkbench.solvers.cg.vectors import local_dot, local_dot2, update_fused, update_p, update_x_r
 
@@ -106,12 +103,10 @@ class CGSolver:
         self.block = self.blocks[rank]
         self.dims = self.block.dims
         self.A = poisson.local_matrix(self.block)
-        self._exchange = LocalValueExchange(self.block, self.backend)
+        self._ops = TimedOperations(self.A, LocalValueExchange(self.block, self.backend), self.backend)
+        self.timing = self._ops.timing  # the same dict, for the whole solver's life
         n, total = self.block.n_owned, self.block.n_owned + self.block.n_ghost
         self.b = b
-        self._sum_buf = np.zeros(2)
-        self._sum_out = np.zeros(2)
-        self.timing = dict.fromkeys(TIMING_KEYS, 0.0)
         self.iterate_s = 0.0
         self.iterations = 0
         self.status = "running"
@@ -121,14 +116,14 @@ class CGSolver:
         self.x = self._xl[:n]
         if self.x0 == "rhs":
             self.x[:] = b
-        self.bb = self._allreduce(local_dot(b, b))
-        r = b - self._matvec(self._xl, self.x)
+        self.bb = self._ops.allreduce(local_dot(b, b))
+        r = b - self._ops.matvec(self._xl, self.x)
         if variant == "fused":
             self._rl = np.zeros(total)
             self.r = self._rl[:n]
             self.r[:] = r
-            self.w = self._matvec(self._rl, self.r)
-            gamma, delta = self._allreduce2(*local_dot2(self.r, self.w))
+            self.w = self._ops.matvec(self._rl, self.r)
+            gamma, delta = self._ops.allreduce2(*local_dot2(self.r, self.w))
             self.rho = gamma
             self.alpha = gamma / delta if delta != 0 else 0.0
             self.beta = 0.0
@@ -139,34 +134,12 @@ class CGSolver:
             self._pl = np.zeros(total)
             self.p = self._pl[:n]
             self.p[:] = r
-            self.rho = self._allreduce(local_dot(r, r))
+            self.rho = self._ops.allreduce(local_dot(r, r))
         self.rho0 = self.rho
         self.rho_history = [self.rho]
-        self.timing = dict.fromkeys(TIMING_KEYS, 0.0)
+        self._ops.reset()  # set-up is not iteration time
         self._check_convergence()
         self.setup_s = time.perf_counter() - t_start
-
-    # -- communication, timed ----------------------------------------------------------
-    def _matvec(self, local_value: np.ndarray, owned: np.ndarray) -> np.ndarray:
-        t0 = time.perf_counter()
-        self._exchange(local_value, owned)
-        t1 = time.perf_counter()
-        y = self.A @ local_value
-        t2 = time.perf_counter()
-        self.timing["exchange"] += t1 - t0
-        self.timing["matvec"] += t2 - t1
-        return y
-
-    def _allreduce(self, value: float) -> float:
-        return self._allreduce2(value, 0.0)[0]
-
-    def _allreduce2(self, a: float, b: float) -> tuple[float, float]:
-        t0 = time.perf_counter()
-        buf, out = self._sum_buf, self._sum_out
-        buf[0], buf[1] = a, b
-        self.backend.allreduce(buf, "sum", out=out)
-        self.timing["allreduce"] += time.perf_counter() - t0
-        return float(out[0]), float(out[1])
 
     # -- the iteration ---------------------------------------------------------------
     def _check_convergence(self) -> bool:
@@ -180,13 +153,13 @@ class CGSolver:
         return False
 
     def _step_classic(self) -> None:
-        v = self._matvec(self._pl, self.p)
+        v = self._ops.matvec(self._pl, self.p)
         t0 = time.perf_counter()
         if self.variant == "thesis":
             # Algorithm 2 lines 13-16: <r,r> summed again although it is rho_k
             a1s = local_dot(self.r, self.r)
             t1 = time.perf_counter()
-            a1 = self._allreduce(a1s)
+            a1 = self._ops.allreduce(a1s)
             t2 = time.perf_counter()
             a2s = local_dot(self.p, v)
             self.timing["vector"] += (t1 - t0) + (time.perf_counter() - t2)
@@ -194,11 +167,11 @@ class CGSolver:
             a1 = self.rho
             a2s = local_dot(self.p, v)
             self.timing["vector"] += time.perf_counter() - t0
-        a2 = self._allreduce(a2s)
+        a2 = self._ops.allreduce(a2s)
         t0 = time.perf_counter()
         rs = update_x_r(self.x, self.r, self.p, v, a1 / a2)
         self.timing["vector"] += time.perf_counter() - t0
-        rho_new = self._allreduce(rs)
+        rho_new = self._ops.allreduce(rs)
         t0 = time.perf_counter()
         update_p(self.p, self.r, rho_new / self.rho)
         self.rho = rho_new
@@ -209,11 +182,11 @@ class CGSolver:
         alpha = self.alpha
         update_fused(self.p, self.s, self.x, self.r, self.w, alpha, self.beta)
         self.timing["vector"] += time.perf_counter() - t0
-        self.w = self._matvec(self._rl, self.r)
+        self.w = self._ops.matvec(self._rl, self.r)
         t0 = time.perf_counter()
         gs, ds = local_dot2(self.r, self.w)
         self.timing["vector"] += time.perf_counter() - t0
-        gamma, delta = self._allreduce2(gs, ds)
+        gamma, delta = self._ops.allreduce2(gs, ds)
         self.beta = gamma / self.rho
         self.alpha = gamma / (delta - self.beta * gamma / alpha)
         self.rho = gamma
@@ -307,11 +280,9 @@ class CGSolver:
 
     def true_residual(self) -> float:
         """``‖b − A x‖/‖b‖`` recomputed from ``x`` (one exchange and matvec). Collective."""
-        saved = dict(self.timing)
-        r = self.b - self._matvec(self._xl, self.x)
-        self.timing = saved
-        rr = self._allreduce(local_dot(r, r))
-        self.timing = saved
+        with self._ops.untimed():
+            r = self.b - self._ops.matvec(self._xl, self.x)
+            rr = self._ops.allreduce(local_dot(r, r))
         return math.sqrt(rr / self.bb) if self.bb > 0 else math.sqrt(rr)
 
     def max_error(self) -> float | None:

@@ -16,9 +16,6 @@ Used the same way from ``mpiexec`` (the CLI), ipyparallel engines
 
 >>> s = WaveSolver(33, kernel="numpy")        # doctest: +SKIP
 >>> s.step(20); s.error()                      # doctest: +SKIP
-
-Length: a little over 300 lines, about 60 of them numpydoc; the step loop, its timing and
-its state are one object (problem, kernels, whole-step loop and halo live elsewhere).
 """
 
 from __future__ import annotations
@@ -29,7 +26,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from mpiworkbench.core import mpi
-from mpiworkbench.solvers import halo as halo_mod
+from mpiworkbench.solvers import halo
 from mpiworkbench.solvers.decomposition import create_cart, gather_blocks
 from mpiworkbench.solvers.wave import kernels
 from mpiworkbench.solvers.wave.problem import WHOLE_STEP, check_plane, check_steps, local_energy, validate
@@ -106,7 +103,6 @@ class WaveSolver:
         kernel: str = "numpy",
         exchange: str = "sendrecv",
     ) -> None:
-        MPI = mpi.MPI()
         base = mpi.resolve_comm(comm)
         self.shape, self.layout, self.cfl, self.dt = mpi.checked(
             base, lambda: validate(mesh, base.size, dims, cfl, dt, c, kernel, exchange)
@@ -127,23 +123,13 @@ class WaveSolver:
         self.coeffs = (cx2, cy2, cz2, 2.0 * (1.0 - cx2 - cy2 - cz2))
 
         def build():
-            if exchange == WHOLE_STEP and MPI.Group.Compare(self.cart.group, MPI.COMM_WORLD.group) != MPI.IDENT:
-                raise ValueError(
-                    "exchange 'numba-mpi' only works on all of MPI.COMM_WORLD in rank order (numba-mpi "
-                    "has no communicator argument); use another exchange on a sub-communicator"
-                )
-            update = kernels.make_update(kernel, self.local_shape, self.coeffs)
-            halo = None
-            stepper = None
             if exchange == WHOLE_STEP:
-                from mpiworkbench.solvers.wave.whole_step import NumbaMpiStepper
+                from mpiworkbench.solvers.wave.whole_step import stepper_on
 
-                neighbours = [self.cart.Shift(a, 1) for a in range(3)]
-                boundary = [(self.coords[a] == 0, self.coords[a] == self.dims[a] - 1) for a in range(3)]
-                stepper = NumbaMpiStepper(self.local_shape, self.coeffs, neighbours, boundary, MPI.PROC_NULL)
-            else:
-                halo = halo_mod.HaloExchange(self.cart, self.local_shape, exchange)
-            return update, halo, stepper
+                stepper = stepper_on(self.cart, self.local_shape, self.coeffs)
+                return kernels.make_update(kernel, self.local_shape, self.coeffs), None, stepper
+            update = kernels.make_update(kernel, self.local_shape, self.coeffs)
+            return update, halo.HaloExchange(self.cart, self.local_shape, exchange), None
 
         self._update, self._halo, self._stepper = mpi.checked(self.cart, build)
         self._core, self._shell = kernels.core_and_shell(self.local_shape)
@@ -209,7 +195,7 @@ class WaveSolver:
         wtime = mpi.MPI().Wtime
         u, un, uo = self.u, self.u_new, self.u_old
         t0 = wtime()
-        halo_mod.mirror_boundaries(u, self.coords, self.dims)
+        halo.mirror_boundaries(u, self.coords, self.dims)
         t1 = wtime()
         if self.exchange_method == "nonblocking":
             handle = self._halo.start(u)
@@ -263,7 +249,7 @@ class WaveSolver:
         MPI = mpi.MPI()
         exchanger = self._halo if self._halo is not None and self._halo.method != "none" else None
         if exchanger is None:
-            exchanger = halo_mod.HaloExchange(self.cart, self.local_shape, "sendrecv")
+            exchanger = halo.HaloExchange(self.cart, self.local_shape, "sendrecv")
         for arr in (self.u, self.u_old):
             exchanger.exchange(arr)
         local = local_energy(self.u, self.u_old, self.ranges, self.shape, self.spacing, self.dt, self.c)

@@ -17,7 +17,7 @@ from mpiworkbench.solvers.wave.kernels import numba_update_func
 #: The compiled whole-step loop (one per process).
 _compiled: dict[str, object] = {}
 
-__all__ = ["NumbaMpiStepper"]
+__all__ = ["NumbaMpiStepper", "stepper_on"]
 
 
 def _numba_mpi_steps_func():
@@ -124,3 +124,23 @@ class NumbaMpiStepper:
         return self._func(
             uo, u, un, nsteps, first, self.coeffs, self.neighbours, self.boundary, *self.bufs, timing, self.proc_null
         )
+
+
+def stepper_on(cart, local_shape: Sequence[int], coeffs: Sequence[float]) -> NumbaMpiStepper:
+    """The whole-step loop of this rank's block of the Cartesian communicator *cart*.
+
+    Raises ``ValueError`` unless *cart* holds all of ``MPI.COMM_WORLD`` in rank order
+    (numba-mpi has no communicator argument).
+    """
+    from mpiworkbench.core import mpi
+
+    MPI = mpi.MPI()
+    if MPI.Group.Compare(cart.group, MPI.COMM_WORLD.group) != MPI.IDENT:
+        raise ValueError(
+            "exchange 'numba-mpi' only works on all of MPI.COMM_WORLD in rank order (numba-mpi "
+            "has no communicator argument); use another exchange on a sub-communicator"
+        )
+    dims, _, coords = cart.Get_topo()
+    neighbours = [cart.Shift(a, 1) for a in range(3)]
+    boundary = [(coords[a] == 0, coords[a] == dims[a] - 1) for a in range(3)]
+    return NumbaMpiStepper(local_shape, coeffs, neighbours, boundary, MPI.PROC_NULL)
