@@ -18,7 +18,6 @@ from mpiworkbench.syntax.lessons import CURRENT_COLUMNS
 #: Column order of the thesis's Table 4.1.
 THESIS_MODULES = ("pypar", "mpi4py", "MYMPI", "pyMPI", "Scientific.MPI", "boostmpi")
 
-_T = "thesis"
 #: (operation, module) → the call as printed in thesis Tables 4.2–4.11 (quoted).
 DOCUMENTED_SYNTAX: dict[tuple[str, str], tuple[str, str]] = {
     ("send", "C"): ("int MPI_Send(void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)", "Table 4.2"),

@@ -12,35 +12,24 @@ from typing import Sequence
 
 import numpy as np
 
-from mpiworkbench.backends.base import Backend, Loop, Request, first_strided, noncontiguous_error
+from mpiworkbench.backends.base import Request, first_strided, noncontiguous_error
+from mpiworkbench.backends.mpi4py import Mpi4pyBackend
 
 
-class Mpi4pyBuffer(Backend):
+class Mpi4pyBuffer(Mpi4pyBackend):
     name = "mpi4py-buf"
     summary = "mpi4py upper-case methods: Send/Recv/Bcast/… on NumPy buffers"
     unsupported: dict[str, str] = {}
     limits = ("contiguous buffers only (use derived datatypes for strided layouts)",)
     objects = False
+    flavour = "buf"
 
     def __init__(self, comm=None):
         super().__init__(comm)
         from mpiworkbench.core import mpi
         MPI = mpi.MPI()
-        self._MPI = MPI
         self._ops = {"sum": MPI.SUM, "prod": MPI.PROD, "min": MPI.MIN, "max": MPI.MAX}
         self._waitall = MPI.Request.Waitall
-
-    @classmethod
-    def make_loop(cls, benchmark: str, comm, mode: str = "osu", window: int = 64) -> Loop:
-        """mpi4py's own methods in a Python loop: see :meth:`Backend.make_loop`."""
-        from mpiworkbench.backends.mpi4py import loops
-        return loops.python_loop("buf", benchmark, comm, mode, window)
-
-    def _op(self, op: str):
-        try:
-            return self._ops[op]
-        except KeyError:
-            raise ValueError(f"unknown reduction op {op!r}; use one of {sorted(self._ops)}") from None
 
     def barrier(self) -> None:
         self.comm.Barrier()
@@ -126,13 +115,18 @@ class Mpi4pyBuffer(Backend):
             raise noncontiguous_error(self.name, "allreduce", data) from None
         return out
 
+    def _gathered(self, data, counts):
+        """A new result array of gather/allgather: ``(size, *data.shape)``, or flat with *counts*."""
+        if counts is None:
+            return np.empty((self.size, *data.shape), data.dtype)
+        return np.empty(int(sum(counts)), data.dtype)
+
     def gather(self, data, root=0, out=None, counts: Sequence[int] | None = None):
         data = np.asarray(data)
         recv = None
         if self.rank == root:
             if out is None:
-                out = (np.empty((self.size, *data.shape), data.dtype) if counts is None
-                       else np.empty(int(sum(counts)), data.dtype))
+                out = self._gathered(data, counts)
             recv = out if counts is None else [out, list(counts)]
         else:
             out = None
@@ -148,8 +142,7 @@ class Mpi4pyBuffer(Backend):
     def allgather(self, data, out=None, counts: Sequence[int] | None = None):
         data = np.asarray(data)
         if out is None:
-            out = (np.empty((self.size, *data.shape), data.dtype) if counts is None
-                   else np.empty(int(sum(counts)), data.dtype))
+            out = self._gathered(data, counts)
         try:
             if counts is None:
                 self.comm.Allgather(data, out)

@@ -6,7 +6,8 @@ viewing the send buffer — uint8 of the message size, float64 (size / 8 element
 ``reduce``/``allreduce``, one uint8 block per rank as a list for ``scatter``/``alltoall`` —
 and a receiver gets a new unpickled array each time. Point-to-point methods are bound to
 locals and collectives wrapped in ``functools.partial`` before the loop (as
-``mpi4py.bench`` does), so the loop's own overhead is one Python call per iteration.
+``mpi4py.bench`` does), so the loop's own overhead is one Python call per iteration (the
+linear broadcast's root: one call that posts a send per rank and waits for them all).
 """
 
 from __future__ import annotations
@@ -158,11 +159,7 @@ def _buf_call(comm, name: str, b: Any, nbytes: int) -> Callable[[], object]:
         right, left = (rank + 1) % size, (rank - 1) % size
         return partial(comm.Sendrecv, s, right, 2, r, left, 2)
     if name == "bcast_linear":
-        if rank == 0:
-            isend, waitall = comm.Isend, MPI.Request.Waitall
-            dests = range(1, size)
-            return lambda: waitall([isend(s, d, 3) for d in dests])
-        return partial(comm.Recv, s, 0, 3)
+        return _linear(rank, size, comm.Isend, MPI.Request.Waitall, s, partial(comm.Recv, s, 0, 3))
     if name == "bcast_binomial":
         return partial(_binomial, comm.Send, comm.Recv, s, rank, size)
     raise ValueError(f"no mpi4py-buf loop for benchmark {name!r}")
@@ -195,15 +192,20 @@ def _obj_call(comm, name: str, b: Any, nbytes: int) -> Callable[[], object]:
         right, left = (rank + 1) % size, (rank - 1) % size
         return partial(comm.sendrecv, obj, right, 2, None, left, 2)
     if name == "bcast_linear":
-        if rank == 0:
-            isend, waitall = comm.isend, MPI.Request.waitall
-            dests = range(1, size)
-            return lambda: waitall([isend(obj, d, 3) for d in dests])
-        return partial(comm.recv, None, 0, 3)
+        return _linear(rank, size, comm.isend, MPI.Request.waitall, obj, partial(comm.recv, None, 0, 3))
     if name == "bcast_binomial":
         return partial(_binomial, lambda o, d, t: comm.send(o, d, t),
                        lambda o, src, t: comm.recv(None, src, t), obj, rank, size)
     raise ValueError(f"no mpi4py-obj loop for benchmark {name!r}")
+
+
+def _linear(rank: int, size: int, isend, waitall, buf, receive: Callable[[], object]) -> Callable[[], object]:
+    """Report 003's linear broadcast: rank 0 posts one send per other rank and waits for all;
+    every other rank makes the one receive *receive*."""
+    if rank == 0:
+        dests = range(1, size)
+        return lambda: waitall([isend(buf, d, 3) for d in dests])
+    return receive
 
 
 def _binomial(send, recv, buf, rank: int, size: int) -> None:

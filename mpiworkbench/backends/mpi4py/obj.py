@@ -12,7 +12,10 @@ from typing import Sequence
 
 import numpy as np
 
-from mpiworkbench.backends.base import Backend, Loop, Request
+from mpiworkbench.backends.base import Request
+from mpiworkbench.backends.mpi4py import Mpi4pyBackend
+
+
 def _min(x, y):
     return np.minimum(x, y) if isinstance(x, np.ndarray) else min(x, y)
 
@@ -21,12 +24,13 @@ def _max(x, y):
     return np.maximum(x, y) if isinstance(x, np.ndarray) else max(x, y)
 
 
-class Mpi4pyObject(Backend):
+class Mpi4pyObject(Mpi4pyBackend):
     name = "mpi4py-obj"
     summary = "mpi4py lower-case methods: send/recv/bcast/… on any picklable object"
     unsupported: dict[str, str] = {}
     limits = ("every message is pickled: extra copies for large arrays",)
     objects = True
+    flavour = "obj"
 
     def __init__(self, comm=None):
         super().__init__(comm)
@@ -36,18 +40,6 @@ class Mpi4pyObject(Backend):
         # element by element; NumPy's minimum/maximum do, for arrays and scalars alike.
         self._ops = {"sum": MPI.SUM, "prod": MPI.PROD, "min": _min, "max": _max}
         self._waitall = MPI.Request.waitall
-
-    @classmethod
-    def make_loop(cls, benchmark: str, comm, mode: str = "osu", window: int = 64) -> Loop:
-        """mpi4py's own methods in a Python loop: see :meth:`Backend.make_loop`."""
-        from mpiworkbench.backends.mpi4py import loops
-        return loops.python_loop("obj", benchmark, comm, mode, window)
-
-    def _op(self, op: str):
-        try:
-            return self._ops[op]
-        except KeyError:
-            raise ValueError(f"unknown reduction op {op!r}; use one of {sorted(self._ops)}") from None
 
     @staticmethod
     def _into(out, value):
