@@ -38,6 +38,8 @@ from traitlets.config import Config
 
 from mpiworkbench import Workbench
 from mpiworkbench.core.launch import find_mpiexec
+
+
 def time_defaults(n: int) -> tuple[float, float]:
     config = Config()
     config.MPILauncher.mpi_cmd = [find_mpiexec()]  # only so mpiexec is found; otherwise defaults

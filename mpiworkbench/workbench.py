@@ -2,7 +2,9 @@
 
 The client (:mod:`mpiworkbench.client`) runs things on the engines and never imports a
 widget; the widgets (:mod:`mpiworkbench.widgets`) only call the client. This module is
-where the two meet: each factory returns a client handle or driver with its panel.
+where the two meet: :meth:`Workbench.wave` and :meth:`Workbench.cg` return client handles
+given their panel class (``.widget()`` builds it), :meth:`Workbench.bench` and
+:meth:`Workbench.speedup` return panels that run through the client's drivers.
 """
 
 from __future__ import annotations
@@ -31,13 +33,25 @@ class Workbench(Session):
     """
 
     def panel(self):
-        """An ipywidgets control panel: engines ↔ ranks, versions, state; start/restart/stop."""
+        """The control panel: engines ↔ ranks, versions, state; attach, start, restart, stop.
+
+        Returns
+        -------
+        ipywidgets.VBox
+            The panel's widget, ready to display.
+        """
         from mpiworkbench.widgets.control import ControlPanel
 
         return ControlPanel(self).widget
 
     def wave(self, **kwargs: Any) -> WaveHandle:
-        """A live 3-D wave solver on the engines (keyword arguments go to ``WaveSolver``).
+        """A live 3-D wave solver on the engines.
+
+        Parameters
+        ----------
+        **kwargs
+            Options of :class:`~mpiworkbench.solvers.wave.solver.WaveSolver` (``mesh``,
+            ``kernel``, …).
 
         Returns
         -------
@@ -50,7 +64,12 @@ class Workbench(Session):
         return WaveHandle(self, panel=WavePanel, **kwargs)
 
     def cg(self, **kwargs: Any) -> CGHandle:
-        """A live CG solver on the engines (keyword arguments go to ``CGSolver``).
+        """A live CG solver on the engines.
+
+        Parameters
+        ----------
+        **kwargs
+            Options of :class:`~mpiworkbench.solvers.cg.solver.CGSolver` (``mesh``, ``tol``, …).
 
         Returns
         -------
@@ -62,9 +81,22 @@ class Workbench(Session):
         return CGHandle(self, panel=CGPanel, **kwargs)
 
     def speedup(self, experiment: str = "inner"):
-        """The speedup-experiment panel on this cluster (its ``.widget`` is what to display).
+        """The speedup-experiment panel on this cluster.
 
-        Raises ``ValueError`` naming the experiment and the choices when it is unknown.
+        Parameters
+        ----------
+        experiment : str
+            A name of :func:`mpiworkbench.speedup.experiments.names` (the panel can switch).
+
+        Returns
+        -------
+        SpeedupPanel
+            Display its ``.widget``; its runs go through :mod:`mpiworkbench.client.speedup`.
+
+        Raises
+        ------
+        ValueError
+            Naming the experiment and the choices when it is unknown.
         """
         from mpiworkbench.speedup import experiments
         from mpiworkbench.widgets.speedup import SpeedupPanel
@@ -73,9 +105,24 @@ class Workbench(Session):
         return SpeedupPanel(self, experiment=experiment)
 
     def bench(self, benchmark: str = "pingpong", **kwargs: Any):
-        """The micro-benchmark panel on this cluster (its ``.widget`` is what to display).
+        """The micro-benchmark panel on this cluster.
 
-        Raises ``ValueError`` naming the benchmark and the choices when it is unknown.
+        Parameters
+        ----------
+        benchmark : str
+            A name of :data:`mpiworkbench.bench.catalog.BENCHMARKS` (the panel can switch).
+        **kwargs
+            ``backends``, ``sizes``, ``width`` of the panel.
+
+        Returns
+        -------
+        BenchPanel
+            Display its ``.widget``; its runs go through :mod:`mpiworkbench.client.bench`.
+
+        Raises
+        ------
+        ValueError
+            Naming the benchmark and the choices when it is unknown.
         """
         from mpiworkbench.bench.catalog import get_benchmark
         from mpiworkbench.widgets.bench import BenchPanel

@@ -26,6 +26,7 @@ def run_create(args: argparse.Namespace) -> int:
     import warnings
 
     from mpiworkbench.client.profile import create_profile
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         path = create_profile(args.name, launcher=args.launcher, ip=args.ip, ipython_dir_=args.ipython_dir)

@@ -58,9 +58,20 @@ def start_run(wb, benchmark: str, backends=DEFAULT_BACKENDS, sizes: str | list[i
 def sweep(run, on_rows: OnRows | None = None, should_stop: Callable[[], bool] = lambda: False) -> Steps:
     """The one loop of a sweep: one size per engine call, then the results document.
 
-    ``on_rows(rows, progress)`` is called after every size (progress: ``done``/``total``);
-    ``should_stop()`` is asked before every size — the document then holds what finished.
+    A generator of :data:`~mpiworkbench.client.waiting.Steps`, waited on by
+    :func:`~mpiworkbench.client.waiting.drive` or :func:`~mpiworkbench.client.waiting.drive_async`.
     The sweep is deleted on the engines when the loop ends, however it ends.
+
+    Parameters
+    ----------
+    run : RemoteObject
+        The sweep of :func:`start_run`.
+    on_rows : callable, optional
+        ``on_rows(rows, progress)`` after every size (rank 0's rows of that size; progress:
+        ``{"done", "total"}``), so a plot can grow while the sweep runs.
+    should_stop : callable, optional
+        Asked before every size; the document then holds the sizes that finished
+        (``complete`` is false).
     """
     try:
         total = len(run.attr("sizes")[0])
@@ -78,10 +89,20 @@ def sweep(run, on_rows: OnRows | None = None, should_stop: Callable[[], bool] = 
 def run_on_workbench(wb, benchmark: str, backends=DEFAULT_BACKENDS, sizes=None, ranks: int | None = None,
                      on_rows: OnRows | None = None, should_stop: Callable[[], bool] = lambda: False,
                      **policy: Any) -> dict:
-    """Run a whole sweep on the engines, size by size, blocking; returns the results document.
+    """Run a whole sweep on the engines, size by size, blocking.
 
-    Arguments as :func:`start_run` and :func:`sweep`. The document is what
-    ``mpiworkbench bench --json`` writes (see :mod:`mpiworkbench.bench.results`).
+    Parameters
+    ----------
+    wb, benchmark, backends, sizes, ranks, **policy
+        As :func:`start_run`.
+    on_rows, should_stop
+        As :func:`sweep`.
+
+    Returns
+    -------
+    dict
+        The results document, what ``mpiworkbench bench --json`` writes (see
+        :mod:`mpiworkbench.bench.results`).
     """
     run = start_run(wb, benchmark, backends, sizes, ranks, **policy)
     return drive(wb, sweep(run, on_rows, should_stop))
@@ -90,11 +111,10 @@ def run_on_workbench(wb, benchmark: str, backends=DEFAULT_BACKENDS, sizes=None, 
 async def run_async(wb, benchmark: str, backends=DEFAULT_BACKENDS, sizes=None, ranks: int | None = None,
                     on_rows: OnRows | None = None, should_stop: Callable[[], bool] = lambda: False,
                     **policy: Any) -> dict:
-    """:func:`run_on_workbench` without blocking the kernel (widgets stay live meanwhile)."""
+    """:func:`run_on_workbench` without blocking the kernel (widgets stay live meanwhile).
+
+    A coroutine with the same parameters and result; the bench panel's **Run** awaits it.
+    """
     run = start_run(wb, benchmark, backends, sizes, ranks, **policy)
     return await drive_async(wb, sweep(run, on_rows, should_stop))
 
-
-def step(wb, run) -> list[dict]:
-    """Measure the next size of *run* on every backend (blocking); rank 0's rows."""
-    return wb.gather(run.call_async("step"))[0]

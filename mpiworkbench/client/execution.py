@@ -23,25 +23,61 @@ def engine_environment() -> dict[str, Any]:
 class Execution:
     """Running code on the engines of a started session (mixed into
     :class:`~mpiworkbench.client.session.Session`, which owns ``view``, ``client``, ``ranks``,
-    ``timeout``, ``failure_grace`` and ``_require_running``)."""
+    ``timeout``, ``failure_grace`` and ``_world_died``)."""
+
+    def _require_running(self) -> None:
+        if self.view is not None and self._world_died():
+            raise RuntimeError(
+                "the MPI world has died (a rank was killed, called MPI_Abort or crashed); "
+                "call wb.restart() for a fresh one"
+            )
+        if self.view is None:
+            raise RuntimeError("the workbench is not running; call wb.start() first")
 
     def run_async(self, func: Callable[..., Any], *args: Any, **kwargs: Any):
-        """Submit ``func(*args, **kwargs)`` on every rank; return the AsyncResult."""
+        """Submit ``func(*args, **kwargs)`` on every rank without waiting.
+
+        Returns
+        -------
+        ipyparallel.AsyncResult
+            The pending call; finish it with :meth:`gather` (hang-protected).
+        """
         self._require_running()
         return self.view.apply_async(func, *args, **kwargs)
 
     def gather(self, ar, timeout: float | None | str = "default") -> list[Any]:
-        """Wait for *ar* (hang-protected) and return its results in rank order."""
+        """Wait for *ar* (hang-protected) and return its results in rank order.
+
+        Parameters
+        ----------
+        ar : ipyparallel.AsyncResult
+            A call of :meth:`run_async` (or any call on this session's engines).
+        timeout : float or None, optional
+            Seconds to wait; the session's :attr:`timeout` by default, ``None`` forever.
+
+        Raises
+        ------
+        RankFailure, ExecutionTimeout
+            As :meth:`run`.
+        """
         limit = self.timeout if timeout == "default" else timeout
         wait_ranks(ar, self.ranks, limit, grace=self.failure_grace)
         return list(ar.get())
 
     def run(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Any]:
-        """Run ``func(*args, **kwargs)`` on every rank; results in rank order.
+        """Run ``func(*args, **kwargs)`` on every rank and wait for it.
 
-        Raises :class:`~mpiworkbench.RankFailure` (every rank finished, some raised) or
-        :class:`~mpiworkbench.ExecutionTimeout` (ranks still running after
-        :attr:`timeout`), each with a rank-by-rank report.
+        Returns
+        -------
+        list
+            Every rank's return value, in rank order.
+
+        Raises
+        ------
+        RankFailure
+            Every rank finished and some raised (a rank-by-rank report).
+        ExecutionTimeout
+            Ranks still running after :attr:`timeout` (a rank-by-rank report).
         """
         return self.gather(self.run_async(func, *args, **kwargs))
 
@@ -51,6 +87,11 @@ class Execution:
         ar = self.view.execute(code, block=False)
         wait_ranks(ar, self.ranks, self.timeout, grace=self.failure_grace)
 
+    def interrupt(self, signal: str = "SIGINT") -> None:
+        """Send *signal* to every engine (wakes Python code, not a blocked MPI call)."""
+        self._require_running()
+        self.client.send_signal(signal, targets=list(self.ranks), block=True)
+
     def pull(self, name: str, rank: int = 0) -> Any:
         """The value of *name* in one rank's namespace (gather to that rank with MPI first)."""
         self._require_running()
@@ -59,7 +100,20 @@ class Execution:
 
     # ------------------------------------------------------------------ remote objects
     def create(self, factory: str, *args: Any, nranks: int | None = None, **kwargs: Any) -> "RemoteObject":
-        """Build ``factory(*args, **kwargs)`` on every engine and return a handle to it."""
+        """Build ``factory(*args, **kwargs)`` on every engine and return a handle to it.
+
+        Parameters
+        ----------
+        factory : str
+            ``"module:callable"``, imported on the engines, called with the communicator
+            (``comm=``) besides *args* and *kwargs*.
+        nranks : int, optional
+            Build it on a sub-communicator of the first *nranks* ranks only.
+
+        Returns
+        -------
+        RemoteObject
+        """
         self._require_running()
         key = f"obj-{uuid.uuid4().hex[:10]}"
         holds = self.run(objects.create, key, factory, args, kwargs, nranks)

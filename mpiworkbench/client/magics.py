@@ -16,6 +16,8 @@ from ipyparallel import error
 from ipyparallel.client.magics import ParallelMagics
 
 from mpiworkbench.client.waiting import wait_ranks
+
+
 class WorkbenchMagics(ParallelMagics):
     """ipyparallel's parallel magics with the workbench's timeout on blocking cells."""
 

@@ -15,6 +15,7 @@ import warnings
 from pathlib import Path
 
 from mpiworkbench.client.clusters import HEARTBEAT_MISSES, HEARTBEAT_MS, ipython_dir
+
 #: Launcher name → extra ``ipcluster_config.py`` lines for it (``{mpiexec}`` is filled in as a
 #: Python literal, ``{mpiexec_sh}`` as a shell word; literal braces are doubled).
 LAUNCHERS: dict[str, list[str]] = {

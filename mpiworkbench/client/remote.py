@@ -12,7 +12,19 @@ from mpiworkbench.core import objects
 
 
 class RemoteObject:
-    """A handle on an object that lives on every engine (built by :meth:`Session.create <mpiworkbench.client.session.Session.create>`)."""
+    """A handle on an object that lives on every engine (built by :meth:`Session.create <mpiworkbench.client.session.Session.create>`).
+
+    Parameters
+    ----------
+    wb
+        The running session whose engines hold the object.
+    key : str
+        The object's key in the engine-side registry.
+    factory : str
+        The ``"module:callable"`` it was built from (for the repr).
+    holds : list of bool
+        Per rank, whether that rank holds the object.
+    """
 
     def __init__(self, wb: Any, key: str, factory: str, holds: list[bool]):
         self.wb = wb
@@ -22,6 +34,7 @@ class RemoteObject:
         self.holds = holds
 
     def call_async(self, method: str, *args: Any, **kwargs: Any):
+        """Submit ``obj.method(*args, **kwargs)`` on every rank; finish it with ``wb.gather``."""
         return self.wb.run_async(objects.call, self.key, method, args, kwargs)
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> list[Any]:
@@ -33,9 +46,11 @@ class RemoteObject:
         return self.call(method, *args, **kwargs)[0]
 
     def attr(self, name: str) -> list[Any]:
+        """The attribute *name* of the object on every rank, in rank order."""
         return self.wb.run(objects.attribute, self.key, name)
 
     def delete(self) -> None:
+        """Drop the object on the engines (nothing to do when the session has stopped)."""
         if self.wb.view is not None:
             self.wb.run(objects.delete, self.key)
 

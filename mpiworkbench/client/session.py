@@ -1,39 +1,23 @@
 """The notebook's handle on an MPI cluster: ipyparallel engines that are one MPI world.
 
 Its life cycle only — start or attach, restart, detach or stop, the rank map, the world's
-state; running code is :mod:`~mpiworkbench.client.execution`, finding and building
-clusters :mod:`~mpiworkbench.client.clusters`. A little over 300 lines, a third of them the
-numpydoc of the public methods; the life-cycle state stays in one class.
+state; running code is :mod:`~mpiworkbench.client.execution`, finding, building, stopping
+and restarting clusters :mod:`~mpiworkbench.client.clusters`.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 import uuid
-from typing import Any, Callable
+from typing import Any
 
 from mpiworkbench.core import machine
 from mpiworkbench.client import clusters
 from mpiworkbench.client.execution import Execution
-from mpiworkbench.client.watchdog import start_watchdog
+from mpiworkbench.client.watchdog import start_watchdog, stop_watchdog
 
 #: Seconds an execution may take before the workbench reports it as hung.
 DEFAULT_TIMEOUT_S = 120.0
-
-
-def _mpi_rank() -> int:
-    from mpi4py import MPI
-
-    return MPI.COMM_WORLD.rank
-
-
-def _wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
 
 
 class Session(Execution):
@@ -56,6 +40,11 @@ class Session(Execution):
         Interface the controller listens on: loopback unless you ask otherwise.
     activate : bool
         Register ``%px``/``%%px`` (with the timeout) on this cluster when started in IPython.
+    failure_grace : float
+        Once a rank has failed, seconds the others may take to follow before they are
+        reported as blocked (a failed collective).
+    log_level : int
+        Log level of ipyparallel's cluster (``logging.WARNING`` by default).
     thread_level : {"single", "funneled", "serialized", "multiple"}, optional
         MPI thread level the engines initialise with (``MPI4PY_RC_THREAD_LEVEL``). mpi4py's
         default, ``multiple``, costs about 1.5 µs per small collective on this kind of
@@ -122,12 +111,7 @@ class Session(Execution):
         return "dead" if self._world_died() else "running"
 
     def _world_died(self) -> bool:
-        if clusters.engines_exited(self.cluster):
-            return True
-        try:
-            return len(self.client.ids) < self.n
-        except Exception:  # noqa: BLE001 - the client lost its controller
-            return True
+        return clusters.world_died(self.cluster, self.client, self.n)
 
     @classmethod
     def attach(cls, profile: str = "mpi", cluster_id: str = "", **options: Any) -> "Session":
@@ -158,13 +142,7 @@ class Session(Execution):
         """Attach this (stopped) session to the running cluster of *profile*; see :meth:`attach`."""
         if self.cluster is not None:
             raise RuntimeError(f"this session already runs a cluster ({self.origin}); wb.stop() it first")
-        found = clusters.running_cluster(profile, cluster_id)
-        if found is None:
-            raise RuntimeError(
-                f"no cluster of profile {profile!r} (cluster id {cluster_id!r}) is running; start one "
-                f"with `ipcluster start -n 2 --profile={profile}` or JupyterLab's IPython Parallel sidebar "
-                f"(profile {profile}, START), or let the workbench start its own: Workbench(n=2).start()"
-            )
+        found = clusters.running_cluster(profile, cluster_id, required=True)
         self.profile, self._attach_id = profile, cluster_id
         return self._attach(found)
 
@@ -201,9 +179,21 @@ class Session(Execution):
         """Start the controller and ``mpiexec -n N ipengine --mpi``; return when all are ready.
 
         With a *profile*, attach to that profile's running cluster instead, when there is one.
-        *n* and *thread_level* change the rank count and thread level of a session's own
-        cluster before it starts; *own* starts one even when the profile's cluster runs (the
-        control panel's Start uses them).
+        Does nothing when the session already runs a cluster.
+
+        Parameters
+        ----------
+        n : int, optional
+            A new rank count for the session's own cluster (the control panel's Start).
+        thread_level : str, optional
+            A new MPI thread level for the session's own cluster.
+        own : bool
+            Start a cluster of the session's own even when the profile's cluster runs.
+
+        Returns
+        -------
+        Session
+            This session, running (so ``wb = Workbench(n=2).start()`` reads well).
         """
         if self.cluster is not None:
             return self
@@ -229,16 +219,8 @@ class Session(Execution):
             raise
         return self
 
-    def _stop_watchdog(self) -> None:
-        watchdog, self._watchdog = self._watchdog, None
-        if watchdog is not None and watchdog.poll() is None:
-            watchdog.terminate()
-            watchdog.wait(timeout=10)
-
     def _connect_engines(self) -> None:
-        self.client.wait_for_engines(self.n, timeout=self.cluster.engine_timeout)
-        everyone = self.client[:]
-        self.ranks = everyone.apply_async(_mpi_rank).get_dict()
+        self.ranks = clusters.rank_map(self.client, self.n, timeout=self.cluster.engine_timeout)
         by_rank = sorted(self.ranks, key=self.ranks.__getitem__)
         self.view = self.client.direct_view(by_rank)
         self.view.block = True
@@ -247,70 +229,58 @@ class Session(Execution):
             self._magics = activate(self)
 
     def stop(self, cluster: bool = False) -> str:
-        """Stop every engine and the controller (idempotent); returns what was done.
+        """Stop every engine and the controller (idempotent).
 
-        A session attached to a cluster someone else started only detaches (the cluster
-        keeps running for its owner) unless *cluster* is true.
+        Parameters
+        ----------
+        cluster : bool
+            Also stop a cluster this session attached to; by default an attached session
+            only detaches and the cluster keeps running for whoever started it.
+
+        Returns
+        -------
+        str
+            What was done, in a sentence.
         """
         owned = self.owns_cluster or cluster
         running, client = self.cluster, self.client
         self.cluster = self.client = self.view = None
         self.ranks = {}
-        self._stop_watchdog()
+        stop_watchdog(self._watchdog)
+        self._watchdog = None
         if client is not None:
             client.close()
-        if running is not None and not owned:
+        if running is None:
+            return "not running"
+        if not owned:
             return (
                 "detached; the cluster keeps running for whoever started it (stop it with "
                 "wb.stop(cluster=True), `ipcluster stop`, or the IPython Parallel sidebar)"
             )
-        cluster = running
-        if cluster is not None:
-            # mpiexec ends with a non-zero code when its engines are terminated, which
-            # ipyparallel logs as a warning with the engines' whole log: expected, so quiet.
-            cluster.log.setLevel(max(self.log_level, logging.ERROR))
-            # Engines first, then the controller: stopped together (ipyparallel's
-            # stop_cluster), engines lose the hub mid-shutdown and take ~3 s longer to exit.
-            cluster.stop_engines_sync()
-            cluster.stop_controller_sync()
-            return "stopped the engines and the controller"
-        return "not running"
+        clusters.stop_cluster(running, self.log_level)
+        return "stopped the engines and the controller"
 
     def restart(self) -> "Session":
-        """A fresh MPI world: stop the engines (even if blocked in MPI) and start new ones.
+        """A fresh MPI world: kill the engines (even if blocked in MPI) and start new ones.
 
         The controller stays up; engine ids change, so :attr:`ranks`, :attr:`view` and
-        the ``%px`` magics are rebuilt.
-        On an attached cluster the engines are restarted through the cluster's own
-        launcher (its profile's mpiexec, or a new Slurm job). ``ipcluster`` itself tears its
-        cluster down when its engines stop within 30 s of starting
-        (``IPClusterStart.early_shutdown``); clusters of JupyterLab's sidebar do not.
+        the ``%px`` magics are rebuilt. On an attached cluster the engines are restarted
+        through the cluster's own launcher (its profile's mpiexec, or a new Slurm job).
+        ``ipcluster`` itself tears its cluster down when its engines stop within 30 s of
+        starting (``IPClusterStart.early_shutdown``); clusters of JupyterLab's sidebar do not.
+
+        Returns
+        -------
+        Session
+            This session, running again (started if it was stopped).
         """
         if self.cluster is None:
             return self.start()
         self.view = None
-        # A rank blocked in an MPI call never runs Python's SIGTERM handler, so a polite
-        # stop waits 5 s and then kills mpiexec. Kill the engines through their nannies
-        # instead: mpiexec sees its ranks die and ends the whole job at once.
-        try:
-            self.client.send_signal("SIGKILL", targets=list(self.ranks), block=True)
-        except Exception:  # noqa: BLE001 - engines already gone: nothing to kill
-            pass
-        level = self.cluster.log.level
-        self.cluster.log.setLevel(max(self.log_level, logging.ERROR))  # the kill is expected
-        try:
-            self.cluster.stop_engines_sync()
-        finally:
-            self.cluster.log.setLevel(level)
-        _wait_until(lambda: not self.client.ids, timeout=30, what="the old engines to unregister")
+        clusters.kill_engines(self.cluster, self.client, self.ranks, self.log_level)
         self.cluster.start_engines_sync(self.n)
         self._connect_engines()
         return self
-
-    def interrupt(self, signal: str = "SIGINT") -> None:
-        """Send *signal* to every engine (wakes Python code, not a blocked MPI call)."""
-        self._require_running()
-        self.client.send_signal(signal, targets=list(self.ranks), block=True)
 
     def __enter__(self) -> "Session":
         return self.start()
@@ -320,12 +290,3 @@ class Session(Execution):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} n={self.n} cluster_id={self.cluster_id!r} state={self.state}>"
-
-    def _require_running(self) -> None:
-        if self.view is not None and self._world_died():
-            raise RuntimeError(
-                "the MPI world has died (a rank was killed, called MPI_Abort or crashed); "
-                "call wb.restart() for a fresh one"
-            )
-        if self.view is None:
-            raise RuntimeError("the workbench is not running; call wb.start() first")

@@ -30,7 +30,17 @@ def check_ranks(wb, spec: SpeedupSpec) -> None:
 
 def on_engines(wb, spec: SpeedupSpec, on_point: OnPoint | None = None, label: str = "",
                should_stop: Callable[[], bool] = lambda: False) -> Steps:
-    """:func:`~mpiworkbench.speedup.plan.run_steps` with every point submitted to the engines."""
+    """:func:`~mpiworkbench.speedup.plan.run_steps` with every point submitted to the engines.
+
+    A generator of :data:`~mpiworkbench.client.waiting.Steps` (each point's
+    :func:`~mpiworkbench.speedup.point.run_point` call on every rank; rank 0's record is sent
+    on to the plan's loop). Arguments as :func:`run_on_workbench`.
+
+    Raises
+    ------
+    ValueError
+        When the rank counts exceed the cluster's engines (see :func:`check_ranks`).
+    """
     from mpiworkbench.speedup.point import run_point
 
     check_ranks(wb, spec)
@@ -72,5 +82,8 @@ def run_on_workbench(wb, spec: SpeedupSpec, on_point: OnPoint | None = None, lab
 
 async def run_async(wb, spec: SpeedupSpec, on_point: OnPoint | None = None, label: str = "",
                     should_stop: Callable[[], bool] = lambda: False) -> SpeedupResult:
-    """:func:`run_on_workbench` without blocking the kernel (widgets stay live meanwhile)."""
+    """:func:`run_on_workbench` without blocking the kernel (widgets stay live meanwhile).
+
+    A coroutine with the same parameters and result; the speedup panel's **Run** awaits it.
+    """
     return await drive_async(wb, on_engines(wb, spec, on_point, label, should_stop))

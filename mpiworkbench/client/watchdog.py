@@ -36,6 +36,14 @@ def start_watchdog(cluster_file: str) -> subprocess.Popen:
         start_new_session=True,
     )
 
+
+def stop_watchdog(watchdog: subprocess.Popen | None) -> None:
+    """End a watchdog of :func:`start_watchdog` (its cluster is being stopped normally)."""
+    if watchdog is not None and watchdog.poll() is None:
+        watchdog.terminate()
+        watchdog.wait(timeout=10)
+
+
 def cluster_pids(cluster_file: Path) -> list[int]:
     """Controller and ``mpiexec`` pids recorded in an ipyparallel cluster file."""
     for _attempt in range(50):  # ipyparallel may be rewriting the file this very moment

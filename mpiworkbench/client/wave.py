@@ -2,13 +2,13 @@
 
 The solver (:class:`mpiworkbench.solvers.wave.solver.WaveSolver`) lives on every engine;
 this handle steps it with asynchronous calls and pulls only what rank 0 gathered by MPI (a
-2-D slice, the whole field on request). Every action of the wave panel is a method here
-first; the panel's buttons only call them.
+2-D slice, the whole field on request). Every action of the wave panel (step, play, slice)
+is a method here first; the panel only calls them from its buttons and worker thread.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -75,8 +75,40 @@ class WaveHandle(SolverHandle):
         return {"steps": self.steps, "t": head["t"], "error": head["error"]}
 
     def step(self, k: int = 1) -> dict[str, Any]:
-        """Advance *k* time steps on every rank; returns ``{"steps", "t", "error"}``."""
+        """Advance *k* time steps on every rank.
+
+        Returns
+        -------
+        dict
+            ``{"steps", "t", "error"}`` after the steps (also appended to :attr:`times`,
+            :attr:`errors`; per-rank timings in :attr:`last_timings`).
+        """
         return self.collect(self.step_async(k))
+
+    def run(self, should_stop: Callable[[], bool], on_progress: Callable[["WaveHandle"], None] | None = None,
+            chunk: int = 5) -> dict[str, Any] | None:
+        """Step *chunk* steps at a time until ``should_stop()`` (what the panel's **Play** does).
+
+        Parameters
+        ----------
+        should_stop : callable
+            Asked before every chunk.
+        on_progress : callable, optional
+            ``on_progress(self)`` after every chunk (a panel redraws).
+        chunk : int
+            Steps per round trip to the engines.
+
+        Returns
+        -------
+        dict or None
+            The last chunk's :meth:`step` report (``None`` if none ran).
+        """
+        report = None
+        while not should_stop():
+            report = self.step(chunk)
+            if on_progress is not None:
+                on_progress(self)
+        return report
 
     # -- inspection --------------------------------------------------------------------
     @property

@@ -76,6 +76,7 @@ class BenchPanel:
 
     # -- ordinary methods (the callbacks call only these) -----------------------------
     def settings(self) -> dict:
+        """The sweep the controls describe: keyword arguments of the :mod:`~mpiworkbench.client.bench` driver."""
         return {"benchmark": self.benchmark.value, "backends": list(self.backends.value),
                 "sizes": self.sizes.value, "ranks": self.ranks.value,
                 "collective_mode": self.mode.value, "time_cap_s": self.cap.value,
@@ -85,16 +86,15 @@ class BenchPanel:
         """Run with the current settings, blocking, redrawing after every size."""
         self._begin()
         try:
-            s = self.settings()
-            self.doc = driver.run_on_workbench(self.wb, s.pop("benchmark"), s.pop("backends"), s.pop("sizes"),
-                                               s.pop("ranks"), on_rows=self._on_rows,
-                                               should_stop=lambda: self._stop, **s)
+            self.doc = driver.run_on_workbench(self.wb, **self.settings(), on_rows=self._on_rows,
+                                               should_stop=lambda: self._stop)
         finally:
             self._end()
         return self.doc
 
     def start(self):
         """Run in the background (the kernel stays free, so Stop works); returns the task."""
+        self.run_button.disabled = self.stop_button.disabled = True  # until the task takes over
         self._task = asyncio.ensure_future(self.run_async())
         return self._task
 
@@ -102,10 +102,8 @@ class BenchPanel:
         """What **Run** does: the same sweep, waited on without blocking the kernel."""
         self._begin()
         try:
-            s = self.settings()
-            self.doc = await driver.run_async(self.wb, s.pop("benchmark"), s.pop("backends"), s.pop("sizes"),
-                                              s.pop("ranks"), on_rows=self._on_rows,
-                                              should_stop=lambda: self._stop, **s)
+            self.doc = await driver.run_async(self.wb, **self.settings(), on_rows=self._on_rows,
+                                              should_stop=lambda: self._stop)
         except Exception as exc:  # noqa: BLE001 - shown in the panel, the kernel stays usable
             self.status.value = f"<b>error:</b> {exc}"
         finally:

@@ -1,4 +1,5 @@
-"""The control panel: who is who in the MPI world, and start / restart / stop buttons."""
+"""The control panel: which profile's cluster runs, who is who in the MPI world, and attach /
+start / restart / stop (or detach) buttons that call the session's methods."""
 
 from __future__ import annotations
 

@@ -2,9 +2,10 @@
 
 Every point runs on the engines of a running :class:`~mpiworkbench.Workbench` through
 the driver of :mod:`mpiworkbench.client.speedup` (rank counts below the cluster size on
-sub-communicators, no restart), and appears on the runtime/speedup/efficiency figure and the table as soon as
-it is done. Results save to JSON and reload for comparison. The callbacks only call the
-methods below; the methods only call ordinary functions of :mod:`mpiworkbench.speedup`.
+sub-communicators, no restart), and appears on the runtime/speedup/efficiency figure and
+the table as soon as it is done. Results save to JSON and reload for comparison. The callbacks only call the
+methods below; they call that driver and ordinary functions of :mod:`mpiworkbench.speedup`
+and :mod:`mpiworkbench.plot`.
 
 Control ``description``s (stable, for tests and documentation):
 ``Experiment``, ``Sizes``, ``Ranks``, ``Variants``, ``Repetitions``, ``Scaling``, one per

@@ -1,10 +1,11 @@
 """Side-by-side syntax tables in the notebook, and a panel that runs them on the cluster.
 
-Ordinary functions first: :func:`~mpiworkbench.client.syntax.run_lesson_on` runs one
-lesson's snippets on the engines (on the first ``nranks`` ranks) and returns rank 0's report;
-:func:`side_by_side_html` renders the snippet files — C first — with, when a report is
-given, each column's status, printed output and whether every rank matched the reference.
-:class:`SyntaxPanel` composes them; its callbacks only call these functions.
+Ordinary functions first: :func:`side_by_side_html` renders the snippet files — C first —
+with, when a report is given, each column's status, printed output and whether every rank
+matched the reference; :func:`summary_line` says it in one line. :class:`SyntaxPanel`
+composes them with the client's :func:`~mpiworkbench.client.syntax.run_lesson_on` (one
+lesson's snippets on the engines, on the first ``nranks`` ranks; rank 0's report); its
+callbacks only call these functions.
 
 Control ``description``s: ``Lesson``, ``Ranks``, ``Historic``, ``Run``.
 """
@@ -17,6 +18,7 @@ from typing import Any
 from mpiworkbench.client.syntax import run_lesson_on
 from mpiworkbench.syntax import lessons
 from mpiworkbench.syntax.lessons import COLUMNS, CURRENT_COLUMNS, LESSONS
+
 _STATUS_STYLE = {
     "ok": ("✔ matches the reference", "#1a7f37"),
     "mismatch": ("✘ differs from the reference", "#cf222e"),

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 
-
 from mpiworkbench.client.wave import WaveHandle
 
 
@@ -115,9 +114,8 @@ class WavePanel:
 
     def _play_loop(self) -> None:
         try:
-            while self._playing.is_set():
-                self.handle.step(self.PLAY_CHUNK)
-                self.refresh()
+            self.handle.run(should_stop=lambda: not self._playing.is_set(),
+                            on_progress=lambda _h: self.refresh(), chunk=self.PLAY_CHUNK)
         except Exception as exc:  # noqa: BLE001
             self._show_error(exc)
             self._playing.clear()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mpiworkbench import Workbench
+
+
 @pytest.fixture(scope="session")
 def wb():
     """A started 2-engine workbench shared by the tier (tests must leave it usable)."""

@@ -7,6 +7,8 @@ import pytest
 from mpiworkbench.client.speedup import run_on_workbench
 from mpiworkbench.widgets.speedup import SpeedupPanel
 from mpiworkbench.speedup import SpeedupSpec
+
+
 def test_run_on_workbench_uses_sub_communicators(wb):
     spec = SpeedupSpec("inner", nranks=[1, 2], sizes=[4096], variants=["c"], repeats=2, params={"loops": 3})
     result = run_on_workbench(wb, spec)
