@@ -97,7 +97,13 @@ def bench_names() -> list[str]:
 
 
 def historic_names() -> list[str]:
-    """The five historic modules of the thesis (syntax tables and emulations only)."""
+    """The five historic modules of the thesis (syntax tables and emulations only).
+
+    Returns
+    -------
+    list of str
+        Thesis order; none of them is a backend here.
+    """
     return list(HISTORIC_NAMES)
 
 
@@ -126,10 +132,24 @@ def _unavailable(entry: Entry) -> BackendUnavailableError:
 
 
 def backend_class(name: str) -> type[Backend]:
-    """Import and return the class of backend *name*.
+    """Import and return the class of backend *name* (imported once, then kept).
 
-    Raises ``ValueError`` for an unknown name and :class:`BackendUnavailableError` when
-    the backend cannot load here.
+    Parameters
+    ----------
+    name : str
+        A registry name (:func:`backend_names`).
+
+    Returns
+    -------
+    type
+        The :class:`~mpiworkbench.backends.base.Backend` subclass.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name (naming the historic modules when it is one of them).
+    BackendUnavailableError
+        When the backend cannot load here, or has no implementation here, with why.
     """
     entry = _check_name(name)
     cls = _classes.get(name)
@@ -150,20 +170,55 @@ def backend_class(name: str) -> type[Backend]:
 
 
 def get_backend(name: str, comm=None) -> Backend:
-    """The backend *name* over *comm* (``None``: ``COMM_WORLD``).
+    """The backend *name* over *comm*.
 
-    Raises ``ValueError`` for an unknown name, :class:`BackendUnavailableError` when the
-    backend cannot load here, :class:`NotSupportedError` when it cannot use *comm*.
+    Parameters
+    ----------
+    name : str
+        A registry name (:func:`backend_names`).
+    comm : mpi4py.MPI.Comm, optional
+        The communicator (``None``: ``COMM_WORLD``).
+
+    Returns
+    -------
+    Backend
+        Over *comm*, ready to call.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name.
+    BackendUnavailableError
+        When the backend cannot load here.
+    NotSupportedError
+        When it cannot use *comm* (numba-mpi off the world).
     """
     return backend_class(name)(comm)
 
 
 def timed_loop(backend: str, benchmark: str, comm, mode: str = "osu", window: int = 64) -> Loop:
-    """The timed loop of *benchmark* on *backend* (a registry name or ``api:<name>``).
+    """The timed loop of *benchmark* on *backend*: the one way to a backend's loops.
 
     A backend name gets the backend's own loops (:meth:`Backend.make_loop`); ``api:<name>``
-    gets the generic loops over the unified interface on that backend. Raises what
-    :func:`backend_class` and :meth:`Backend.make_loop` raise.
+    gets the generic loops over the unified interface on that backend
+    (:mod:`mpiworkbench.backends.api_loops`).
+
+    Parameters
+    ----------
+    backend : str
+        A registry name or ``api:<name>`` (:func:`bench_names`).
+    benchmark, comm, mode, window
+        As :meth:`Backend.make_loop`.
+
+    Returns
+    -------
+    Loop
+        ``loop(buffers, nbytes, iterations, warmup) -> seconds`` timed on this rank.
+
+    Raises
+    ------
+    ValueError, BackendUnavailableError, NotSupportedError
+        As :func:`backend_class` and :meth:`Backend.make_loop`.
     """
     if backend.startswith(API_PREFIX):
         from mpiworkbench.backends import api_loops
@@ -172,7 +227,19 @@ def timed_loop(backend: str, benchmark: str, comm, mode: str = "osu", window: in
 
 
 def is_available(name: str) -> bool:
-    """Whether backend *name* can be loaded here (does not build or compile anything)."""
+    """Whether backend *name* can be loaded here (does not build or compile anything).
+
+    Parameters
+    ----------
+    name : str
+        A registry name.
+
+    Returns
+    -------
+    bool
+        ``False`` when it raises :class:`BackendUnavailableError` (``ValueError`` for an
+        unknown name propagates).
+    """
     try:
         backend_class(name)
     except BackendUnavailableError:
@@ -183,9 +250,17 @@ def is_available(name: str) -> bool:
 def capabilities(names: list[str] | None = None) -> dict[str, dict[str, Any]]:
     """What each backend can do, from the backend classes themselves.
 
-    Returns ``{name: {"available": bool, "reason": str | None, "summary": str,
-    "objects": bool, "limits": [...], "ops": {op: None | reason}}}``: ``ops[op]`` is
-    ``None`` when the operation is supported, else why not.
+    Parameters
+    ----------
+    names : list of str, optional
+        Registry names (default: all of them, C first).
+
+    Returns
+    -------
+    dict
+        ``{name: {"available": bool, "reason": str | None, "summary": str, "objects":
+        bool, "limits": [...], "ops": {op: None | reason}}}``: ``ops[op]`` is ``None``
+        when the operation is supported, else why not.
     """
     table: dict[str, dict[str, Any]] = {}
     for name in names or backend_names():
@@ -213,8 +288,14 @@ def capabilities(names: list[str] | None = None) -> dict[str, dict[str, Any]]:
 
 
 def availability() -> dict[str, Any]:
-    """``{backend: True}`` or ``{backend: "unavailable: why"}`` for every registered backend
-    (what ``mpiworkbench info`` and the control panel show beside the machine snapshot)."""
+    """Whether every registered backend loads here (what ``mpiworkbench info`` and the
+    control panel show beside the machine snapshot).
+
+    Returns
+    -------
+    dict
+        ``{backend: True}`` or ``{backend: "unavailable: why"}``, C first.
+    """
     return {
         name: True if row["available"] else f"unavailable: {row['reason']}"
         for name, row in capabilities().items()

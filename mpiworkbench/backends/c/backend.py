@@ -38,6 +38,7 @@ _OP_CODES = {"sum": 0, "prod": 1, "min": 2, "max": 3}
 #: How many arrays' addresses a C backend remembers (see CBackend._buf).
 _ADDRESS_CACHE = 64
 
+
 class CBackend(Backend):
     name = "c"
     summary = "the Table 4.1 routines in C (mpicc -O3), called through ctypes: the reference"

@@ -22,6 +22,7 @@ COLLECTIVE_CODES = {
 
 
 def library() -> ctypes.CDLL:
+    """Build (first time) and load ``loops.c`` with typed signatures (each loop returns seconds)."""
     lib = cbuild.load("wbbench", [SOURCE])
     ptr, i, d = ctypes.c_void_p, ctypes.c_int, ctypes.c_double
     lib.wb_pingpong.argtypes = [i, ptr, ptr, i, i, i]
