@@ -62,6 +62,25 @@ def compute_dims(nprocs: int, ndim: int, dims: Sequence[int] | None = None) -> t
     Entries of *dims* that are positive are kept; zeros are filled so that the free
     entries are as close to each other as possible, in non-increasing order.
     Works without MPI, so the notebook kernel computes the same grid as the engines.
+
+    Parameters
+    ----------
+    nprocs
+        Number of ranks (blocks), at least 1.
+    ndim
+        Number of mesh axes.
+    dims
+        Blocks per axis, ``0`` where the function chooses (``None``: all free).
+
+    Returns
+    -------
+    tuple of int
+        Blocks per axis; their product is *nprocs*.
+
+    Raises
+    ------
+    ValueError
+        When the fixed entries cannot make *nprocs* blocks, naming what to change.
     """
     if not isinstance(nprocs, int) or nprocs < 1:
         raise ValueError(f"the number of ranks must be a positive integer; got {nprocs!r}")
@@ -100,13 +119,26 @@ def compute_dims(nprocs: int, ndim: int, dims: Sequence[int] | None = None) -> t
 
 @dataclass(frozen=True)
 class Decomposition:
-    """A mesh of ``shape`` points split into a ``dims`` grid of blocks (one per rank)."""
+    """A mesh of ``shape`` points split into a ``dims`` grid of blocks (one per rank).
+
+    Blocks are numbered in row-major order of their coordinates (as
+    ``Create_cart(reorder=False)`` numbers ranks); along each axis the first blocks get
+    one point more when the points do not split evenly (:func:`split_sizes`).
+
+    Parameters
+    ----------
+    shape
+        Mesh points per axis.
+    dims
+        Blocks per axis; their product is the number of ranks.
+    """
 
     shape: tuple[int, ...]
     dims: tuple[int, ...]
 
     @property
     def ndim(self) -> int:
+        """Number of mesh axes."""
         return len(self.shape)
 
     @property
@@ -186,6 +218,11 @@ def decompose(
     min_points
         Smallest number of points a block may own along any axis (a stencil with one
         ghost layer and a mirrored boundary needs at least a few).
+
+    Returns
+    -------
+    Decomposition
+        The checked decomposition.
 
     Raises
     ------

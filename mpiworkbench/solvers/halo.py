@@ -87,6 +87,22 @@ class HaloExchange:
         Shape of the local array *including* the two ghost layers per axis.
     method
         One of :data:`EXCHANGES`.
+
+    Attributes
+    ----------
+    neighbours : list of tuple of int
+        ``(lower, upper)`` neighbour rank per axis (``MPI.PROC_NULL`` at the boundary).
+
+    Raises
+    ------
+    ValueError
+        For an unknown *method*, or a ``backend:<name>`` that cannot run on *cart*.
+
+    Notes
+    -----
+    Building it and every exchange are collective on *cart*. Only the internal ghosts
+    are written; the physical boundary's are :func:`mirror_boundaries`'s. Call
+    :meth:`free` when done (the committed datatypes and the backend).
     """
 
     def __init__(self, cart, local_shape: Sequence[int], method: str = "sendrecv") -> None:
@@ -139,15 +155,27 @@ class HaloExchange:
             )
 
     def exchange(self, u: np.ndarray) -> None:
-        """Fill the internal ghost layers of *u* from the neighbours (collective on ``cart``)."""
+        """Fill the internal ghost layers of *u* from the neighbours (collective on ``cart``).
+
+        Parameters
+        ----------
+        u
+            C-contiguous float64 array of shape :attr:`local_shape`; its ghosts on internal
+            boundaries are overwritten in place.
+        """
         self.finish(self.start(u))
 
     def start(self, u: np.ndarray):
-        """Begin the exchange; returns a handle for :meth:`finish`.
+        """Begin the exchange of *u* (as :meth:`exchange`); returns a handle for :meth:`finish`.
 
         For ``nonblocking`` the messages are in flight when this returns and *u*'s owned
         boundary planes and ghosts must not be touched until :meth:`finish`; the other
         methods complete the exchange here.
+
+        Returns
+        -------
+        list of MPI.Request or None
+            The pending requests (``nonblocking``), else ``None``.
         """
         self._check(u)
         if self.method == "none":

@@ -5,6 +5,7 @@
 * :mod:`~mpiworkbench.solvers.cg.poisson` — the matrix blocks, right-hand sides, exact solution;
 * :mod:`~mpiworkbench.solvers.cg.vectors` — the numba-compiled local vector kernels;
 * :mod:`~mpiworkbench.solvers.cg.exchange` — the backend and the ghost-strip exchange;
+* :mod:`~mpiworkbench.solvers.cg.recurrences` — the iteration of each variant (classic/thesis, fused);
 * :mod:`~mpiworkbench.solvers.cg.timing` — the timed matvec and allreduces (:data:`TIMING_KEYS`);
 * :mod:`~mpiworkbench.solvers.cg.report` — the result record and the gathered solution;
 * :mod:`~mpiworkbench.solvers.cg.solver` — :class:`CGSolver`, living on the ranks.

@@ -9,7 +9,8 @@ vector is completed with just the entries the neighbours own along the shared ed
 
 Three variants with the same iterates in exact arithmetic — ``"classic"`` (2 allreduces
 per iteration), ``"thesis"`` (Algorithm 2 as printed, 3) and ``"fused"`` (Chronopoulos–Gear,
-1) — are named in :mod:`~mpiworkbench.solvers.cg.variants`.
+1) — are named in :mod:`~mpiworkbench.solvers.cg.variants` and stepped by
+:mod:`~mpiworkbench.solvers.cg.recurrences`.
 
 Stopping (``criterion``): ``"thesis"`` stops when ``ρ_k/ρ_0 ≤ tol`` with ``ρ = rᵀr`` and
 starts from ``x0 = b`` (Algorithm 2); ``"relative"`` stops when ``‖r_k‖/‖b‖ ≤ tol`` and
@@ -27,12 +28,12 @@ from typing import Any, Callable
 import numpy as np
 
 from mpiworkbench.core import mpi
-from mpiworkbench.solvers.cg import poisson
+from mpiworkbench.solvers.cg import poisson, recurrences
 from mpiworkbench.solvers.cg.exchange import LocalValueExchange, make_backend
 from mpiworkbench.solvers.cg.report import gather_solution, solver_result
 from mpiworkbench.solvers.cg.timing import TIMING_KEYS, TimedOperations
 from mpiworkbench.solvers.cg.variants import ALLREDUCES_PER_ITERATION, default_maxiter, validate
-from mpiworkbench.solvers.cg.vectors import local_dot, local_dot2, update_fused, update_p, update_x_r
+from mpiworkbench.solvers.cg.vectors import local_dot
 
 __all__ = ["ALLREDUCES_PER_ITERATION", "TIMING_KEYS", "CGSolver", "LocalValueExchange"]
 
@@ -60,6 +61,34 @@ class CGSolver:
         ``"classic"`` (2 allreduces/iteration), ``"thesis"`` (3) or ``"fused"`` (1).
     backend
         Communication backend name for the exchange and the allreduces.
+
+    Attributes
+    ----------
+    x, r : numpy.ndarray
+        This rank's owned entries of the iterate and of the (recursively updated) residual.
+    rho, rho0 : float
+        ``ρ_k = r_kᵀr_k`` now and at the start.
+    rho_history : list of float
+        ``ρ`` after every iteration, ``ρ_0`` first.
+    iterations : int
+        Iterations done.
+    status : str
+        ``"running"``, ``"converged"`` or ``"maxiter"``.
+    timing : dict
+        This rank's seconds per category of :data:`TIMING_KEYS` spent iterating.
+    comm
+        The solver's duplicate of *comm* (freed by :meth:`close`).
+
+    Raises
+    ------
+    ValueError
+        On every rank, when any rank finds the arguments invalid (see
+        :func:`~mpiworkbench.solvers.cg.variants.validate`) or the backend cannot run here.
+
+    Notes
+    -----
+    Construction and the methods marked collective must be called on every rank of
+    *comm*. The iterates do not depend on the partition or the backend beyond rounding.
     """
 
     def __init__(
@@ -117,24 +146,7 @@ class CGSolver:
         if self.x0 == "rhs":
             self.x[:] = b
         self.bb = self._ops.allreduce(local_dot(b, b))
-        r = b - self._ops.matvec(self._xl, self.x)
-        if variant == "fused":
-            self._rl = np.zeros(total)
-            self.r = self._rl[:n]
-            self.r[:] = r
-            self.w = self._ops.matvec(self._rl, self.r)
-            gamma, delta = self._ops.allreduce2(*local_dot2(self.r, self.w))
-            self.rho = gamma
-            self.alpha = gamma / delta if delta != 0 else 0.0
-            self.beta = 0.0
-            self.p = np.zeros(n)
-            self.s = np.zeros(n)
-        else:
-            self.r = r
-            self._pl = np.zeros(total)
-            self.p = self._pl[:n]
-            self.p[:] = r
-            self.rho = self._ops.allreduce(local_dot(r, r))
+        self._cg = recurrences.start(variant, self._ops, self.x, b - self._ops.matvec(self._xl, self.x), total)
         self.rho0 = self.rho
         self.rho_history = [self.rho]
         self._ops.reset()  # set-up is not iteration time
@@ -152,55 +164,36 @@ class CGSolver:
             return True
         return False
 
-    def _step_classic(self) -> None:
-        v = self._ops.matvec(self._pl, self.p)
-        t0 = time.perf_counter()
-        if self.variant == "thesis":
-            # Algorithm 2 lines 13-16: <r,r> summed again although it is rho_k
-            a1s = local_dot(self.r, self.r)
-            t1 = time.perf_counter()
-            a1 = self._ops.allreduce(a1s)
-            t2 = time.perf_counter()
-            a2s = local_dot(self.p, v)
-            self.timing["vector"] += (t1 - t0) + (time.perf_counter() - t2)
-        else:
-            a1 = self.rho
-            a2s = local_dot(self.p, v)
-            self.timing["vector"] += time.perf_counter() - t0
-        a2 = self._ops.allreduce(a2s)
-        t0 = time.perf_counter()
-        rs = update_x_r(self.x, self.r, self.p, v, a1 / a2)
-        self.timing["vector"] += time.perf_counter() - t0
-        rho_new = self._ops.allreduce(rs)
-        t0 = time.perf_counter()
-        update_p(self.p, self.r, rho_new / self.rho)
-        self.rho = rho_new
-        self.timing["vector"] += time.perf_counter() - t0
+    @property
+    def rho(self) -> float:
+        """``ρ_k = r_kᵀr_k`` of the current iterate (summed over the ranks)."""
+        return self._cg.rho
 
-    def _step_fused(self) -> None:
-        t0 = time.perf_counter()
-        alpha = self.alpha
-        update_fused(self.p, self.s, self.x, self.r, self.w, alpha, self.beta)
-        self.timing["vector"] += time.perf_counter() - t0
-        self.w = self._ops.matvec(self._rl, self.r)
-        t0 = time.perf_counter()
-        gs, ds = local_dot2(self.r, self.w)
-        self.timing["vector"] += time.perf_counter() - t0
-        gamma, delta = self._ops.allreduce2(gs, ds)
-        self.beta = gamma / self.rho
-        self.alpha = gamma / (delta - self.beta * gamma / alpha)
-        self.rho = gamma
+    @property
+    def r(self) -> np.ndarray:
+        """This rank's owned entries of the recursively updated residual."""
+        return self._cg.r
 
     def iterate(self, k: int | None = None) -> dict[str, Any]:
-        """Run up to *k* iterations (``None``: until converged or ``maxiter``).
+        """Run up to *k* iterations (``None``: until converged or ``maxiter``). Collective.
 
         Stops early at convergence. Reaching ``maxiter`` warns (``RuntimeWarning``) on
-        every rank and sets ``status = "maxiter"``. Returns :meth:`state`. Collective.
+        every rank and sets ``status = "maxiter"``.
+
+        Parameters
+        ----------
+        k
+            A non-negative number of iterations, or ``None``.
+
+        Returns
+        -------
+        dict
+            :meth:`state`: ``iterations``, ``status``, ``converged``, ``residual``, ``rho_ratio``.
         """
         if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0):
             raise ValueError(f"k must be a non-negative number of iterations or None; got {k!r}")
         t0 = time.perf_counter()
-        step = self._step_fused if self.variant == "fused" else self._step_classic
+        step = self._cg.step
         done = 0
         while self.status == "running" and (k is None or done < k):
             if self.iterations >= self.maxiter:
