@@ -3,8 +3,8 @@ distribution's packages (Debian: ``slurm-wlm munge``), every file in a temp dir.
 
 The ``slurm`` fixture starts it once per session and stops the three daemons by pid (never
 by name) after checking that no job is left in ``squeue``. Client commands find it through
-``SLURM_CONF`` in :attr:`Slurm.env`. Without the binaries the fixture skips, unless we are
-root (then ``make test`` should have installed them, and their absence is an error).
+``SLURM_CONF`` in :attr:`Slurm.env`. Without the binaries the fixture skips (``make test``
+installs them, so there the tests run); it also skips when not root, since ``SlurmUser=root``.
 """
 
 from __future__ import annotations
@@ -266,11 +266,8 @@ def slurm(tmp_path_factory):
     global _shared, _users
     missing = missing_binaries()
     if missing:
-        if os.geteuid() != 0:
-            pytest.skip(f"Slurm/munge not installed ({', '.join(missing)}) and not root; "
-                        "install with: sudo apt-get install slurm-wlm munge")
-        pytest.fail(f"Slurm/munge not installed ({', '.join(missing)}); `make test` installs them "
-                    "(apt-get install slurm-wlm munge)")
+        pytest.skip(f"Slurm/munge programs not installed ({', '.join(missing)}); `make test` installs "
+                    "them, or: apt-get install slurm-wlm munge")
     if _shared is None:
         if os.geteuid() != 0:  # SlurmUser=root and slurmd must run as root
             pytest.skip("the private Slurm runs its daemons as root; not root here")

@@ -1,6 +1,7 @@
 """A batch job on the private Slurm runs the CLI as one MPI world of the job's two tasks,
 started by the mpiexec beside this Python (MPICH's Hydra, inside the allocation) or by srun
-(Slurm's PMI-2 server, which the mpich wheel's library speaks)."""
+(Slurm's PMI-2 server, which the mpich wheel's library speaks). ``--np 2`` inside the job
+means "check the world I run in has 2 ranks", not "start mpiexec"."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def test_sbatch_runs_the_info_command_on_two_ranks(slurm, tmp_path, starter):
         "#SBATCH --time=5\n"
         f"#SBATCH --output={out}\n"
         f"export MPIEXEC_TIMEOUT={int(os.environ.get('MPIEXEC_TIMEOUT', '600'))}\n"
-        f"exec {start} {shlex.quote(python)} -m mpiworkbench info --json {shlex.quote(str(info))}\n"
+        f"exec {start} {shlex.quote(python)} -m mpiworkbench info --np 2 --json {shlex.quote(str(info))}\n"
     )
     submitted = slurm.run("sbatch", "--parsable", str(script), cwd=tmp_path)
     job = submitted.stdout.strip().split(";")[0]
