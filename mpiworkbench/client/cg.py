@@ -22,8 +22,10 @@ FACTORY = "mpiworkbench.solvers.cg.solver:CGSolver"
 class CGHandle(SolverHandle):
     """A CG solver on every engine of *wb*; keyword arguments go to ``CGSolver``.
 
+    Examples
+    --------
     >>> c = wb.cg(mesh=257)          # doctest: +SKIP
-    >>> c.iterate(50); c.residuals[-1]
+    >>> c.iterate(50); c.residuals[-1]  # doctest: +SKIP
     """
 
     factory = FACTORY
@@ -48,7 +50,15 @@ class CGHandle(SolverHandle):
 
     # -- stepping ----------------------------------------------------------------------
     def iterate(self, k: int = 1) -> dict[str, Any]:
-        """Run *k* more iterations on every rank (fewer if it converges); returns the state."""
+        """Run *k* more iterations on every rank (fewer if it converges).
+
+        Returns
+        -------
+        dict
+            The solver's state: ``iterations``, ``status`` (``running``, ``converged``,
+            ``maxiter``), ``residual``, ``rho_ratio``. Warns once (``RuntimeWarning``) when
+            ``maxiter`` is reached before the criterion.
+        """
         with self._lock:
             report = self._obj.root("advance", int(k), len(self._residuals))
         self._residuals.extend(report["history"]["residual"])
@@ -76,9 +86,24 @@ class CGHandle(SolverHandle):
         chunk_seconds: float = 0.3,
         chunk: int | None = None,
     ) -> dict[str, Any]:
-        """Iterate until converged, ``maxiter`` or ``should_stop()``, in chunks of about
-        *chunk_seconds* (or of exactly *chunk* iterations) so progress
-        (``on_progress(self)``) can be shown between them."""
+        """Iterate until converged, ``maxiter`` or ``should_stop()`` (the panel's **Run to convergence**).
+
+        Parameters
+        ----------
+        should_stop : callable, optional
+            Asked before every chunk.
+        on_progress : callable, optional
+            ``on_progress(self)`` after every chunk (a panel redraws).
+        chunk_seconds : float
+            Aim for chunks of about this many seconds (the chunk grows or shrinks).
+        chunk : int, optional
+            Exactly this many iterations per chunk instead.
+
+        Returns
+        -------
+        dict
+            The state after the last chunk (see :meth:`iterate`).
+        """
         k = chunk or 1
         while not self.finished and not should_stop():
             t0 = time.perf_counter()

@@ -21,9 +21,11 @@ FACTORY = "mpiworkbench.solvers.wave.solver:WaveSolver"
 class WaveHandle(SolverHandle):
     """A wave solver on every engine of *wb*; keyword arguments go to ``WaveSolver``.
 
+    Examples
+    --------
     >>> w = wb.wave(mesh=65, kernel="numba")   # doctest: +SKIP
-    >>> w.step(10); w.error()
-    >>> plane = w.slice("z", 32)
+    >>> w.step(10); w.error()                  # doctest: +SKIP
+    >>> plane = w.slice("z", 32)               # doctest: +SKIP
     """
 
     factory = FACTORY
