@@ -147,13 +147,15 @@ def table_5_1(doc: dict) -> list[dict]:
 
 
 def format_rows(rows: list[dict]) -> str:
-    """Fixed-width text of rows, OSU-style, for the terminal."""
-    lines = [f"{'backend':<11} {'size':>9} {'t (us)':>11} {'avg':>10} {'min':>10} {'max':>10} "
+    """Fixed-width text of rows, OSU-style, for the terminal (the backend column as wide as
+    its longest name, ``api:mpi4py-obj`` included)."""
+    w = max([11] + [len(r["backend"]) for r in rows])
+    lines = [f"{'backend':<{w}} {'size':>9} {'t (us)':>11} {'avg':>10} {'min':>10} {'max':>10} "
              f"{'MB/s':>10} {'iters':>6}"]
     for r in rows:
         mbps = "" if r["throughput_MBps"] is None else f"{r['throughput_MBps']:.1f}"
         lines.append(
-            f"{r['backend']:<11} {r['size']:>9} {r['t_us']:>11.2f} {r['t_avg_us']:>10.2f} "
+            f"{r['backend']:<{w}} {r['size']:>9} {r['t_us']:>11.2f} {r['t_avg_us']:>10.2f} "
             f"{r['t_min_us']:>10.2f} {r['t_max_us']:>10.2f} {mbps:>10} {r['iterations']:>6}"
             + ("  (capped)" if r["capped"] else "")
             + (f"  median of {r['repeats']} repeats [{min(r['t_us_repeats']):.2f}-{max(r['t_us_repeats']):.2f}]"
