@@ -43,7 +43,7 @@ class SpeedupPanel:
         self.ranks = w.Text(value=f"1-{wb.n}", description="Ranks")
         self.variants = w.SelectMultiple(description="Variants", rows=4)
         self.repeats = w.BoundedIntText(value=3 if small_mode() else 5, min=1, max=100, description="Repetitions")
-        self.scaling = w.Dropdown(options=["strong", "weak"], value="strong", description="Scaling")
+        self.scaling = w.Dropdown(options=list(experiments.SCALINGS), value=experiments.SCALINGS[0], description="Scaling")
         self.params_box = w.HBox()
         self.param_widgets: dict[str, Any] = {}
         self.run_button = w.Button(description="Run", button_style="primary", icon="play")
