@@ -1,6 +1,7 @@
 """Speedup kernel: a micro-benchmark's timed loop on 1 … n ranks.
 
-Uses the loops of :mod:`mpiworkbench.bench` (the same code ``mpiworkbench bench`` runs)
+Uses the backends' timed loops (:func:`mpiworkbench.backends.timed_loop`, the same code
+``mpiworkbench bench`` runs)
 in back-to-back "block" mode. For a collective the "speedup" is below one: the curve
 shows how the cost of one call grows with the number of ranks, which is exactly what
 limits the inner product and CG curves at many ranks.

@@ -132,14 +132,18 @@ def stepper_on(cart, local_shape: Sequence[int], coeffs: Sequence[float]) -> Num
     Raises ``ValueError`` unless *cart* holds all of ``MPI.COMM_WORLD`` in rank order
     (numba-mpi has no communicator argument).
     """
+    from mpiworkbench.backends import NotSupportedError
+    from mpiworkbench.backends.numba_mpi import world_in_place_of
     from mpiworkbench.core import mpi
 
     MPI = mpi.MPI()
-    if MPI.Group.Compare(cart.group, MPI.COMM_WORLD.group) != MPI.IDENT:
+    try:
+        world_in_place_of(cart)  # numba-mpi's one rule: the world's ranks, in order
+    except NotSupportedError as exc:
         raise ValueError(
             "exchange 'numba-mpi' only works on all of MPI.COMM_WORLD in rank order (numba-mpi "
             "has no communicator argument); use another exchange on a sub-communicator"
-        )
+        ) from exc
     dims, _, coords = cart.Get_topo()
     neighbours = [cart.Shift(a, 1) for a in range(3)]
     boundary = [(coords[a] == 0, coords[a] == dims[a] - 1) for a in range(3)]
