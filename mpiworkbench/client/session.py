@@ -149,10 +149,11 @@ class Session(Execution):
     def _attach(self, cluster) -> "Session":
         self.cluster, self.owns_cluster = cluster, False
         self.cluster_id = cluster.cluster_id
-        self.n = max(1, clusters.engine_count(cluster))
-        self.oversubscribe = self.n > machine.cores()
         try:
             self.client = cluster.connect_client_sync()
+            # the launchers' count; the registered engines when the file lost track of them
+            self.n = clusters.engine_count(cluster) or max(1, len(self.client.ids))
+            self.oversubscribe = self.n > machine.cores()
             self._connect_engines()
             self.thread_level = self.run(machine.rank_info)[0]["thread_level"]
         except BaseException:
@@ -280,6 +281,10 @@ class Session(Execution):
         clusters.kill_engines(self.cluster, self.client, self.ranks, self.log_level)
         self.cluster.start_engines_sync(self.n)
         self._connect_engines()
+        if not self.owns_cluster:
+            # the owner rewrites the cluster file when it sees its engines stop, which can drop
+            # the set started here: record it again, so whoever stops the cluster stops it too
+            self.cluster.update_cluster_file()
         return self
 
     def __enter__(self) -> "Session":
