@@ -63,6 +63,7 @@ from mpiworkbench.backends.base import (
 from mpiworkbench.backends.registry import (
     API_PREFIX,
     availability,
+    environment,
     backend_class,
     backend_names,
     bench_names,
@@ -77,6 +78,7 @@ from mpiworkbench.backends.registry import (
 __all__ = [
     "API_PREFIX",
     "availability",
+    "environment",
     "Backend",
     "BackendUnavailableError",
     "EXTRA_OPERATIONS",

@@ -287,6 +287,17 @@ def capabilities(names: list[str] | None = None) -> dict[str, dict[str, Any]]:
     return table
 
 
+def environment(comm=None) -> dict[str, Any]:
+    """Collective: the machine snapshot of *comm*'s world (:func:`mpiworkbench.core.machine.capture`,
+    no load sampling) and, under ``"backends"``, :func:`availability` — what ``mpiworkbench
+    info`` prints and the control panel shows."""
+    from mpiworkbench.core import machine
+
+    env = machine.capture(comm, measure_load=False)
+    env["backends"] = availability()
+    return env
+
+
 def availability() -> dict[str, Any]:
     """Whether every registered backend loads here (what ``mpiworkbench info`` and the
     control panel show beside the machine snapshot).

@@ -36,10 +36,8 @@ def format_environment(env: dict) -> str:
 def run(args: argparse.Namespace) -> int:
     def body(comm) -> int:
         from mpiworkbench import backends
-        from mpiworkbench.core import machine
 
-        env = machine.capture(comm, measure_load=False)
-        env["backends"] = backends.availability()
+        env = backends.environment(comm)
         if comm.rank == 0:
             print(format_environment(env))
             _mpijob.write_json(args.json, env)

@@ -77,13 +77,18 @@ def profiles(ipython_dir_: str | None = None) -> list[str]:
     return sorted(p.name[len("profile_"):] for p in root.glob("profile_*") if (p / "ipcluster_config.py").exists())
 
 
+def _alive(process: Any) -> bool:
+    """Whether a launcher's local process (a ``psutil.Process``) still runs."""
+    try:
+        return process.is_running() and process.status() != "zombie"
+    except Exception:  # noqa: BLE001 - psutil: the process is gone
+        return False
+
+
 def _controller_alive(cluster) -> bool:
     process = getattr(cluster.controller, "process", None)
     if process is not None:
-        try:
-            return process.is_running() and process.status() != "zombie"
-        except Exception:  # noqa: BLE001 - psutil: the process is gone
-            return False
+        return _alive(process)
     return getattr(cluster.controller, "state", None) == "running"
 
 
@@ -155,16 +160,8 @@ def engines_exited(cluster) -> bool:
     Batch launchers (Slurm) have no local process; for them this is ``False`` and the
     session relies on the engines' registrations instead.
     """
-    for launcher in (cluster.engines or {}).values():
-        process: Any = getattr(launcher, "process", None)
-        if process is None:
-            continue
-        try:
-            if not process.is_running() or process.status() == "zombie":
-                return True
-        except Exception:  # noqa: BLE001 - psutil: the process is gone
-            return True
-    return False
+    processes = (getattr(launcher, "process", None) for launcher in (cluster.engines or {}).values())
+    return any(process is not None and not _alive(process) for process in processes)
 
 
 @contextlib.contextmanager

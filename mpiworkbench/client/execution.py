@@ -11,28 +11,19 @@ from mpiworkbench.client.waiting import wait_ranks
 from mpiworkbench.core import machine, objects
 
 
-def engine_environment() -> dict[str, Any]:
-    """On an engine: the machine snapshot of the world and which backends run there."""
-    from mpiworkbench import backends
-
-    env = machine.capture(None, measure_load=False)
-    env["backends"] = backends.availability()
-    return env
-
-
 class Execution:
     """Running code on the engines of a started session (mixed into
     :class:`~mpiworkbench.client.session.Session`, which owns ``view``, ``client``, ``ranks``,
     ``timeout``, ``failure_grace`` and ``_world_died``)."""
 
     def _require_running(self) -> None:
-        if self.view is not None and self._world_died():
+        if self.view is None:
+            raise RuntimeError("the workbench is not running; call wb.start() first")
+        if self._world_died():
             raise RuntimeError(
                 "the MPI world has died (a rank was killed, called MPI_Abort or crashed); "
                 "call wb.restart() for a fresh one"
             )
-        if self.view is None:
-            raise RuntimeError("the workbench is not running; call wb.start() first")
 
     def run_async(self, func: Callable[..., Any], *args: Any, **kwargs: Any):
         """Submit ``func(*args, **kwargs)`` on every rank without waiting.
@@ -126,4 +117,6 @@ class Execution:
 
     def environment(self) -> dict[str, Any]:
         """The engines' environment (MPI library, versions, hosts, cores, backends), from rank 0."""
-        return self.run(engine_environment)[0]
+        from mpiworkbench.backends import environment
+
+        return self.run(environment)[0]

@@ -7,7 +7,6 @@ A workbench also says when its MPI world has died and gets a fresh one with ``re
 from __future__ import annotations
 
 import html
-import math
 import os
 import time
 
@@ -19,7 +18,7 @@ from mpiworkbench.client import clusters
 from mpiworkbench.client.profile import create_profile
 from mpiworkbench.core.machine import THREAD_LEVELS
 from tests.cluster.slurm import wait_until
-from tests.cluster.test_ipcluster_profile import LIMIT, IPCluster
+from tests.cluster.test_ipcluster_profile import LIMIT, IPCluster, drive_solvers
 
 
 @ipp.interactive  # sent by value: the engines cannot import this module
@@ -54,13 +53,7 @@ def test_attach_drives_a_cluster_ipcluster_started(ipcluster_mpi):
         assert wb.thread_level in THREAD_LEVELS, "read from the engines, not assumed"
         assert attached_s < 30, f"attaching took {attached_s:.1f} s"  # a hang guard, not a benchmark
 
-        w = wb.wave(mesh=17)
-        w.step(4)
-        assert w.steps == 4 and math.isfinite(w.error())
-        c = wb.cg(mesh=17)
-        assert c.run()["status"] == "converged"
-        c.close()
-        w.close()
+        drive_solvers(wb, steps=4)
 
         # ipcluster tears its whole cluster down when its engines stop within its first 30 s
         # (IPClusterStart.early_shutdown: "they probably failed to connect"); a restart from an

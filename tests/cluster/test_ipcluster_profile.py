@@ -14,11 +14,9 @@ import os
 import subprocess
 import sys
 import uuid
-import warnings
 from pathlib import Path
 
 import ipyparallel as ipp
-import pytest
 
 from mpiworkbench import Workbench
 from mpiworkbench.client.profile import create_profile
@@ -75,6 +73,21 @@ def _wave_steps():
         return solver.steps, float(solver.energy())
     finally:
         solver.close()
+
+
+def drive_solvers(wb, steps: int) -> None:
+    """Step a small wave solver and run a CG solve to convergence on *wb*'s engines."""
+    w = wb.wave(mesh=17)
+    try:
+        w.step(steps)
+        assert w.steps == steps and math.isfinite(w.error())
+    finally:
+        w.close()
+    c = wb.cg(mesh=17)
+    try:
+        assert c.run()["status"] == "converged"
+    finally:
+        c.close()
 
 
 class IPCluster:
@@ -176,13 +189,7 @@ def test_ipcluster_runs_the_slurm_profile_as_one_slurm_job(slurm, tmp_path, monk
         wb = Workbench.attach(profile=name, activate=False)
         try:
             assert wb.launcher == "slurm" and wb.n == 2 and not wb.owns_cluster
-            w = wb.wave(mesh=17)
-            w.step(3)
-            assert w.steps == 3 and math.isfinite(w.error())
-            c = wb.cg(mesh=17)
-            assert c.run()["status"] == "converged"
-            w.close()
-            c.close()
+            drive_solvers(wb, steps=3)
         finally:
             assert "detached" in wb.stop()
         assert slurm.jobs() == [job], "detaching left the job running"
