@@ -1,17 +1,28 @@
-"""``mpiworkbench speedup {inner,wave,cg,bench} --np 1,2[,…] … --json FILE``.
+"""``mpiworkbench speedup {inner,wave,cg,heat,bench} --np 1,2[,…] … --json FILE``.
 
 Starts ``mpiexec`` once with the largest rank count; the smaller counts run on
 sub-communicators of that world (the same :func:`~mpiworkbench.speedup.point.run_point`
 the notebook panel uses). Prints a table like thesis Table 2.1 and writes times,
-speedups and efficiencies to JSON.
+speedups and efficiencies to JSON. ``--backend c,mpi4py-buf,…`` (wave, cg, heat) crosses
+the variants with communication backends and adds every point's ratio to C (thesis
+Figs. 6.2-6.5 and 6.10-6.13); a backend bound to ``MPI_COMM_WORLD`` (numba-mpi) makes
+every rank count run in a world of its own (one ``mpiexec`` per count), for all backends
+alike.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
+from pathlib import Path
 
 from mpiworkbench.speedup import experiments
+
+#: Set in the environment of the ``mpiexec`` of one rank count when every count runs in
+#: a world of its own: ``"<nranks>"``; the JSON goes to ``--json`` as usual.
+WORLD_PART_VARIABLE = "MPIWORKBENCH_SPEEDUP_WORLD_OF"
 
 
 def register(subparsers) -> None:
@@ -35,6 +46,14 @@ def register(subparsers) -> None:
             default=None,
             help=f"comma-separated, from {', '.join(exp.variants)} (default {','.join(exp.default_variants)})",
         )
+        if exp.backends:
+            sub.add_argument(
+                "--backend",
+                default=None,
+                help=f"comma-separated communication backends to cross the variants with, from "
+                     f"{', '.join(exp.backends)} (variants then from {', '.join(exp.backend_variants)}, "
+                     f"default {','.join(exp.default_backend_variants)}); adds the ratio to C",
+            )
         for p in exp.params:
             sub.add_argument(
                 f"--{p.name}", type=p.type, default=None, choices=p.choices or None, help=f"{p.help} (default {p.default})"
@@ -44,6 +63,14 @@ def register(subparsers) -> None:
         sub.add_argument("--scaling", choices=experiments.SCALINGS, default=experiments.SCALINGS[0])
         sub.add_argument("--json", default=None, metavar="FILE", help="write the result to FILE ('-' for stdout)")
         sub.add_argument("--timeout", type=float, default=None, help="wall-clock limit of the MPI job in seconds")
+        sub.add_argument(
+            "--yield-while-waiting",
+            action="store_true",
+            help="MPICH ranks yield their core while they wait (MPIR_CVAR_POLLS_BEFORE_YIELD, "
+                 "MPIR_CVAR_CH4_PROGRESS_THROTTLE): for more ranks than cores",
+        )
+        sub.add_argument("--plot", default=None, metavar="FILE",
+                         help="also save the figure (time, speedup, ratio to C; thesis values beside) to FILE")
         sub.set_defaults(func=main)
 
 
@@ -61,6 +88,7 @@ def build_spec(args: argparse.Namespace):
         warmup=args.warmup,
         scaling=args.scaling,
         params=params,
+        backends=[b for b in args.backend.split(",") if b] if getattr(args, "backend", None) else None,
     )
     return spec.resolved()
 
@@ -71,8 +99,83 @@ def main(args: argparse.Namespace) -> int:
     spec = build_spec(args)  # bad input fails here, before any mpiexec starts
     largest = max(spec.nranks)
     if not mpi.launched_by_mpiexec():
+        if args.yield_while_waiting:
+            os.environ[launch.YIELD_VARIABLE] = "1"
+        if spec.world_bound() and len(spec.nranks) > 1:
+            return _world_per_count(args, spec)
         return launch.run_under_mpiexec(largest, args.argv, timeout_s=args.timeout)
     return _run_in_world(args, spec)
+
+
+def _part_argv(argv: list[str], json_path: str) -> list[str]:
+    """*argv* with ``--json`` (and ``--plot``) replaced: a part writes its JSON for the parent."""
+    out: list[str] = []
+    skip = False
+    for item in argv:
+        if skip:
+            skip = False
+            continue
+        if item in ("--json", "--plot"):
+            skip = True
+            continue
+        if item.startswith(("--json=", "--plot=")):
+            continue
+        out.append(item)
+    return out + ["--json", json_path]
+
+
+def _world_per_count(args: argparse.Namespace, spec) -> int:
+    """One ``mpiexec -n N`` per rank count (a world-bound backend needs all of its world),
+    then one result from all of them: the table, ``--json`` and ``--plot`` as usual."""
+    from mpiworkbench.core import launch
+    from mpiworkbench.speedup import analysis
+    from mpiworkbench.speedup.plan import begin_experiment
+
+    print(
+        f"# {', '.join(spec.world_bound())} talks only on MPI_COMM_WORLD: every rank count runs in a world "
+        "of its own (one mpiexec each), for every backend alike",
+        file=sys.stderr, flush=True,
+    )
+    _, result = begin_experiment(spec)
+    with tempfile.TemporaryDirectory(prefix="mpiworkbench-speedup-") as tmp:
+        for n in spec.nranks:
+            path = str(Path(tmp) / f"world{n}.json")
+            os.environ[WORLD_PART_VARIABLE] = str(n)
+            try:
+                code = launch.run_under_mpiexec(n, _part_argv(args.argv, path), timeout_s=args.timeout)
+            finally:
+                os.environ.pop(WORLD_PART_VARIABLE, None)
+            if code != 0:
+                return code
+            for point in analysis.load(path).points:
+                point["world"] = "own"
+                result.add(point)
+    return _finish(args, result)
+
+
+def _finish(args: argparse.Namespace, result) -> int:
+    """Rank 0's ending: the table (and ratios to C), the failed checks, ``--json``, ``--plot``."""
+    from mpiworkbench.speedup import analysis
+
+    exp = experiments.get(result.experiment)
+    print(analysis.format_table(result, exp.size_name))
+    ratios = analysis.format_ratio_table(result, exp.size_name)
+    if ratios:
+        print("\n# wall-clock time / the same variant on the C backend (thesis: C 8 to 10 times faster)")
+        print(ratios)
+    failed = [p for p in result.points if p.get("verify") and not p["verify"].get("ok", True)]
+    for p in failed:
+        print(f"verification FAILED for {p['variant']} on {p['nranks']} rank(s): {p['verify']}", file=sys.stderr)
+    if args.json == "-":
+        sys.stdout.write(analysis.to_json(result))
+    elif args.json:
+        analysis.save(result, args.json)
+    if args.plot:
+        from mpiworkbench.plot.speedup import backend_figure, scaling_figure
+
+        figure = backend_figure if analysis.ratio_rows(result) else scaling_figure
+        figure(result, exp.size_name, title=exp.title).savefig(args.plot, dpi=100)
+    return 1 if failed else 0
 
 
 def _run_in_world(args: argparse.Namespace, spec) -> int:
@@ -83,6 +186,10 @@ def _run_in_world(args: argparse.Namespace, spec) -> int:
 
     comm = mpi.world()
     exp = experiments.get(spec.experiment)
+    part = os.environ.get(WORLD_PART_VARIABLE)
+    if part is not None:  # one rank count of a world-per-count run (see _world_per_count)
+        spec.nranks = [int(part)]
+        args.plot = None
     if max(spec.nranks) > comm.size:
         raise ValueError(
             f"--np asks for {max(spec.nranks)} ranks but this MPI world has {comm.size}; "
@@ -101,14 +208,9 @@ def _run_in_world(args: argparse.Namespace, spec) -> int:
             )
 
     result = run_experiment(spec, lambda p: run_point(p, comm), on_point=progress)
+    if root and part is not None:  # the parent prints and checks the whole result
+        analysis.save(result, args.json)
+        return 0
     if root:
-        print(analysis.format_table(result, exp.size_name))
-        failed = [p for p in result.points if p.get("verify") and not p["verify"].get("ok", True)]
-        for p in failed:
-            print(f"verification FAILED for {p['variant']} on {p['nranks']} rank(s): {p['verify']}", file=sys.stderr)
-        if args.json == "-":
-            sys.stdout.write(analysis.to_json(result))
-        elif args.json:
-            analysis.save(result, args.json)
-        return 1 if failed else 0
+        return _finish(args, result)
     return 0

@@ -27,9 +27,12 @@ HEARTBEAT_MISSES = 120
 
 
 def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", thread_level: str | None = None,
-                log_level: int = 30):
+                log_level: int = 30, yield_while_waiting: bool | None = None):
     """A (not yet started) :class:`ipyparallel.Cluster` of *n* MPI engines on this machine:
-    the mpiexec beside this Python, one BLAS thread per rank, a fast heartbeat."""
+    the mpiexec beside this Python, one BLAS thread per rank, a fast heartbeat.
+    *yield_while_waiting*: MPICH ranks yield their core while waiting
+    (:data:`mpiworkbench.core.launch.YIELD_WHILE_WAITING`; default from
+    ``$MPIWORKBENCH_YIELD_WHILE_WAITING``), for more ranks than cores."""
     import ipyparallel as ipp
     from traitlets.config import Config
 
@@ -39,7 +42,7 @@ def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", threa
     # The mpiexec that belongs to this Python's mpi4py (the venv's, from the mpich wheel),
     # even when the venv's bin/ is not on PATH (a kernel started by a system Jupyter).
     config.MPILauncher.mpi_cmd = [find_mpiexec()]
-    environment = rank_environment()
+    environment = rank_environment(yield_while_waiting)
     if thread_level is not None:
         environment["MPI4PY_RC_THREAD_LEVEL"] = thread_level
     config.MPIEngineSetLauncher.environment = environment
@@ -187,6 +190,15 @@ def stop_cluster(cluster, log_level: int = logging.WARNING) -> None:
         cluster.stop_controller_sync()
 
 
+def kill_through_nannies(client, engine_ids: Iterable[int]) -> None:
+    """SIGKILL the engines *engine_ids* through their ipyparallel nannies (a rank blocked in
+    MPI dies too; ``mpiexec`` then ends the whole job). Engines already gone are skipped."""
+    try:
+        client.send_signal("SIGKILL", targets=list(engine_ids), block=True)
+    except Exception:  # noqa: BLE001 - engines already gone: nothing to kill
+        pass
+
+
 def kill_engines(cluster, client, engine_ids: Iterable[int], log_level: int = logging.WARNING,
                  timeout: float = 30.0) -> None:
     """End *cluster*'s engines at once, even ranks blocked in an MPI call; the controller stays.
@@ -196,10 +208,7 @@ def kill_engines(cluster, client, engine_ids: Iterable[int], log_level: int = lo
     ``mpiexec`` sees its ranks die and ends the whole job at once. Returns when the old
     engines have unregistered from the controller.
     """
-    try:
-        client.send_signal("SIGKILL", targets=list(engine_ids), block=True)
-    except Exception:  # noqa: BLE001 - engines already gone: nothing to kill
-        pass
+    kill_through_nannies(client, engine_ids)
     with _expected_engine_exit(cluster, log_level):
         cluster.stop_engines_sync()
     deadline = time.monotonic() + timeout

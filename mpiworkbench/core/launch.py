@@ -25,9 +25,26 @@ DEFAULT_TIMEOUT_S = 1800
 _ONE_THREAD_PER_RANK = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 
-def rank_environment() -> dict[str, str]:
-    """Environment for MPI ranks: one BLAS/OpenMP thread each, unless the user chose otherwise."""
-    return {var: os.environ.get(var, "1") for var in _ONE_THREAD_PER_RANK}
+#: MPICH control variables that make a rank waiting inside MPI give its core away instead
+#: of spinning: yield after every failed poll, and ``usleep(1)`` in the ch4 progress loop
+#: (both honoured by the MPICH 5 of the ``mpich`` wheel). For more ranks than cores.
+YIELD_WHILE_WAITING = {"MPIR_CVAR_POLLS_BEFORE_YIELD": "1", "MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1"}
+#: Set to ``1`` to ask for :data:`YIELD_WHILE_WAITING` in every rank this process starts.
+YIELD_VARIABLE = "MPIWORKBENCH_YIELD_WHILE_WAITING"
+
+
+def rank_environment(yield_while_waiting: bool | None = None) -> dict[str, str]:
+    """Environment for MPI ranks: one BLAS/OpenMP thread each, unless the user chose otherwise.
+
+    With *yield_while_waiting* (default: ``$MPIWORKBENCH_YIELD_WHILE_WAITING == "1"``) also
+    :data:`YIELD_WHILE_WAITING`, unless the user set those variables already.
+    """
+    env = {var: os.environ.get(var, "1") for var in _ONE_THREAD_PER_RANK}
+    if yield_while_waiting is None:
+        yield_while_waiting = os.environ.get(YIELD_VARIABLE) == "1"
+    if yield_while_waiting:
+        env.update({var: os.environ.get(var, value) for var, value in YIELD_WHILE_WAITING.items()})
+    return env
 
 
 def find_mpiexec() -> str:

@@ -119,3 +119,125 @@ def scaling_figure(
     if title:
         fig.suptitle(title)
     return fig
+
+
+# -- the thesis's module comparison: one curve per backend, C as the reference ---------------
+
+_C_STYLE = {"color": "black", "lw": 2.0}
+
+
+def _then_series(experiment: str, xmax: int):
+    """What the seed documents printed for *experiment*, as ``(kind, data, label)`` or ``None``.
+
+    wave: the thesis's "C 8 to 10 times faster" band (§6.1.4, stated for Figs. 6.2-6.5);
+    heat: report 003's Table 1 speedups (1000x1000, MPI on 1 process as the baseline).
+    The thesis's CG figures (6.10-6.13) print no values and have no C curve: nothing.
+    """
+    from mpiworkbench import seeds
+
+    if experiment == "wave":
+        low, high, _ = seeds.wave_ratio_band()
+        machine = seeds.load("thesis")["machine"].split(";")[0]
+        return "band", (low, high), f"then: thesis §6.1.4, C {low:g}-{high:g}x faster ({machine})"
+    if experiment == "heat":
+        table = seeds.heat_table("1000x1000")
+        pairs = [(n, t) for n, t in zip(table["nranks"], table["time_s"]) if n != "seq"]
+        t1 = pairs[0][1]
+        shown = [(n, t1 / t) for n, t in pairs if n <= max(8, xmax)]
+        return "speedup", shown, "then: report 003 Table 1, 1000x1000 (LISA, 8 cores/node)"
+    return None
+
+
+def backend_figure(
+    result: SpeedupResult,
+    size_name: str = "size",
+    title: str | None = None,
+    width: float = 13.0,
+    height: float = 4.0,
+) -> Figure:
+    """The thesis's figure pair per backend, and the ratio to C: three panels on log2 axes.
+
+    Wall-clock time (C drawn as the thick black reference line), speedup (ideal line) and
+    time / C per point (each point labelled with its ratio; the line at 1 is C). Beside them,
+    dashed, what the seed documents printed for this experiment (:func:`_then_series`).
+    Points of a backend-crossed result (``variant@backend``) only.
+    """
+    from mpiworkbench.speedup.experiments import REFERENCE_BACKEND
+
+    points = [p for p in result.points if p.get("backend")]
+    if not points:
+        raise ValueError("backend_figure needs a result crossed with backends (mpiworkbench speedup … --backend …)")
+    fig = new_figure(width, height)
+    ax_t, ax_s, ax_r = fig.subplots(1, 3)
+    counts = sorted({int(p["nranks"]) for p in points})
+    xmax = max(counts)
+    cores = result.cores
+    k = 0
+    for (variant, size), pts in result.series().items():
+        pts = [p for p in pts if p.get("backend")]
+        if not pts:
+            continue
+        backend = pts[0]["backend"]
+        label = f"{variant}, {size_name}={size}"
+        if backend == REFERENCE_BACKEND:
+            colour, marker = _C_STYLE["color"], "s"
+        else:
+            colour, marker = f"C{k % 10}", _MARKERS[k % len(_MARKERS)]
+            k += 1
+        _plot_points(ax_t, pts, "median", "q1", "q3", marker, colour, label)
+        _plot_points(ax_s, pts, "speedup", "speedup_low", "speedup_high", marker, colour, label)
+        rated = [p for p in pts if p.get("ratio_to_c") is not None]
+        if rated:
+            _plot_points(ax_r, rated, "ratio_to_c", None, None, marker, colour, label)
+            for p in rated:
+                if p["backend"] != REFERENCE_BACKEND:
+                    ax_r.annotate(f"{p['ratio_to_c']:.2f}x", (int(p["nranks"]), p["ratio_to_c"]),
+                                  textcoords="offset points", xytext=(4, 3), fontsize=7, color=colour)
+    for line in ax_t.get_lines() + ax_s.get_lines():
+        if line.get_label().split(",")[0].endswith(f"@{REFERENCE_BACKEND}"):
+            line.set_linewidth(_C_STYLE["lw"])
+    ax_s.plot(counts, counts, "k:", lw=1, label="ideal speedup")
+    legend_r = [ax_r.axhline(1.0, color="black", lw=1.5, label="C (reference)")]
+    then = _then_series(result.experiment, xmax)
+    if then is not None:
+        kind, data, label = then
+        if kind == "band":
+            low, high = data
+            ax_r.axhspan(low, high, color="0.85", alpha=0.6, lw=0)
+            legend_r.append(ax_r.axhline(low, color="0.4", ls="--", lw=1, label=label))
+            ax_r.axhline(high, color="0.4", ls="--", lw=1)
+        else:
+            ax_s.plot([n for n, _ in data], [s for _, s in data], "--", color="0.4", marker=".", lw=1, label=label)
+            xmax = max(xmax, max(n for n, _ in data))
+    else:
+        ax_r.text(0.02, 0.95, "then: the thesis prints no values for these figures", transform=ax_r.transAxes,
+                  fontsize=7, color="0.4", va="top")
+    lo = min(counts)
+    for ax in (ax_t, ax_s, ax_r):
+        ax.set_xscale("log", base=2)
+        _log2_axis(ax.xaxis)
+        ax.set_xlim(lo / 2**0.5, xmax * 2**0.5)
+        ax.set_xlabel("number of processes (log2)")
+        ax.grid(True, which="major", alpha=0.3)
+        _shade_oversubscribed(ax, cores, xmax)
+    for ax in (ax_t, ax_s, ax_r):
+        ax.set_yscale("log", base=2)
+        ax.yaxis.set_major_locator(LogLocator(base=2))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
+    ax_t.set_ylabel("wall-clock time / s (log2)")
+    ax_t.set_title("Runtime per backend (C: thick black)")
+    ax_s.set_ylabel("speedup (log2)")
+    ax_s.set_title("Speedup")
+    ax_r.set_ylabel("time / time on C (log2)")
+    ax_r.set_title("Ratio to C, per point")
+    ratios = [p["ratio_to_c"] for p in points if p.get("ratio_to_c")]
+    top = max(ratios + ([then[1][1]] if then and then[0] == "band" else []), default=2.0)
+    ax_r.set_ylim(min(ratios + [1.0]) / 1.5, top * 1.5)
+    ax_s.legend(fontsize=7, loc="upper left")
+    ax_r.legend(handles=legend_r, fontsize=7, loc="center left")
+    if busy_note(result):
+        ax_t.text(0.02, 0.02, "busy host: times inflated\n(load > cores)", transform=ax_t.transAxes, fontsize=7,
+                  color="#b2182b")
+    if title:
+        fig.suptitle(title)
+    return fig

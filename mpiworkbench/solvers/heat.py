@@ -21,6 +21,10 @@ boundary rows. Ranks own contiguous blocks of rows (uneven when ``size`` does no
                           still started after the swap — it sends stale rows and fills
                           the ghosts of the wrong array (report 003's pointer swap)
 
+With ``backend=<name>`` (a name of :mod:`mpiworkbench.backends`), the ``"sendrecv"``
+exchange and the ``Allreduce(MAX)`` go through that backend instead of mpi4py directly:
+the same program in every module (the speedup experiment ``heat`` crosses them).
+
 Every exchange except the naive one gives bit-for-bit the field of a serial run.
 """
 
@@ -32,6 +36,13 @@ import numpy as np
 
 from mpiworkbench.core import mpi
 EXCHANGES = ("sendrecv", "nonblocking", "persistent", "persistent-naive")
+#: The correct exchanges (what a timing may compare; the naive one is wrong on purpose).
+TIMED_EXCHANGES = tuple(e for e in EXCHANGES if not e.endswith("-naive"))
+#: Floating-point operations per updated point and step, as this module counts them: the
+#: Laplacian (3 additions, one multiplication by 4, one subtraction), ``alpha * lap`` and
+#: ``c + …`` (2), and the change ``un - c`` of the convergence test (1). Report 003's
+#: FLOP/s come from its course skeleton's macro, whose count the report does not print.
+FLOPS_PER_POINT = 8
 
 
 def row_range(rows: int, rank: int, size: int) -> tuple[int, int]:
@@ -61,8 +72,10 @@ def _parse_shape(shape: int | Sequence[int]) -> tuple[int, int]:
     return m, n
 
 
-def _validate(shape, size, alpha, exchange, tol):
+def _validate(shape, size, alpha, exchange, tol, backend=None):
     m, n = _parse_shape(shape)
+    if backend is not None and exchange != "sendrecv":
+        raise ValueError(f"a backend ({backend!r}) runs the 'sendrecv' exchange only; got exchange {exchange!r}")
     if m < size:
         raise ValueError(
             f"every rank needs at least one row: got M={m} rows on {size} ranks; use M >= {size} or fewer ranks"
@@ -103,6 +116,10 @@ class HeatSolver:
         One of :data:`EXCHANGES`.
     tol
         :meth:`run` stops when the largest change of a step is below *tol*.
+    backend
+        ``None`` (mpi4py directly) or a name of :mod:`mpiworkbench.backends`: the halo rows
+        and the ``Allreduce(MAX)`` then go through that backend (exchange ``"sendrecv"``
+        only; numba-mpi only on all of ``COMM_WORLD``).
     """
 
     def __init__(
@@ -115,11 +132,22 @@ class HeatSolver:
         bottom: float = 0.0,
         exchange: str = "sendrecv",
         tol: float = 1e-4,
+        backend: str | None = None,
     ) -> None:
         MPI = mpi.MPI()
         base = mpi.resolve_comm(comm)
-        self.shape = mpi.checked(base, lambda: _validate(shape, base.size, alpha, exchange, tol))
+        self.shape = mpi.checked(base, lambda: _validate(shape, base.size, alpha, exchange, tol, backend))
         self.comm = base.Dup()
+        self.backend_name = backend
+        self._backend = None
+        if backend is not None:
+            from mpiworkbench.solvers.cg.exchange import make_backend
+
+            try:
+                self._backend = mpi.checked(self.comm, lambda: make_backend(backend, self.comm, base))
+            except BaseException:
+                self.comm.Free()
+                raise
         self.rank, self.size = self.comm.rank, self.comm.size
         self.alpha, self.top, self.bottom, self.tol = float(alpha), float(top), float(bottom), float(tol)
         self.exchange_method = exchange
@@ -171,6 +199,14 @@ class HeatSolver:
 
     def _exchange_blocking(self, u: np.ndarray) -> None:
         c, nl = self.comm, self.nloc
+        be = self._backend
+        if be is not None:
+            null = mpi.MPI().PROC_NULL
+            up = be.PROC_NULL if self.up == null else self.up
+            down = be.PROC_NULL if self.down == null else self.down
+            be.sendrecv(u[1], up, out=u[nl + 1], source=down, sendtag=0, recvtag=0)
+            be.sendrecv(u[nl], down, out=u[0], source=up, sendtag=1, recvtag=1)
+            return
         c.Sendrecv(u[1], self.up, 0, u[nl + 1], self.down, 0)
         c.Sendrecv(u[nl], self.down, 1, u[0], self.up, 1)
 
@@ -197,7 +233,10 @@ class HeatSolver:
                     local = max(local, update_rows(u, un, row, row + 1, a))
             t_exchange = (t1 - t0) + (t3 - t2)
         t4 = MPI.Wtime()
-        self.delta = self.comm.allreduce(local, op=MPI.MAX)
+        if self._backend is not None:
+            self.delta = float(self._backend.allreduce(np.array([local]), "max")[0])
+        else:
+            self.delta = self.comm.allreduce(local, op=MPI.MAX)
         t5 = MPI.Wtime()
         self.u, self.u_new = un, u  # swap the buffers (the persistent requests must follow)
         self.steps += 1
@@ -244,9 +283,14 @@ class HeatSolver:
         """Seconds spent per phase on this rank."""
         return dict(self.timing)
 
+    def updated_points(self) -> int:
+        """Grid points updated per step, over all ranks (the two boundary rows are not)."""
+        m, n = self.shape
+        return (m - 2) * n
+
     def info(self) -> dict[str, Any]:
         return {"shape": self.shape, "ranks": self.size, "rows": (self.start, self.stop), "exchange": self.exchange_method,
-                "steps": self.steps, "delta": self.delta}
+                "backend": self.backend_name, "steps": self.steps, "delta": self.delta}
 
     def close(self) -> None:
         """Free the persistent requests and the duplicated communicator."""
@@ -254,6 +298,9 @@ class HeatSolver:
             for r in reqs:
                 r.Free()
         self._requests = {}
+        if self._backend is not None:
+            self._backend.close()
+            self._backend = None
         if self.comm is not None:
             self.comm.Free()
             self.comm = None

@@ -13,6 +13,14 @@ Definitions (thesis §2.4, §6.1.4: "the measurements on a single core as the re
   speedup ``S(p) = p * E(p)``.
 
 Times are medians over the repetitions; the spread is the min/max and the quartiles.
+
+Points crossed with a communication backend (variant ``base@backend``, ``--backend``) also
+get ``ratio_to_c``: their median over the median of the same base variant, size and rank
+count on the C backend (thesis Figs. 6.2-6.5: C "8 to 10 times" faster), and
+``ratio_to_best_c``: over the fastest C-backend point of that size and rank count (for the
+wave solver, C messages *and* the C update kernel when both were measured). A point whose
+kernel counts its work (``flops``) gets ``flop_s`` = flops / median and ``flop_s_best`` =
+flops / min (report 003 prints the best of its runs).
 """
 
 from __future__ import annotations
@@ -79,6 +87,30 @@ class SpeedupResult:
                     p["efficiency"] = p["speedup"] / n
                     p["speedup_low"] = t_ref * p_ref / p["q3"] if p["q3"] > 0 else math.nan
                     p["speedup_high"] = t_ref * p_ref / p["q1"] if p["q1"] > 0 else math.nan
+
+        self._derive_ratios()
+
+    def _derive_ratios(self) -> None:
+        from mpiworkbench.speedup.experiments import REFERENCE_BACKEND
+
+        c_points: dict[tuple, dict[str, Any]] = {}
+        best_c: dict[tuple[int, int], float] = {}
+        for p in self.points:
+            if p.get("flops"):
+                p["flop_s"] = p["flops"] / p["median"] if p["median"] > 0 else math.nan
+                p["flop_s_best"] = p["flops"] / p["min"] if p["min"] > 0 else math.nan
+            if p.get("backend") == REFERENCE_BACKEND:
+                where = (int(p.get("base_size", p["size"])), int(p["nranks"]))
+                c_points[(p["base_variant"], *where)] = p
+                best_c[where] = min(best_c.get(where, math.inf), p["median"])
+        for p in self.points:
+            if p.get("backend") is None:
+                continue
+            where = (int(p.get("base_size", p["size"])), int(p["nranks"]))
+            ref = c_points.get((p["base_variant"], *where))
+            p["ratio_to_c"] = p["median"] / ref["median"] if ref and ref["median"] > 0 else None
+            best = best_c.get(where)
+            p["ratio_to_best_c"] = p["median"] / best if best else None
 
     def series(self) -> dict[tuple[str, int], list[dict[str, Any]]]:
         """Points grouped by (variant, base size), each list sorted by rank count."""
@@ -188,10 +220,11 @@ def _series_name(key: tuple[str, int], size_name: str) -> str:
 def format_table(result: SpeedupResult, size_name: str = "size") -> str:
     """Plain-text table like thesis Table 2.1: wall-clock median (spread) and speed-up."""
     series = list(result.series())
+    crossed = _crossed(result)
     header = ["numproc"]
     for key in series:
         name = _series_name(key, size_name)
-        header += [f"{name} time/s", "[min, max]", "speed-up", "effic."]
+        header += [f"{name} time/s", "[min, max]", "speed-up", "effic."] + (["x C"] if crossed else [])
     lines = [header]
     for row in table_rows(result):
         mark = " *" if row["oversubscribed"] else ""
@@ -199,7 +232,7 @@ def format_table(result: SpeedupResult, size_name: str = "size") -> str:
         for key in series:
             p = row.get(key)
             if p is None:
-                cells += ["-", "-", "-", "-"]
+                cells += ["-"] * (5 if crossed else 4)
                 continue
             is_ref = int(p["nranks"]) == int(p["reference_nranks"])
             cells += [
@@ -207,7 +240,7 @@ def format_table(result: SpeedupResult, size_name: str = "size") -> str:
                 f"[{p['min']:.3g}, {p['max']:.3g}]",
                 "N/A" if is_ref else f"{p['speedup']:.3f}",
                 f"{p['efficiency']:.0%}",
-            ]
+            ] + ([_ratio_text(p.get("ratio_to_c"))] if crossed else [])
         lines.append(cells)
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
     text = "\n".join("  ".join(str(c).rjust(w) for c, w in zip(line, widths)) for line in lines)
@@ -216,6 +249,51 @@ def format_table(result: SpeedupResult, size_name: str = "size") -> str:
         r["oversubscribed"] for r in table_rows(result)
     ) else ""
     return text + note + busy_note(result, "\n")
+
+
+def _crossed(result: SpeedupResult) -> bool:
+    """Whether the points were crossed with backends (then the tables show the ratio to C)."""
+    return any(p.get("backend") for p in result.points)
+
+
+def _ratio_text(ratio: float | None) -> str:
+    return "-" if ratio is None or not math.isfinite(ratio) else f"{ratio:.2f}"
+
+
+def ratio_rows(result: SpeedupResult) -> list[dict[str, Any]]:
+    """The ratios to C of a backend-crossed result: one row per (base variant, size, ranks),
+    one column per backend (``None`` where a point is missing), C first as measured."""
+    backends = list(dict.fromkeys(p["backend"] for p in result.points if p.get("backend")))
+    rows: dict[tuple, dict[str, Any]] = {}
+    for p in result.points:
+        if not p.get("backend"):
+            continue
+        key = (p["base_variant"], int(p.get("base_size", p["size"])), int(p["nranks"]))
+        row = rows.setdefault(key, {"variant": key[0], "size": key[1], "nranks": key[2],
+                                    "oversubscribed": False, **{b: None for b in backends}})
+        row[p["backend"]] = p.get("ratio_to_c")
+        row["oversubscribed"] |= bool(p.get("oversubscribed"))
+    return [rows[k] for k in sorted(rows, key=lambda k: (k[0], k[1], k[2]))]
+
+
+def format_ratio_table(result: SpeedupResult, size_name: str = "size", markdown: bool = False) -> str:
+    """The ratios of :func:`ratio_rows` as text (``markdown=True``: a Markdown table)."""
+    rows = ratio_rows(result)
+    if not rows:
+        return ""
+    backends = [k for k in rows[0] if k not in ("variant", "size", "nranks", "oversubscribed")]
+    header = ["variant", size_name, "ranks", *(f"{b} / C" for b in backends)]
+    lines = [header] + [
+        [r["variant"], str(r["size"]), f"{r['nranks']}{' *' if r['oversubscribed'] else ''}",
+         *(_ratio_text(r[b]) for b in backends)]
+        for r in rows
+    ]
+    if markdown:
+        out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        out += ["| " + " | ".join(line) + " |" for line in lines[1:]]
+        return "\n".join(out)
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines)
 
 
 def busy_note(result: SpeedupResult, prefix: str = "") -> str:
@@ -233,10 +311,15 @@ def busy_note(result: SpeedupResult, prefix: str = "") -> str:
 def format_html(result: SpeedupResult, size_name: str = "size") -> str:
     """The same table as :func:`format_table`, as HTML for a notebook or widget."""
     series = list(result.series())
+    crossed = _crossed(result)
     head = "".join(
-        f"<th colspan=3>{_series_name(k, size_name)}</th>" for k in series
+        f"<th colspan={4 if crossed else 3}>{_series_name(k, size_name)}</th>" for k in series
     )
-    sub = "".join("<th>time/s (median) [min, max]</th><th>speed-up</th><th>efficiency</th>" for _ in series)
+    sub = "".join(
+        "<th>time/s (median) [min, max]</th><th>speed-up</th><th>efficiency</th>"
+        + ("<th>time / C</th>" if crossed else "")
+        for _ in series
+    )
     body = []
     for row in table_rows(result):
         style = ' style="color:#b35806"' if row["oversubscribed"] else ""
@@ -244,12 +327,13 @@ def format_html(result: SpeedupResult, size_name: str = "size") -> str:
         for key in series:
             p = row.get(key)
             if p is None:
-                cells.append("<td>-</td><td>-</td><td>-</td>")
+                cells.append("<td>-</td>" * (4 if crossed else 3))
                 continue
             is_ref = int(p["nranks"]) == int(p["reference_nranks"])
             cells.append(
                 f"<td>{p['median']:.4g} [{p['min']:.3g}, {p['max']:.3g}]</td>"
                 f"<td>{'N/A' if is_ref else format(p['speedup'], '.3f')}</td><td>{p['efficiency']:.0%}</td>"
+                + (f"<td>{_ratio_text(p.get('ratio_to_c'))}</td>" if crossed else "")
             )
         body.append("<tr>" + "".join(cells) + "</tr>")
     note = busy_note(result)

@@ -19,15 +19,39 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mpiworkbench.backends.registry import ENTRIES, implemented_names
 from mpiworkbench.bench.catalog import BENCHMARKS
 from mpiworkbench.solvers.cg.variants import PARTITIONS as CG_PARTITIONS, VARIANTS as CG_VARIANTS
 from mpiworkbench.solvers.halo import NATIVE_EXCHANGES
+from mpiworkbench.solvers.heat import TIMED_EXCHANGES as HEAT_EXCHANGES
 from mpiworkbench.solvers.wave.kernels import KERNELS
 from mpiworkbench.speedup.collective import BACKENDS as LOOP_BACKENDS
 from mpiworkbench.speedup.inner import VARIANTS as INNER_VARIANTS
 
 #: How the problem size follows the rank count: fixed (strong) or grown with it (weak).
 SCALINGS = ("strong", "weak")
+
+#: ``"numpy@mpi4py-buf"``: variant ``numpy`` with every message through backend ``mpi4py-buf``.
+BACKEND_SEP = "@"
+#: The backend every other backend's time is divided by (thesis: C is the reference).
+REFERENCE_BACKEND = "c"
+#: The backends a solver experiment can be crossed with (the registry's implemented ones,
+#: C first). The historic modules are never here: they are syntax and listings only.
+SOLVER_BACKENDS = tuple(implemented_names())
+#: Backends bound to ``MPI_COMM_WORLD`` (numba-mpi): their points need a world of exactly
+#: the point's rank count (the CLI then starts one ``mpiexec`` per count).
+WORLD_BOUND_BACKENDS = tuple(e.name for e in ENTRIES if e.target and not e.any_communicator)
+
+
+def join_backend(base: str, backend: str) -> str:
+    """``("numpy", "c")`` → ``"numpy@c"``: a variant crossed with a backend."""
+    return f"{base}{BACKEND_SEP}{backend}"
+
+
+def split_backend(variant: str) -> tuple[str, str | None]:
+    """``"numpy@c"`` → ``("numpy", "c")``; a variant without a backend → ``(variant, None)``."""
+    base, sep, backend = variant.partition(BACKEND_SEP)
+    return (base, backend) if sep else (variant, None)
 
 
 def split_variant(variant: str, experiment: str, example: str) -> tuple[str, str]:
@@ -78,6 +102,33 @@ class Experiment:
     size_offset: int = 0
     min_size: int = 1
     params: tuple[Parameter, ...] = field(default_factory=tuple)
+    #: the variants that can be crossed with a communication backend (``--backend``):
+    #: ``base@backend``; empty when the experiment has no backend dimension
+    backend_variants: tuple[str, ...] = ()
+    default_backend_variants: tuple[str, ...] = ()
+    backends: tuple[str, ...] = ()
+
+    def check_variant(self, variant: str) -> None:
+        """Raise ValueError naming the choices when *variant* is not one of this experiment's."""
+        base, backend = split_backend(variant)
+        if backend is None:
+            if variant not in self.variants:
+                raise ValueError(
+                    f"experiment {self.name!r} has no variant {variant!r}; choose from {', '.join(self.variants)}"
+                )
+            return
+        if not self.backends:
+            raise ValueError(f"experiment {self.name!r} has no backend dimension; got variant {variant!r}")
+        if backend not in self.backends:
+            raise ValueError(
+                f"experiment {self.name!r} runs on the backends {', '.join(self.backends)}; got {backend!r} "
+                f"(the historic modules are syntax tables only, never timed)"
+            )
+        if base not in self.backend_variants:
+            raise ValueError(
+                f"experiment {self.name!r} crosses only {', '.join(self.backend_variants)} with a backend; "
+                f"got {base!r} in {variant!r}"
+            )
 
     def sizes_for(self, small: bool) -> tuple[int, ...]:
         return self.small_sizes if small else self.default_sizes
@@ -152,6 +203,11 @@ register(
         size_offset=1,
         min_size=3,
         params=(Parameter("steps", int, 40, "time steps per timed repetition", small_default=10),),
+        # with --backend: the update kernel, every halo message through that backend
+        # (the exchange 'backend:<name>', the same packed pattern in every module)
+        backend_variants=KERNELS,
+        default_backend_variants=("numpy",),
+        backends=SOLVER_BACKENDS,
     )
 )
 
@@ -172,6 +228,33 @@ register(
         size_offset=-1,
         min_size=1,
         params=(Parameter("tol", float, 1e-8, "stopping tolerance on rho_k/rho_0 (thesis: 1e-8)"),),
+        # with --backend: the ghost exchange and every allreduce through that backend
+        backend_variants=tuple(f"{v}/{p}" for v in CG_VARIANTS for p in CG_PARTITIONS),
+        default_backend_variants=("classic/rows",),
+        backends=SOLVER_BACKENDS,
+    )
+)
+
+register(
+    Experiment(
+        name="heat",
+        title="2-D heat diffusion with halo rows (report 003)",
+        factory="mpiworkbench.speedup.heat:make_kernel",
+        size_name="grid",
+        size_help="grid points per side N (an N x N cylinder; report 003 uses 100, 1000 and 5000)",
+        default_sizes=(100, 400),
+        small_sizes=(64,),
+        variants=HEAT_EXCHANGES,
+        default_variants=("nonblocking",),
+        timed="`steps` explicit steps: halo-row exchange, update, Allreduce(MAX) of the change",
+        source="report 003 §1.2, Table 1, Fig. 1",
+        weak_dims=2,
+        min_size=3,
+        params=(Parameter("steps", int, 200, "time steps per timed repetition", small_default=20),),
+        # with --backend: both halo rows (sendrecv) and the Allreduce(MAX) through that backend
+        backend_variants=("sendrecv",),
+        default_backend_variants=("sendrecv",),
+        backends=SOLVER_BACKENDS,
     )
 )
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, Generator
 from mpiworkbench.core import machine
 from mpiworkbench.speedup import experiments
 from mpiworkbench.speedup.analysis import SpeedupResult
-from mpiworkbench.speedup.experiments import SCALINGS
+from mpiworkbench.speedup.experiments import SCALINGS, join_backend, split_backend
 
 
 def small_mode() -> bool:
@@ -50,7 +50,13 @@ def parse_int_list(text: str, what: str) -> list[int]:
 
 @dataclass
 class SpeedupSpec:
-    """What to measure: one experiment, its sizes, variants, rank counts and repetitions."""
+    """What to measure: one experiment, its sizes, variants, rank counts and repetitions.
+
+    With ``backends`` (names of :mod:`mpiworkbench.backends`, e.g. ``["c", "mpi4py-buf"]``)
+    every variant is crossed with every backend: variant ``numpy`` becomes ``numpy@c``,
+    ``numpy@mpi4py-buf``, … (the experiment's ``backend_variants``; default its
+    ``default_backend_variants``), and the analysis adds each point's ratio to C.
+    """
 
     experiment: str
     nranks: list[int]
@@ -60,21 +66,34 @@ class SpeedupSpec:
     warmup: int = 1
     scaling: str = "strong"
     params: dict[str, Any] = field(default_factory=dict)
+    backends: list[str] | None = None
+
+    def _crossed_variants(self, exp) -> tuple[list[str], list[str] | None]:
+        """The variants to run, crossed with :attr:`backends` when there are any."""
+        if not self.backends:
+            return (list(self.variants) if self.variants else list(exp.default_variants)), None
+        backends = list(dict.fromkeys(str(b) for b in self.backends))
+        if not exp.backends:
+            raise ValueError(
+                f"experiment {exp.name!r} has no backend dimension; --backend works with "
+                f"{', '.join(e.name for e in experiments.EXPERIMENTS.values() if e.backends)}"
+            )
+        bases = list(dict.fromkeys(split_backend(v)[0] for v in self.variants)) if self.variants else list(
+            exp.default_backend_variants
+        )
+        return [join_backend(v, b) for v in bases for b in backends], backends
 
     def resolved(self) -> SpeedupSpec:
         """A copy with defaults filled in and every value checked (raises ValueError)."""
         exp = experiments.get(self.experiment)
         small = small_mode()
         sizes = list(self.sizes) if self.sizes else list(exp.sizes_for(small))
-        variants = list(self.variants) if self.variants else list(exp.default_variants)
+        variants, backends = self._crossed_variants(exp)
         nranks = sorted(set(int(n) for n in self.nranks))
         if not nranks or nranks[0] < 1:
             raise ValueError(f"rank counts must be at least 1; got {self.nranks}")
         for v in variants:
-            if v not in exp.variants:
-                raise ValueError(
-                    f"experiment {exp.name!r} has no variant {v!r}; choose from {', '.join(exp.variants)}"
-                )
+            exp.check_variant(v)
         for s in sizes:
             if s < exp.min_size:
                 raise ValueError(f"{exp.size_name} must be at least {exp.min_size}; got {s}")
@@ -96,7 +115,13 @@ class SpeedupSpec:
                 raise ValueError(f"{name} must be a {p.type.__name__}; got {self.params.get(name)!r}") from None
             if p.choices and params[name] not in p.choices:
                 raise ValueError(f"{name} must be one of {', '.join(map(str, p.choices))}; got {params[name]!r}")
-        return SpeedupSpec(exp.name, nranks, sizes, variants, int(self.repeats), int(self.warmup), self.scaling, params)
+        return SpeedupSpec(
+            exp.name, nranks, sizes, variants, int(self.repeats), int(self.warmup), self.scaling, params, backends
+        )
+
+    def world_bound(self) -> list[str]:
+        """The backends of this spec that talk only on ``MPI_COMM_WORLD`` (numba-mpi)."""
+        return [b for b in self.backends or () if b in experiments.WORLD_BOUND_BACKENDS]
 
 
 def plan_points(spec: SpeedupSpec) -> list[dict[str, Any]]:
@@ -106,10 +131,13 @@ def plan_points(spec: SpeedupSpec) -> list[dict[str, Any]]:
     points = []
     for size in spec.sizes:
         for variant in spec.variants:
+            base, backend = split_backend(variant)
             for n in spec.nranks:
                 actual = exp.weak_size(size, n) if spec.scaling == "weak" else size
+                crossed = {"backend": backend, "base_variant": base} if backend is not None else {}
                 points.append(
                     {
+                        **crossed,
                         "experiment": spec.experiment,
                         "variant": variant,
                         "nranks": n,
@@ -140,10 +168,11 @@ def machine_info() -> dict[str, Any]:
 def begin_experiment(spec: SpeedupSpec, label: str = "") -> tuple[list[dict[str, Any]], SpeedupResult]:
     """The planned points of *spec* and the empty result they are added to (``result.add``)."""
     spec = spec.resolved()
+    backends = {"backends": spec.backends} if spec.backends else {}
     result = SpeedupResult(
         experiment=spec.experiment,
         scaling=spec.scaling,
-        params={"repeats": spec.repeats, "warmup": spec.warmup, **spec.params},
+        params={"repeats": spec.repeats, "warmup": spec.warmup, **spec.params, **backends},
         machine=machine_info(),
         label=label,
     )

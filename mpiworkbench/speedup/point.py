@@ -16,6 +16,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import numpy as np
+
 from mpiworkbench.core import mpi, objects
 from mpiworkbench.core.machine import load_average, placement
 from mpiworkbench.speedup import experiments
@@ -33,11 +35,14 @@ def _wait_asleep(comm) -> None:
         time.sleep(IDLE_POLL_S)
 
 
-def _time_kernel(sub, kernel, repeats: int, warmup: int) -> list[float]:
+def _time_kernel(sub, kernel, repeats: int, warmup: int) -> tuple[list[float], dict[str, list[float]] | None]:
+    """The repetitions' times (slowest rank's, on every rank) and, on rank 0 of *sub*, the
+    max/min/average of the per-rank times reduced with ``MPI_Reduce`` as report 003 does."""
     MPI = mpi.MPI()
     for _ in range(warmup):
         kernel.run()
     times = []
+    own = []
     prepare = getattr(kernel, "prepare", None)
     for _ in range(repeats):
         if prepare is not None:  # e.g. a fresh solver: set-up stays out of the timed region
@@ -46,8 +51,28 @@ def _time_kernel(sub, kernel, repeats: int, warmup: int) -> list[float]:
         t0 = MPI.Wtime()
         kernel.run()
         elapsed = MPI.Wtime() - t0
+        own.append(elapsed)
         times.append(sub.allreduce(elapsed, op=MPI.MAX))
-    return times
+    mine = np.array(own)
+    low, total = np.empty_like(mine), np.empty_like(mine)
+    sub.Reduce(mine, low, op=MPI.MIN, root=0)
+    sub.Reduce(mine, total, op=MPI.SUM, root=0)
+    per_rank = None
+    if sub.rank == 0:
+        per_rank = {"max": list(times), "min": low.tolist(), "avg": (total / sub.size).tolist()}
+    return times, per_rank
+
+
+def check_world_bound(point: dict[str, Any], world_size: int) -> None:
+    """A point on a backend bound to ``MPI_COMM_WORLD`` needs all of the world (numba-mpi)."""
+    backend = point.get("backend")
+    if backend in experiments.WORLD_BOUND_BACKENDS and int(point["nranks"]) != world_size:
+        raise ValueError(
+            f"backend {backend!r} talks only on MPI_COMM_WORLD, so its points need a world of exactly "
+            f"their rank count: this point has {point['nranks']} of the {world_size} running rank(s). "
+            "Measure it with `mpiworkbench speedup … --backend` (one mpiexec per rank count), or on a "
+            f"cluster of {point['nranks']} engine(s)"
+        )
 
 
 def run_point(point: dict[str, Any], comm=None) -> dict[str, Any]:
@@ -56,7 +81,9 @@ def run_point(point: dict[str, Any], comm=None) -> dict[str, Any]:
     *point* holds ``experiment``, ``variant``, ``nranks``, ``size``, ``repeats``,
     ``warmup`` and ``params`` (see :func:`mpiworkbench.speedup.plan.plan_points`).
     The record adds ``times`` (seconds, one per repetition, slowest rank),
-    ``verify`` (the kernel's check on rank 0), the ``placement``, ``oversubscribed`` and
+    ``rank_times`` (per repetition, the max/min/average over the ranks of each rank's own
+time, reduced to rank 0 with ``MPI_Reduce``), ``flops`` (when the kernel counts its
+work), ``verify`` (the kernel's check on rank 0), the ``placement``, ``oversubscribed`` and
     the host's ``load_average`` just before the point (a busy machine inflates times).
     """
     comm = mpi.resolve_comm(comm)
@@ -70,6 +97,7 @@ def run_point(point: dict[str, Any], comm=None) -> dict[str, Any]:
                 f"a point needs between 1 and {comm.size} ranks (the size of the running world); "
                 f"got {nranks} — start the cluster with more engines or drop that rank count"
             )
+        check_world_bound(point, comm.size)
 
     mpi.checked(comm, validate)
     experiment = experiments.get(point["experiment"])
@@ -87,9 +115,13 @@ def run_point(point: dict[str, Any], comm=None) -> dict[str, Any]:
                 sub, lambda: factory(sub, int(point["size"]), point["variant"], **dict(point.get("params", {})))
             )
             with limit_blas_threads(1) as blas_before:
-                times = _time_kernel(sub, kernel, int(point["repeats"]), int(point.get("warmup", 1)))
+                times, per_rank = _time_kernel(sub, kernel, int(point["repeats"]), int(point.get("warmup", 1)))
             check = kernel.verify()
-            record = {**point, "times": times, "verify": check, "blas_threads": {"timed": 1, "default": blas_before}}
+            record = {**point, "times": times, "rank_times": per_rank, "verify": check,
+                      "blas_threads": {"timed": 1, "default": blas_before}}
+            flops = getattr(kernel, "flops", None)
+            if flops is not None:  # work of one repetition: the analysis derives FLOP/s
+                record["flops"] = int(flops)
         except Exception as exc:  # noqa: BLE001 - raised on every world rank below
             error = exc
         finally:

@@ -1,19 +1,27 @@
 """Speedup kernel: time steps of the distributed 3-D wave solver (thesis §6.1.4).
 
 Variant ``"KERNEL/EXCHANGE"`` picks the solver's update kernel (numpy, numba, c) and
-halo exchange (sendrecv, nonblocking, packed). The whole-step numba-mpi variant is not
-offered: numba-mpi has no communicator argument, so it cannot run on the
-sub-communicators the smaller rank counts use.
+halo exchange (sendrecv, nonblocking, packed). Variant ``"KERNEL@BACKEND"`` (the
+``--backend`` dimension, thesis Figs. 6.2-6.5) sends every halo message through a backend
+of :mod:`mpiworkbench.backends` (the exchange ``backend:<name>``, the same packed pattern in
+every module); numba-mpi's points need a world of exactly their rank count. The
+whole-step numba-mpi loop is not offered: it cannot run on the sub-communicators the
+smaller rank counts use.
 """
 
 from __future__ import annotations
 
-from mpiworkbench.speedup.experiments import split_variant
 import math
+
+from mpiworkbench.speedup.experiments import split_backend, split_variant
+from mpiworkbench.speedup.fields import field_digest
 
 
 def parse_variant(variant: str) -> tuple[str, str]:
-    """``kernel/exchange``."""
+    """``kernel/exchange``, or ``kernel@backend`` → ``(kernel, "backend:<backend>")``."""
+    kernel, backend = split_backend(variant)
+    if backend is not None:
+        return kernel, f"backend:{backend}"
     return split_variant(variant, "wave", "numpy/sendrecv (kernel/exchange)")
 
 
@@ -37,7 +45,10 @@ class WaveSteps:
         convergence and bit-for-bit equal decompositions).
         """
         err = self.solver.error()
-        return {"steps": self.solver.steps, "t": self.solver.t, "max_error": err, "ok": math.isfinite(err) and err < 0.02}
+        field = self.solver.gather()  # bit-for-bit the same for every kernel, exchange and backend
+        return {"steps": self.solver.steps, "t": self.solver.t, "max_error": err,
+                "field_digest": field_digest(field) if self.solver.rank == 0 else None,
+                "ok": math.isfinite(err) and err < 0.02}
 
     def close(self) -> None:
         self.solver.close()

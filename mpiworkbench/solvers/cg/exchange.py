@@ -25,7 +25,7 @@ def make_backend(name: str, comm, world_comm=None):
     if name not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}; got {name!r} (registry: {backend_names()})")
     if name == NUMBA_MPI:
-        check_world(world_comm if world_comm is not None else comm)
+        check_world(world_comm if world_comm is not None else comm, same_ranks=True)
         return get_backend(name, None)
     return get_backend(name, comm)
 
