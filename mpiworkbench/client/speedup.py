@@ -26,6 +26,15 @@ def check_ranks(wb, spec: SpeedupSpec) -> None:
             f"rank counts go up to {max(spec.nranks)} but the cluster has {wb.n} engines; "
             f"use counts from 1 to {wb.n} or start Workbench(n={max(spec.nranks)})"
         )
+    bound = spec.world_bound()
+    below = [n for n in spec.nranks if n != wb.n]
+    if bound and below:
+        raise ValueError(
+            f"{', '.join(bound)} talks only on MPI_COMM_WORLD, so on this {wb.n}-engine cluster it can be "
+            f"measured at {wb.n} rank(s) only, not {below}: drop those counts, or run "
+            f"`mpiworkbench speedup {spec.experiment} --np {','.join(map(str, spec.nranks))} --backend "
+            f"{','.join(spec.backends or ())}` (one world per rank count)"
+        )
 
 
 def on_engines(wb, spec: SpeedupSpec, on_point: OnPoint | None = None, label: str = "",

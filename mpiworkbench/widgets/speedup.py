@@ -8,7 +8,9 @@ methods below; they call that driver and ordinary functions of :mod:`mpiworkbenc
 and :mod:`mpiworkbench.plot`.
 
 Control ``description``s (stable, for tests and documentation):
-``Experiment``, ``Sizes``, ``Ranks``, ``Variants``, ``Repetitions``, ``Scaling``, one per
+``Experiment``, ``Sizes``, ``Ranks``, ``Variants``, ``Backends`` (wave, cg, heat: cross the
+variants with communication backends, thesis Figs. 6.2-6.5; the figure then shows the ratio
+to C), ``Repetitions``, ``Scaling``, one per
 experiment parameter named as the parameter (``loops``, ``steps``, ``tol``,
 ``iterations``, ``backend``), ``Run``, ``Stop``, ``Progress``, ``JSON file``, ``Save``, ``Load``,
 ``Clear comparison``. **Run** works in the background (the kernel stays free), **Stop** ends the
@@ -42,6 +44,7 @@ class SpeedupPanel:
         self.sizes = w.Text(description="Sizes")
         self.ranks = w.Text(value=f"1-{wb.n}", description="Ranks")
         self.variants = w.SelectMultiple(description="Variants", rows=4)
+        self.backends = w.SelectMultiple(description="Backends", rows=4)
         self.repeats = w.BoundedIntText(value=3 if small_mode() else 5, min=1, max=100, description="Repetitions")
         self.scaling = w.Dropdown(options=list(experiments.SCALINGS), value=experiments.SCALINGS[0], description="Scaling")
         self.params_box = w.HBox()
@@ -60,6 +63,7 @@ class SpeedupPanel:
         self.clear_button = w.Button(description="Clear comparison")
 
         self.experiment.observe(lambda change: self.select_experiment(change["new"]), names="value")
+        self.backends.observe(lambda change: self._variant_choices(), names="value")
         self.run_button.on_click(lambda _: self.start())
         self.stop_button.on_click(lambda _: self.stop())
         self.save_button.on_click(lambda _: self._guarded(lambda: self.save(self.path.value)))
@@ -70,7 +74,7 @@ class SpeedupPanel:
             [
                 w.HBox([self.experiment, self.scaling, self.repeats]),
                 w.HBox([self.sizes, self.ranks]),
-                w.HBox([self.variants, self.params_box]),
+                w.HBox([self.variants, self.backends, self.params_box]),
                 w.HBox([self.run_button, self.stop_button, self.progress, self.status]),
                 self.figure,
                 self.table,
@@ -87,8 +91,10 @@ class SpeedupPanel:
         small = small_mode()
         self.sizes.value = ",".join(map(str, exp.sizes_for(small)))
         self.sizes.tooltip = exp.size_help
-        self.variants.options = list(exp.variants)
-        self.variants.value = tuple(exp.default_variants)
+        self.backends.value = ()
+        self.backends.options = list(exp.backends)
+        self.backends.disabled = not exp.backends
+        self._variant_choices()
         widgets = {}
         for p in exp.params:
             value = p.default_for(small)
@@ -105,6 +111,16 @@ class SpeedupPanel:
         self.params_box.children = list(widgets.values())
         self.status.value = f"<i>{exp.title}. Timed: {exp.timed}.</i>"
 
+    def _variant_choices(self) -> None:
+        """The variants on offer: the experiment's, or (backends chosen) those crossed with them."""
+        exp = experiments.get(self.experiment.value)
+        crossed = bool(self.backends.value)
+        options = list(exp.backend_variants if crossed else exp.variants)
+        if list(self.variants.options) != options:
+            self.variants.value = ()
+            self.variants.options = options
+            self.variants.value = tuple(exp.default_backend_variants if crossed else exp.default_variants)
+
     def spec(self) -> SpeedupSpec:
         """The :class:`SpeedupSpec` the controls describe (checked; raises ValueError)."""
         exp = experiments.get(self.experiment.value)
@@ -116,6 +132,7 @@ class SpeedupPanel:
             repeats=int(self.repeats.value),
             scaling=self.scaling.value,
             params={name: widget.value for name, widget in self.param_widgets.items()},
+            backends=list(self.backends.value) or None,
         ).resolved()
 
     def run(self) -> SpeedupResult:
@@ -173,14 +190,18 @@ class SpeedupPanel:
 
     def redraw(self) -> None:
         from mpiworkbench.plot.render import figure_to_png
-        from mpiworkbench.plot.speedup import scaling_figure
+        from mpiworkbench.plot.speedup import backend_figure, scaling_figure
         results = ([self.result] if self.result is not None else []) + self.compare
         if not results:
             self.figure.value = b""
             self.table.value = ""
             return
         exp = experiments.get(results[0].experiment)
-        self.figure.value = figure_to_png(scaling_figure(results, exp.size_name, title=exp.title, width=self.width))
+        if len(results) == 1 and analysis.ratio_rows(results[0]):  # backends crossed: the thesis's figure
+            figure = backend_figure(results[0], exp.size_name, title=exp.title, width=self.width)
+        else:
+            figure = scaling_figure(results, exp.size_name, title=exp.title, width=self.width)
+        self.figure.value = figure_to_png(figure)
         self.table.value = "".join(
             f"<b>{r.label or r.experiment}</b>{analysis.format_html(r, experiments.get(r.experiment).size_name)}"
             for r in results

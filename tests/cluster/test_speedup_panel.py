@@ -72,8 +72,39 @@ def test_stop_keeps_the_points_done(wb):
     assert seen == [1] and len(result.points) == 1 and panel.status.value.endswith("(stopped)")
 
 
-@pytest.mark.parametrize("name", ["wave", "cg", "bench"])
+@pytest.mark.parametrize("name", ["wave", "cg", "heat", "bench"])
 def test_panel_offers_every_experiment(wb, name):
     panel = SpeedupPanel(wb, experiment=name)
     spec = panel.spec()
     assert spec.experiment == name and spec.variants
+
+
+def test_panel_crosses_wave_with_backends_and_shows_the_ratio_to_c(wb):
+    panel = SpeedupPanel(wb, experiment="wave")
+    assert panel.backends.options == ("c", "mpi4py-obj", "mpi4py-buf", "numba-mpi")
+    panel.backends.value = ("c", "mpi4py-buf")
+    assert panel.variants.options == ("numpy", "numba", "c") and panel.variants.value == ("numpy",)
+    panel.sizes.value = "9"
+    panel.param_widgets["steps"].value = 2
+    panel.repeats.value = 2
+    panel.ranks.value = f"1-{wb.n}"
+    result = asyncio.run(panel.run_async())
+    assert result is not None, panel.status.value
+    assert {(p["backend"], p["nranks"]) for p in result.points} == {
+        (b, n) for b in ("c", "mpi4py-buf") for n in range(1, wb.n + 1)
+    }
+    assert all(p["ratio_to_c"] > 0 for p in result.points)
+    assert len({p["verify"]["field_digest"] for p in result.points}) == 1  # the same field on every backend
+    assert "time / C" in panel.table.value and bytes(panel.figure.value[:4]) == b"\x89PNG"
+    panel.backends.value = ()
+    assert "numpy/sendrecv" in panel.variants.options
+
+
+def test_numba_mpi_below_the_cluster_size_is_refused_before_any_point(wb):
+    if wb.n < 2:
+        pytest.skip("needs a cluster of 2 engines")
+    panel = SpeedupPanel(wb, experiment="wave")
+    panel.backends.value = ("numba-mpi",)
+    panel.ranks.value = f"1-{wb.n}"
+    assert asyncio.run(panel.run_async()) is None
+    assert "talks only on MPI_COMM_WORLD" in panel.status.value
