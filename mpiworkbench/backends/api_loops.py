@@ -16,6 +16,8 @@ def loop_over(be: Any, benchmark: str, mode: str = "osu", window: int = 64) -> C
     :class:`~mpiworkbench.backends.base.Backend` (arguments and result as ``Backend.make_loop``;
     this module imports nothing of the package, so ``base`` can hand off to it)."""
     per_call = mode == "osu"
+    if benchmark == "ring":  # the unified interface has no persistent requests
+        raise be._unsupported("persistent requests (Send_init/Recv_init): the unified interface has none")
 
     def loop(b: Any, nbytes: int, iters: int, warmup: int) -> float:
         return _run(be, benchmark, b, nbytes, iters, warmup, per_call, window)

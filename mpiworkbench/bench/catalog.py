@@ -72,6 +72,10 @@ for _b in (
               ("isend", "recv", "waitall"), "S/t_max", source="report 003 §3 'simple version'"),
     Benchmark("bcast_binomial", "collective", "broadcast by hand: binomial-tree cascade", 1,
               ("send", "recv"), "S/t_max", source="report 003 §3 'cascade version'"),
+    Benchmark("ring", "latency", "ring of persistent requests: Send_init/Recv_init once, then Start + Wait "
+              "(rank 0 sends first, the others receive first); time per hop", 2,
+              ("send", "recv"), "S/t (t: one hop = one ring round / ranks)",
+              source="report 003 §2, Table 2 (latency: 1 B; bandwidth: 100 MB)"),
 ):
     register(_b)
 
@@ -83,6 +87,16 @@ def get_benchmark(name: str) -> Benchmark:
         raise ValueError(
             f"unknown benchmark {name!r}; choose one of: {', '.join(BENCHMARKS)}"
         ) from None
+
+
+def timed_units(bench: Benchmark, iterations: int, nprocs: int) -> int:
+    """How many timed units *iterations* of *bench*'s loop hold: one-way messages for a
+    ping-pong (2 per iteration), hops for the ring (one per rank and round), else calls."""
+    if bench.name == "pingpong":
+        return 2 * iterations
+    if bench.name == "ring":
+        return nprocs * iterations
+    return iterations
 
 
 def throughput_mbps(bench: Benchmark, size: int, seconds: float, nprocs: int, window: int) -> float | None:

@@ -19,7 +19,7 @@ from typing import Callable, Iterable, NamedTuple
 
 from mpiworkbench.backends import BackendUnavailableError, Loop, NotSupportedError, timed_loop
 from mpiworkbench.bench.buffers import Buffers
-from mpiworkbench.bench.catalog import throughput_mbps, unsupported_reason, validate
+from mpiworkbench.bench.catalog import throughput_mbps, timed_units, unsupported_reason, validate
 from mpiworkbench.bench.method import Policy
 from mpiworkbench.core import machine, mpi
 
@@ -229,7 +229,7 @@ class BenchRun:
         if capped_iters < iters:
             warmup = max(1, min(warmup, capped_iters // 10))
         seconds = loop(buffers, size, capped_iters, warmup)
-        units = 2 * capped_iters if bench.name == "pingpong" else capped_iters
+        units = timed_units(bench, capped_iters, comm.Get_size())
         return Sample(capped_iters, warmup, iters, comm.allgather(seconds / units))
 
     def _row(self, backend: str, size: int, samples: list["Sample"]) -> dict:
@@ -252,6 +252,8 @@ class BenchRun:
             mode = f"window {self.policy.window}, rank 0 block timing, per window iteration"
         elif bench.name == "sendrecv":
             mode = "block timing per Sendrecv"
+        elif bench.name == "ring":
+            mode = "block timing per hop (ring round / ranks), persistent requests"
         else:
             mode = self.policy.collective_mode
         iters = min(s.iterations for s in samples)

@@ -127,7 +127,22 @@ def _write(doc: dict, json_path: str | None, csv_path: str | None) -> None:
         results.write_csv(csv_path, doc)
 
 
+def _print_then(doc: dict) -> None:
+    """What report 003 printed for the ring test (Table 2), beside this run's rows."""
+    if doc.get("benchmark") != "ring":
+        return
+    from mpiworkbench import seeds
+
+    data = seeds.load("heat-report")
+    table = data["table_2"]
+    for where in table["latency_s"]:
+        print(f"# then: report 003 Table 2, {where}: latency {table['latency_s'][where] * 1e6:.3g} us, "
+              f"bandwidth {table['bandwidth_MB_s'][where]:.4g} MB/s")
+    print(f"#   measured on {data['machine'].split(';')[0]}; {table['caveat']}")
+
+
 def _print_fit(doc: dict) -> None:
+    _print_then(doc)
     if doc.get("fit"):
         print("# least-squares fit t = latency + size/bandwidth (thesis eq. 5.1, Table 5.1)")
         for backend, f in doc["fit"].items():

@@ -100,6 +100,34 @@ double wb_sendrecv(MPI_Fint fcomm, char *sbuf, char *rbuf, int nbytes, int iters
     return MPI_Wtime() - t0;
 }
 
+/* Report 003's ring test: persistent requests made once (MPI_Send_init/MPI_Recv_init);
+ * rank 0 starts its send and waits, then its receive; the others receive first, then pass
+ * the message on to the next rank (the last one to rank 0).  One iteration = one round. */
+double wb_ring(MPI_Fint fcomm, char *sbuf, char *rbuf, int nbytes, int iters, int warmup)
+{
+    MPI_Comm comm = MPI_Comm_f2c(fcomm);
+    int rank, size;
+    double t0 = 0.0;
+    MPI_Request send, recv;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    MPI_Send_init(sbuf, nbytes, MPI_BYTE, (rank + 1) % size, 3, comm, &send);
+    MPI_Recv_init(rbuf, nbytes, MPI_BYTE, (rank + size - 1) % size, 3, comm, &recv);
+    MPI_Request *first = rank == 0 ? &send : &recv, *second = rank == 0 ? &recv : &send;
+    MPI_Barrier(comm);
+    for (int i = 0; i < iters + warmup; i++) {
+        if (i == warmup) t0 = MPI_Wtime();
+        MPI_Start(first);
+        MPI_Wait(first, MPI_STATUS_IGNORE);
+        MPI_Start(second);
+        MPI_Wait(second, MPI_STATUS_IGNORE);
+    }
+    double elapsed = MPI_Wtime() - t0;
+    MPI_Request_free(&send);
+    MPI_Request_free(&recv);
+    return elapsed;
+}
+
 static void collective(int op, MPI_Comm comm, int rank, int size, char *s, char *r, int nbytes,
                        MPI_Request *reqs)
 {

@@ -28,8 +28,9 @@ def library() -> ctypes.CDLL:
     lib.wb_pingpong.argtypes = [i, ptr, ptr, i, i, i]
     lib.wb_window.argtypes = [i, ptr, ptr, i, i, i, i, i]
     lib.wb_sendrecv.argtypes = [i, ptr, ptr, i, i, i]
+    lib.wb_ring.argtypes = [i, ptr, ptr, i, i, i]
     lib.wb_collective.argtypes = [i, i, ptr, ptr, i, i, i, i]
-    for fn in (lib.wb_pingpong, lib.wb_window, lib.wb_sendrecv, lib.wb_collective):
+    for fn in (lib.wb_pingpong, lib.wb_window, lib.wb_sendrecv, lib.wb_ring, lib.wb_collective):
         fn.restype = d
     return lib
 
@@ -50,5 +51,7 @@ def loop_in_c(benchmark: str, comm, mode: str = "osu", window: int = 64) -> Loop
         return lambda b, n, it, wu: lib.wb_window(fcomm, *ptrs(b), n, it, wu, window, bidir)
     if benchmark == "sendrecv":
         return lambda b, n, it, wu: lib.wb_sendrecv(fcomm, *ptrs(b), n, it, wu)
+    if benchmark == "ring":
+        return lambda b, n, it, wu: lib.wb_ring(fcomm, *ptrs(b), n, it, wu)
     code = COLLECTIVE_CODES[benchmark]
     return lambda b, n, it, wu: lib.wb_collective(fcomm, code, *ptrs(b), n, it, wu, per_call)

@@ -27,6 +27,12 @@ def python_loop(flavour: str, benchmark: str, comm, mode: str = "osu", window: i
         raise ValueError(f"flavour must be 'buf' or 'obj'; got {flavour!r}")
     if benchmark == "pingpong":
         return partial(_pingpong, comm, flavour)
+    if benchmark == "ring":
+        if flavour == "obj":
+            from mpiworkbench.backends.base import NotSupportedError
+            raise NotSupportedError("mpi4py-obj", "persistent requests: mpi4py's pickle-based lower-case "
+                                    "methods have no send_init/recv_init (use mpi4py-buf's Send_init)")
+        return partial(_ring, comm)
     if benchmark in ("bw", "bibw"):
         return partial(_window, comm, flavour, window, benchmark == "bibw")
     factory = _buf_call if flavour == "buf" else _obj_call
@@ -60,6 +66,30 @@ def _pingpong(comm, flavour: str, b: Any, nbytes: int, iters: int, warmup: int) 
     else:
         return 0.0
     return wtime() - t0
+
+
+def _ring(comm, b: Any, nbytes: int, iters: int, warmup: int) -> float:
+    """Report 003's ring: persistent requests made once; rank 0 starts its send and waits,
+    then its receive; the others receive first, then pass the message on."""
+    from mpi4py import MPI
+
+    rank, size = comm.Get_rank(), comm.Get_size()
+    send = comm.Send_init(b.send[:nbytes], (rank + 1) % size, 3)
+    recv = comm.Recv_init(b.recv[:nbytes], (rank - 1) % size, 3)
+    first, second = (send, recv) if rank == 0 else (recv, send)
+    wtime, t0 = MPI.Wtime, 0.0
+    comm.Barrier()
+    for i in range(iters + warmup):
+        if i == warmup:
+            t0 = wtime()
+        first.Start()
+        first.Wait()
+        second.Start()
+        second.Wait()
+    elapsed = wtime() - t0
+    send.Free()
+    recv.Free()
+    return elapsed
 
 
 def _window(comm, flavour: str, window: int, bidir: bool, b: Any, nbytes: int, iters: int,

@@ -24,6 +24,8 @@ def loop_in_njit(benchmark: str, comm, mode: str = "osu", window: int = 64) -> L
     """The ``@njit`` loop of *benchmark* (arguments as :meth:`mpiworkbench.backends.Backend.make_loop`)."""
     if benchmark in UNSUPPORTED:
         raise NotSupportedError(NAME, UNSUPPORTED[benchmark])
+    if benchmark == "ring":
+        raise NotSupportedError(NAME, "persistent requests: numba-mpi 1.3 has no MPI_Send_init/MPI_Recv_init")
     check_world(comm, same_ranks=True)
     kernel = _kernel(benchmark)
     per_call = 1 if mode == "osu" else 0
