@@ -69,11 +69,12 @@ test-unit: $(TEST_STAMP)
 	$(BIN)/python -m pytest tests/unit
 
 # Every MPI test file runs at 1, 2 and 3 ranks; `python -m mpi4py` turns an unhandled
-# exception on any rank into MPI_Abort, and MPIEXEC_TIMEOUT bounds every job.
+# exception on any rank into MPI_Abort, and MPIEXEC_TIMEOUT bounds every job. The ranks run
+# with the MPI interposer preloaded, as engines do (tests/mpi/test_trace.py needs it).
 test-mpi: $(TEST_STAMP)
 	@for n in 1 2 3; do \
 	  echo "== tests/mpi at $$n rank(s) =="; \
-	  $(BIN)/mpiexec -n $$n $(BIN)/python -m mpi4py -m pytest tests/mpi -p no:cacheprovider || exit 1; \
+	  $(BIN)/mpiexec $$($(BIN)/python -m mpiworkbench.trace.library) -n $$n $(BIN)/python -m mpi4py -m pytest tests/mpi -p no:cacheprovider || exit 1; \
 	done
 
 test-cluster: $(TEST_STAMP) system-packages

@@ -27,7 +27,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "mpiworkbench"
 #: What each part of the package may import (besides itself). A part is a subpackage or a
 #: top-level module of ``mpiworkbench``. Parts not listed here fail the test: a new part
 #: must be placed in the house on purpose.
-ENGINE_SIDE = ("core", "backends", "bench", "solvers", "speedup", "syntax")
+ENGINE_SIDE = ("core", "backends", "bench", "solvers", "speedup", "syntax", "trace")
 MAY_IMPORT: dict[str, set[str]] = {
     "core": set(),
     "seeds": set(),  # the seed documents' printed numbers (data files + a loader): plots, panels, CLI
@@ -36,11 +36,13 @@ MAY_IMPORT: dict[str, set[str]] = {
     "solvers": {"backends", "core"},
     "syntax": {"backends", "core"},
     "speedup": {"bench", "solvers", "backends", "core"},
-    "plot": {"speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
-    "client": {"speedup", "bench", "solvers", "syntax", "backends", "core"},
-    "widgets": {"client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
-    "workbench": {"widgets", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
-    "cli": {"workbench", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
+    # the MPI interposer and its readers: engine-side, beside the backends (needs only core)
+    "trace": {"core"},
+    "plot": {"trace", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
+    "client": {"trace", "speedup", "bench", "solvers", "syntax", "backends", "core"},
+    "widgets": {"trace", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
+    "workbench": {"trace", "widgets", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
+    "cli": {"trace", "workbench", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
     "__main__": {"cli"},
     "__init__": set(),  # the face: only lazy hand-offs to workbench/client (checked below)
 }
