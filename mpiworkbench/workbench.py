@@ -2,7 +2,7 @@
 
 The client (:mod:`mpiworkbench.client`) runs things on the engines and never imports a
 widget; the widgets (:mod:`mpiworkbench.widgets`) only call the client. This module is
-where the two meet: :meth:`Workbench.wave` and :meth:`Workbench.cg` return client handles
+where the two meet: :meth:`Workbench.wave`, :meth:`Workbench.cg` and :meth:`Workbench.heat` return client handles
 given their panel class (``.widget()`` builds it), :meth:`Workbench.bench` and
 :meth:`Workbench.speedup` return panels that run through the client's drivers.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from mpiworkbench.client.cg import CGHandle
+from mpiworkbench.client.heat import HeatHandle
 from mpiworkbench.client.session import Session
 from mpiworkbench.client.wave import WaveHandle
 
@@ -79,6 +80,24 @@ class Workbench(Session):
         from mpiworkbench.widgets.cg import CGPanel
 
         return CGHandle(self, panel=CGPanel, **kwargs)
+
+    def heat(self, **kwargs: Any) -> HeatHandle:
+        """A live 2-D heat-diffusion solver on the engines (report 003's cylinder, notebook 06).
+
+        Parameters
+        ----------
+        **kwargs
+            Options of :class:`~mpiworkbench.solvers.heat.HeatSolver` (``shape``, ``exchange``,
+            ``alpha``, ``tol``, …).
+
+        Returns
+        -------
+        HeatHandle
+            Step it (``.step(k)``), follow ``.deltas`` and ``.errors``, show its panel (``.widget()``).
+        """
+        from mpiworkbench.widgets.heat import HeatPanel
+
+        return HeatHandle(self, panel=HeatPanel, **kwargs)
 
     def speedup(self, experiment: str = "inner"):
         """The speedup-experiment panel on this cluster.

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from mpiworkbench.client.solver_handle import SolverHandle
+from mpiworkbench.client.solver_handle import Frame, SolverHandle, slowest
 from mpiworkbench.solvers.cg import poisson
 
 FACTORY = "mpiworkbench.solvers.cg.solver:CGSolver"
@@ -47,6 +47,7 @@ class CGHandle(SolverHandle):
         self.tol, self.criterion, self.maxiter = info["tol"], info["criterion"], info["maxiter"]
         self.manufactured = info["max_error"] is not None
         self._warned = False
+        self.last_timings: list[dict[str, float]] = self._obj.call("timings")
 
     # -- stepping ----------------------------------------------------------------------
     def iterate(self, k: int = 1) -> dict[str, Any]:
@@ -61,6 +62,9 @@ class CGHandle(SolverHandle):
         """
         with self._lock:
             report = self._obj.root("advance", int(k), len(self._residuals))
+        return self._record(report)
+
+    def _record(self, report: dict[str, Any]) -> dict[str, Any]:
         self._residuals.extend(report["history"]["residual"])
         self._rho_ratios.extend(report["history"]["rho_ratio"])
         self.state = {key: v for key, v in report.items() if key != "history"}
@@ -70,9 +74,31 @@ class CGHandle(SolverHandle):
                 f"CG reached maxiter={self.maxiter} before the {self.criterion} criterion "
                 f"tol={self.tol:g}; the solution is the last iterate",
                 RuntimeWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         return self.state
+
+    #: Timing categories that are local work, and those that are MPI communication.
+    COMPUTE = ("matvec", "vector")
+    EXCHANGE = ("exchange", "allreduce")
+
+    def frame(self, k: int) -> Frame:
+        """Iterate *k* times (fewer at convergence) and gather the iterate, in one round trip
+        (what each frame of the panel's **Run to convergence** does).
+
+        Returns
+        -------
+        Frame
+            The iterate (``mesh × mesh``), the iterations taken and the slowest rank's
+            compute (matvec, vector ops) and communication (exchange, allreduce) seconds.
+        """
+        before, start = self.last_timings, self.iterations
+        (reports, solutions, timings), wall = self._calls(
+            ("advance", int(k), len(self._residuals)), ("gather_solution",), ("timings",))
+        self._record(reports[0])
+        self.last_timings = timings
+        compute, exchange = slowest(before, timings, self.COMPUTE, self.EXCHANGE)
+        return Frame(self.iterations - start, solutions[0], compute, exchange, wall)
 
     @property
     def finished(self) -> bool:
@@ -151,7 +177,8 @@ class CGHandle(SolverHandle):
     def timings(self) -> list[dict[str, float]]:
         """Per-rank cumulative seconds in matvec, exchange, allreduce and vector ops."""
         with self._lock:
-            return self._obj.call("timings")
+            self.last_timings = self._obj.call("timings")
+        return self.last_timings
 
     def result(self) -> dict[str, Any]:
         """The full report (as the CLI's JSON), including the max error."""

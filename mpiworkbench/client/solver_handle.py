@@ -1,9 +1,52 @@
-"""What every notebook handle on an engine-side solver shares: build it, lock it, delete it."""
+"""What every notebook handle on an engine-side solver shares: build it, lock it, delete it,
+and bring back one live frame per round trip."""
 
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from mpiworkbench.core import objects
+
+
+@dataclass
+class Frame:
+    """What one frame of a live panel brought back: the steps taken, the gathered picture, and
+    where the time went (seconds).
+
+    ``compute_s`` and ``exchange_s`` are those of the slowest rank during the frame's steps
+    (its MPI communication: halo exchange, reductions); ``round_trip_s`` is the wall time of
+    the frame's engine calls seen from the notebook, so ``transfer_s`` — the rest — is
+    submitting, gathering and pulling the picture.
+    """
+
+    steps: int
+    field: np.ndarray
+    compute_s: float
+    exchange_s: float
+    round_trip_s: float
+
+    @property
+    def transfer_s(self) -> float:
+        return max(0.0, self.round_trip_s - self.compute_s - self.exchange_s)
+
+
+def slowest(before: Sequence[dict], after: Sequence[dict], compute: Iterable[str],
+            exchange: Iterable[str]) -> tuple[float, float]:
+    """``(compute, exchange)`` seconds between two per-rank cumulative timings, of the rank
+    that spent the most in both together."""
+    compute, exchange = list(compute), list(exchange)
+    best = (0.0, 0.0)
+    for old, new in zip(before, after):
+        c = sum(new.get(k, 0.0) - old.get(k, 0.0) for k in compute)
+        e = sum(new.get(k, 0.0) - old.get(k, 0.0) for k in exchange)
+        if c + e > sum(best):
+            best = (c, e)
+    return best
 
 
 class SolverHandle:
@@ -42,7 +85,7 @@ class SolverHandle:
         if self.panel is None:
             raise RuntimeError(
                 f"{type(self).__name__} was created without a panel; create it with wb.wave(...) / "
-                "wb.cg(...) on a mpiworkbench.Workbench to get one"
+                "wb.cg(...) / wb.heat(...) on a mpiworkbench.Workbench to get one"
             )
         return self.panel(self).widget
 
@@ -51,6 +94,19 @@ class SolverHandle:
         self.close()
         self._obj = self.wb.create(self.factory, **self.options)
         return self._obj
+
+    def _calls(self, *calls: tuple) -> tuple[list[list[Any]], float]:
+        """Call the solver's methods ``(name, *args)`` in order on every rank as one engine
+        task (bounded by ``wb.timeout``): one round trip for a whole frame.
+
+        Returns every call's per-rank results and the wall seconds the round trip took.
+        """
+        with self._lock:
+            t0 = time.perf_counter()
+            per_rank = self.wb.gather(self.wb.run_async(objects.call_many, self._obj.key,
+                                                        [(name, tuple(args)) for name, *args in calls]))
+            wall = time.perf_counter() - t0
+        return [list(results) for results in zip(*per_rank)], wall
 
     def close(self) -> None:
         """Delete the solver on the engines (which calls its ``close()``)."""

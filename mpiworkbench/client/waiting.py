@@ -36,11 +36,19 @@ def drive(wb, steps: Steps) -> Any:
 
 async def drive_async(wb, steps: Steps) -> Any:
     """Like :func:`drive`, but waits without blocking the kernel's event loop, so widgets
-    (a Stop button) stay live while the engines work; the panels' background runs use it."""
+    (a Stop button) stay live while the engines work; the panels' background runs use it.
+
+    Bounded like ``%%px``: a call still running after ``wb.timeout``, or whose other ranks
+    are still running ``wb.failure_grace`` after one failed, raises the rank-by-rank
+    :class:`~mpiworkbench.client.errors.ExecutionTimeout`.
+    """
     try:
         pending = next(steps)
         while True:
-            await until_ready(pending)
+            started = time.monotonic()
+            timeout, grace = wb.timeout, getattr(wb, "failure_grace", 2.0)
+            if not await until_ready(pending, timeout, grace):
+                wait_ranks(pending, wb.ranks, timeout, grace=0.0, started=started)  # raises the report
             pending = steps.send(wb.gather(pending))
     except StopIteration as done:
         return done.value
@@ -48,11 +56,31 @@ async def drive_async(wb, steps: Steps) -> Any:
         steps.close()
 
 
-async def until_ready(ar, poll_s: float = 0.05) -> None:
+def _any_failed(ar) -> bool:
+    split = getattr(ar, "split", None)
+    return split is not None and any(p.done() and p.exception() is not None for p in split())
+
+
+async def until_ready(ar, timeout: float | None = None, grace: float = 2.0, poll_s: float = 0.05) -> bool:
     """Wait for *ar* without blocking the kernel's event loop, so widgets (a Stop button)
-    stay live while the engines work; the panels' background runs use it."""
+    stay live while the engines work; the panels' background runs use it.
+
+    Returns whether *ar* is ready: false once *timeout* seconds passed (``None``: never),
+    or *grace* seconds after a rank failed while others still run (blocked in a
+    collective, most likely).
+    """
+    start = time.monotonic()
+    failed_at = None
     while not ar.ready():
+        now = time.monotonic()
+        if timeout is not None and now - start >= timeout:
+            return False
+        if failed_at is None and _any_failed(ar):
+            failed_at = now
+        if failed_at is not None and now - failed_at >= grace:
+            return False
         await asyncio.sleep(poll_s)
+    return True
 
 
 def _targets(ar) -> list[int]:
@@ -90,6 +118,7 @@ def wait_ranks(
     timeout: float | None,
     grace: float = 2.0,
     raise_failures: bool = True,
+    started: float | None = None,
 ) -> list[RankStatus]:
     """Wait for *ar*; raise :class:`ExecutionTimeout` if ranks are still running at the end.
 
@@ -106,11 +135,15 @@ def wait_ranks(
         reported as blocked.
     raise_failures : bool
         Raise :class:`RankFailure` when every rank finished but some failed.
+    started : float, optional
+        ``time.monotonic()`` when the wait began, if it began earlier (a background wait
+        finishing here): the timeout counts from then.
     """
-    start = time.monotonic()
+    start = time.monotonic() if started is None else started
     parts = ar.split()
+    first_wait = None if timeout is None else max(0.0, timeout - (time.monotonic() - start))
     done, pending = concurrent.futures.wait(
-        parts, timeout=timeout, return_when=concurrent.futures.FIRST_EXCEPTION
+        parts, timeout=first_wait, return_when=concurrent.futures.FIRST_EXCEPTION
     )
     if pending and any(p.exception() is not None for p in done):
         remaining = None if timeout is None else max(0.0, timeout - (time.monotonic() - start))

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from mpiworkbench.client.solver_handle import SolverHandle
+from mpiworkbench.client.solver_handle import Frame, SolverHandle, slowest
 from mpiworkbench.solvers.decomposition import decompose
 
 FACTORY = "mpiworkbench.solvers.wave.solver:WaveSolver"
@@ -69,12 +69,31 @@ class WaveHandle(SolverHandle):
             reports = self.wb.gather(ar)
         finally:
             self._lock.release()
+        return self._record(reports)
+
+    def _record(self, reports: list[dict[str, Any]]) -> dict[str, Any]:
         head = reports[0]
         self.steps = int(head["steps"])
         self.times.append(float(head["t"]))
         self.errors.append(float(head["error"]))
         self.last_timings = [{k: r[k] for k in ("rank", "coords", "steps", "compute_s", "exchange_s")} for r in reports]
         return {"steps": self.steps, "t": head["t"], "error": head["error"]}
+
+    def frame(self, k: int, axis: int | str = "z", index: int | None = None) -> Frame:
+        """Step *k* times and gather the plane *index* along *axis*, in one round trip (what
+        each frame of the panel's **Play** does).
+
+        Returns
+        -------
+        Frame
+            The plane, the steps taken and the slowest rank's compute and exchange seconds.
+        """
+        index = self.mesh["xyz".index(axis) if isinstance(axis, str) else int(axis)] // 2 if index is None else index
+        before, steps = self.last_timings, self.steps
+        (reports, planes), wall = self._calls(("advance", int(k)), ("gather_slice", axis, int(index)))
+        self._record(reports)
+        compute, exchange = slowest(before, self.last_timings, ["compute_s"], ["exchange_s"])
+        return Frame(self.steps - steps, planes[0], compute, exchange, wall)
 
     def step(self, k: int = 1) -> dict[str, Any]:
         """Advance *k* time steps on every rank.

@@ -97,6 +97,15 @@ def call(key: str, method: str, args: tuple, kwargs: dict) -> Any:
     return getattr(get(key), method)(*args, **kwargs)
 
 
+def call_many(key: str, calls: list[tuple[str, tuple]]) -> list[Any]:
+    """:func:`call` each ``(method, args)`` of *calls* in order; every result, in a list.
+
+    One engine task for several calls: a live panel's frame (steps, then the gathered
+    picture) costs one round trip, not one per call.
+    """
+    return [call(key, method, args, {}) for method, args in calls]
+
+
 def attribute(key: str, name: str) -> Any:
     if key not in _objects and key in _absent:
         return None

@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from mpiworkbench.plot.render import new_figure
+from mpiworkbench.plot.render import LiveCurves, LiveFigure, new_figure, nice_ceiling, over_image
 #: Timing categories in stacking order, with their colours.
 TIMING_COLOURS = {"matvec": "#1b9e77", "exchange": "#d95f02", "allreduce": "#7570b3", "vector": "#e7298a"}
 
@@ -97,6 +97,58 @@ def solution_error_figure(
         emax = float(np.max(np.abs(error)))
         _field(axes[1], fig, error, layout, f"error $x_k - u$, max {emax:.1e}", "RdBu_r", True)
     return fig
+
+
+def live_residual(residuals, rho_ratios=None, *, tol: float | None = None, criterion: str = "relative",
+                  width: float = 5.0, dpi: int = 80) -> LiveCurves:
+    """:func:`residual_figure` kept alive: ``.update(k, [residuals, rho_ratios])`` extends the
+    curves (the title stays; the iteration count is in the panel's status line)."""
+    fig = residual_figure(residuals, rho_ratios, tol=tol, criterion=criterion, width=width)
+    ax = fig.axes[0]
+    ax.set_title("CG residual", fontsize=10)
+    if tol is not None:  # the run ends near tol (ρ_k/ρ_0 ~ residual²): room for all of it at once
+        ax.set_ylim(0.1 * min(tol, tol**2 if rho_ratios is not None else tol), 10.0)
+    ax.set_xlim(0, max(64, len(residuals)))
+    return LiveCurves(fig, ax.lines[: 1 if rho_ratios is None else 2], dpi=dpi)
+
+
+class LiveSolution(LiveFigure):
+    """:func:`solution_error_figure` kept alive: per frame the images (and the rank blocks over
+    them) are redrawn. Colour scales move in steps (the solution's 1-2-5, the error's whole
+    decades), each step one full redraw; the
+    titles name the fields (iteration and max error are in the panel's status line)."""
+
+    def __init__(self, u: np.ndarray, error: np.ndarray | None = None, layout=None, dpi: int = 80,
+                 scale: float | None = None, **kwargs):
+        #: The solution's colour scale stays at ``scale`` (the exact solution's maximum, when
+        #: known) with a tenth's margin either side: the iterate fills it in as CG converges.
+        self.scale = scale
+        fig = solution_error_figure(u, error, layout, **kwargs)
+        self.fields = [ax for ax in fig.axes if ax.images]
+        self.fields[0].set_title("solution $x_k$", fontsize=10)
+        if error is not None:
+            self.fields[1].set_title("error $x_k - u$", fontsize=10)
+        super().__init__(fig, [a for ax in self.fields for a in over_image(ax)], dpi=dpi)
+
+    def update(self, u: np.ndarray, error: np.ndarray | None = None) -> bytes:
+        for ax, data, symmetric in zip(self.fields, (u, error), (False, True)):
+            image = ax.images[0]
+            image.set_data(data)
+            if symmetric:  # whole decades: the error falls over many as CG converges
+                top = 10.0 ** math.ceil(math.log10(max(float(np.max(np.abs(data))), 1e-300)))
+                clim = (-top, top)
+            else:
+                lo, hi = float(np.min(data)), float(np.max(data))
+                if self.scale and -0.1 * self.scale <= lo and hi <= 1.1 * self.scale:
+                    clim = (-0.1 * self.scale, 1.1 * self.scale)  # iterates over- and undershoot a little
+                else:
+                    top = nice_ceiling(hi) if hi > 0 else 1.0
+                    # a negative dip under a thousandth of the scale keeps the bottom at 0 (clipped)
+                    clim = (-nice_ceiling(-lo) if lo < -1e-3 * top else 0.0, top)
+            if tuple(image.get_clim()) != clim:
+                image.set_clim(*clim)
+                self.invalidate()
+        return self.png()
 
 
 def timings_figure(

@@ -10,7 +10,7 @@ from typing import Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from mpiworkbench.plot.render import new_figure
+from mpiworkbench.plot.render import LiveCurves, LiveFigure, new_figure, over_image
 from mpiworkbench.solvers.decomposition import Decomposition
 AXES = ("x", "y", "z")
 
@@ -51,12 +51,37 @@ def slice_figure(
                 draw((cut - 0.5) * h, color="k", lw=1.2, ls="--")
     ax.set_xlabel(AXES[first])
     ax.set_ylabel(AXES[second])
-    if title is None:
-        dims = "" if layout is None else f", dims {'x'.join(map(str, layout.dims))}"
-        when = "" if t is None else f", t = {t:.4f}"
-        title = f"u on {AXES[a_i]} index {index}{when}{dims}"
-    ax.set_title(title, fontsize=9)
+    ax.set_title(slice_title(axis, index, layout, t) if title is None else title, fontsize=9)
     return fig
+
+
+def slice_title(axis: int | str, index: int, layout: Decomposition | None = None, t: float | None = None) -> str:
+    """The title of :func:`slice_figure`: which plane, when, on which process grid."""
+    dims = "" if layout is None else f", dims {'x'.join(map(str, layout.dims))}"
+    when = "" if t is None else f", t = {t:.4f}"
+    return f"u on {AXES[_axis_index(axis)]} index {index}{when}{dims}"
+
+
+class LiveSlice(LiveFigure):
+    """:func:`slice_figure` kept alive: per frame the plane and the cuts over it are redrawn
+    (axes, colour bar and title stay; the title names the plane, the panel's status line the
+    time). A new axis needs a new ``LiveSlice``."""
+
+    def __init__(self, plane: np.ndarray, axis: int | str, index: int, layout: Decomposition | None = None,
+                 dpi: int = 80, **kwargs):
+        self.axis, self.layout, self.index = axis, layout, index
+        fig = slice_figure(plane, axis, index, layout, **kwargs)
+        self.ax = fig.axes[0]
+        super().__init__(fig, over_image(self.ax), dpi=dpi)
+
+    def update(self, plane: np.ndarray, index: int) -> bytes:
+        """The PNG of *plane*, the slice at *index* along this slice's axis."""
+        self.ax.images[0].set_data(np.asarray(plane).T)
+        if index != self.index:
+            self.index = index
+            self.ax.title.set_text(slice_title(self.axis, index, self.layout))
+            self.invalidate()
+        return self.png()
 
 
 def error_figure(times: Sequence[float], errors: Sequence[float], width: float = 4.6) -> Figure:
@@ -66,13 +91,20 @@ def error_figure(times: Sequence[float], errors: Sequence[float], width: float =
     times = np.asarray(times, dtype=float)
     errors = np.asarray(errors, dtype=float)
     shown = errors > 0
-    if shown.any():
-        ax.semilogy(times[shown], errors[shown], ".-", color="#b2182b")
+    ax.semilogy(times[shown], errors[shown], ".-", color="#b2182b")
     ax.set_xlabel("t")
     ax.set_ylabel("max |u − exact|")
     ax.set_title("error against the exact solution", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     return fig
+
+
+def live_error(times: Sequence[float], errors: Sequence[float], width: float = 4.6, dpi: int = 70) -> LiveCurves:
+    """:func:`error_figure` kept alive: ``.update(times, [errors])`` extends the curve."""
+    fig = error_figure(times, errors, width)
+    ax = fig.axes[0]
+    ax.set_xlim(0, max(float(np.max(times, initial=0.0)), 0.05))
+    return LiveCurves(fig, ax.lines, dpi=dpi)
 
 
 def timings_figure(timings: Sequence[dict], width: float = 4.6) -> Figure:

@@ -17,6 +17,7 @@ from mpiworkbench.bench import results
 from mpiworkbench.bench.catalog import BENCHMARKS
 from mpiworkbench.client import bench as driver
 from mpiworkbench.client.bench import DEFAULT_BACKENDS
+from mpiworkbench.widgets.report import error_html
 
 
 class BenchPanel:
@@ -104,8 +105,8 @@ class BenchPanel:
         try:
             self.doc = await driver.run_async(self.wb, **self.settings(), on_rows=self._on_rows,
                                               should_stop=lambda: self._stop)
-        except Exception as exc:  # noqa: BLE001 - shown in the panel, the kernel stays usable
-            self.status.value = f"<b>error:</b> {exc}"
+        except Exception as exc:  # noqa: BLE001 - shown in the panel (a hang: the rank-by-rank report)
+            self.status.value = error_html(exc, "error")
         finally:
             self._end()
         return self.doc

@@ -1,7 +1,8 @@
 """The live panel of the distributed CG solver (``wb.cg(mesh=257).widget()``).
 
 Every action is a method of :class:`~mpiworkbench.client.cg.CGHandle`; the buttons only
-call them.
+call them. Pictures redraw in place (:mod:`mpiworkbench.plot.render`), so a run to
+convergence is watched at video rate.
 """
 
 from __future__ import annotations
@@ -9,19 +10,25 @@ from __future__ import annotations
 import threading
 
 from mpiworkbench.client.cg import CGHandle
+from mpiworkbench.client.solver_handle import Frame
+from mpiworkbench.widgets.live import LivePanel
 
 
-class CGPanel:
-    """ipywidgets over a :class:`CGHandle`. Control descriptions are stable (browser tests)."""
+class CGPanel(LivePanel):
+    """ipywidgets over a :class:`CGHandle`. Control descriptions are stable (browser tests).
+
+    ``Iterate k`` runs *k* iterations and redraws; ``Run to convergence`` plays frames in
+    the background (iterations per frame adapted to hold a steady frame rate, frames/s and
+    where a frame's time goes shown) until converged, ``maxiter`` or ``Stop``.
+    """
 
     LABELS = ("Iterate 1", "Iterate 10", "Iterate 100", "Run to convergence", "Stop", "Reset")
 
     def __init__(self, handle: CGHandle):
         import ipywidgets as w
 
-        self.handle = handle
+        super().__init__(handle)
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self.buttons = {label: w.Button(description=label, layout=w.Layout(width="auto")) for label in self.LABELS}
         self.buttons["Stop"].disabled = True
         for k in (1, 10, 100):
@@ -37,69 +44,87 @@ class CGPanel:
             [
                 w.HBox(list(self.buttons.values())),
                 self.status,
+                self.frame_stats,
                 w.HBox([self.residual_image, self.timing_image]),
                 self.field_image,
             ]
         )
+        self._new_figures()
         self.refresh()
 
     # Callbacks call these; each is an ordinary handle call plus a redraw.
     def step(self, k: int) -> None:
-        self.handle.iterate(k)
-        self.refresh()
+        """Iterate *k* times (one round trip) and redraw everything."""
+        self.show(self.handle.frame(k))
 
     def reset(self) -> None:
         self.stop()
         self.handle.reset()
+        self._new_figures()
         self.refresh()
 
     def start_run(self) -> None:
-        if self._thread is not None and self._thread.is_alive():
-            return
+        """Run to convergence in the background (Stop ends it after the frame in progress)."""
         self._stop.clear()
-        self._set_running(True)
-        self._thread = threading.Thread(target=self._run, name="cg-run", daemon=True)
-        self._thread.start()
+        self._start(self._run, "cg-run")
 
     def _run(self) -> None:
         try:
-            self.handle.run(should_stop=self._stop.is_set, on_progress=lambda _h: self.refresh())
+            self.play_frames(should_stop=self._stop.is_set)
         except Exception as exc:  # noqa: BLE001 - shown in the panel, the thread must not die silently
-            self.status.value = f"<b style='color:#b2182b'>run failed:</b> {type(exc).__name__}: {exc}"
+            self._show_error(exc, "run failed")
         finally:
-            self._set_running(False)
-            self.refresh()
+            self._release()
 
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
 
-    def wait(self, timeout: float | None = None) -> None:
-        """Block until a run started with the button has ended (for scripts and tests)."""
-        if self._thread is not None:
-            self._thread.join(timeout)
+    def _frame(self, k: int) -> Frame:
+        return self.handle.frame(k)
 
-    def _set_running(self, running: bool) -> None:
+    def _finished(self) -> bool:
+        return self.handle.finished
+
+    def _set_busy(self, running: bool) -> None:
         for label, button in self.buttons.items():
             button.disabled = (label != "Stop") if running else (label == "Stop")
 
+    # -- drawing -----------------------------------------------------------------------
+    def _new_figures(self) -> None:
+        self._residual = self._solution = None
+
     def refresh(self) -> None:
+        """Redraw everything from the handle (no iterating)."""
+        u = self.handle.solution()
+        self.handle.timings()
+        with self._draw_lock:
+            self._draw_state(u)
+            self._draw_timings()
+
+    def _draw(self, frame: Frame) -> None:
+        self._draw_state(frame.field)
+
+    def _draw_state(self, u) -> None:
         from mpiworkbench.plot import cg as plot
-        from mpiworkbench.plot.render import figure_to_png
         h = self.handle
         s = h.state
+        err = u - h.exact() if h.manufactured else None
+        max_error = "" if err is None else f"max|x<sub>k</sub> − u| = {abs(err).max():.3e} &nbsp; "
         self.status.value = (
             f"<b>k = {s['iterations']}</b> &nbsp; status <b>{s['status']}</b> &nbsp; "
-            f"‖r‖/‖b‖ = {s['residual']:.3e} &nbsp; ρ<sub>k</sub>/ρ<sub>0</sub> = {s['rho_ratio']:.3e} "
-            f"&nbsp; ({h.criterion} criterion, tol {h.tol:g}, mesh {h.mesh}², {len(h.layout)} rank(s))"
+            f"‖r‖/‖b‖ = {s['residual']:.3e} &nbsp; ρ<sub>k</sub>/ρ<sub>0</sub> = {s['rho_ratio']:.3e} &nbsp; "
+            f"{max_error}({h.criterion} criterion, tol {h.tol:g}, mesh {h.mesh}², {len(h.layout)} rank(s))"
         )
-        self.residual_image.value = figure_to_png(
-            plot.residual_figure(h.residuals, h.rho_ratios, tol=h.tol, criterion=h.criterion), dpi=80
-        )
-        u = h.solution()
-        err = u - h.exact() if h.manufactured else None
-        self.field_image.value = figure_to_png(
-            plot.solution_error_figure(u, err, h.layout, iteration=h.iterations), dpi=80
-        )
-        self.timing_image.value = figure_to_png(plot.timings_figure(h.timings()), dpi=80)
+        if self._residual is None:
+            self._residual = plot.live_residual(h.residuals, h.rho_ratios, tol=h.tol, criterion=h.criterion)
+            self._solution = plot.LiveSolution(u, err, h.layout, scale=float(h.exact().max()) if h.manufactured else None)
+        k = range(len(h.residuals))
+        self.residual_image.value = self._residual.update(k, [h.residuals, h.rho_ratios])
+        self.field_image.value = self._solution.update(u, err)
+
+    def _draw_timings(self) -> None:
+        from mpiworkbench.plot import cg as plot
+        from mpiworkbench.plot.render import figure_to_png
+        self.timing_image.value = figure_to_png(plot.timings_figure(self.handle.last_timings), dpi=80)

@@ -27,6 +27,7 @@ from mpiworkbench.client import speedup as driver
 from mpiworkbench.speedup import analysis, experiments
 from mpiworkbench.speedup.analysis import SpeedupResult
 from mpiworkbench.speedup.plan import SpeedupSpec, parse_int_list, small_mode
+from mpiworkbench.widgets.report import error_html
 
 
 class SpeedupPanel:
@@ -233,7 +234,7 @@ class SpeedupPanel:
             self.status.value = f"done: {len(self.result.points)} points of {spec.experiment}{stopped}"
 
     def _error(self, exc: Exception) -> None:
-        self.status.value = f"<span style='color:#b2182b'>{type(exc).__name__}: {exc}</span>"
+        self.status.value = error_html(exc, "error")
 
     def _guarded(self, action: Callable[[], Any]) -> None:
         try:

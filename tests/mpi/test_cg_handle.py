@@ -4,6 +4,7 @@ without an ipyparallel cluster (the notebook test runs it on a real one)."""
 
 from __future__ import annotations
 
+import itertools
 import warnings
 
 import numpy as np
@@ -20,22 +21,37 @@ comm = MPI.COMM_WORLD
 class SpmdObject:
     """What ``wb.create`` returns, with each rank calling its own object collectively."""
 
-    def __init__(self, obj):
-        self.obj = obj
+    def __init__(self, key):
+        self.key = key
 
     def call(self, method, *args, **kwargs):
-        return comm.allgather(getattr(self.obj, method)(*args, **kwargs))
+        return comm.allgather(objects.call(self.key, method, args, kwargs))
 
     def root(self, method, *args, **kwargs):
         return self.call(method, *args, **kwargs)[0]
 
+    def attr(self, name):
+        return comm.allgather(objects.attribute(self.key, name))
+
     def delete(self):
-        self.obj.close()
+        objects.delete(self.key)
 
 
 class SpmdWorkbench:
+    """``create``, ``run_async`` and ``gather`` of a session, each rank doing its own part."""
+
+    made = itertools.count()
+
+    def run_async(self, func, *args):  # "pending" = already done, SPMD
+        return comm.allgather(func(*args))
+
+    def gather(self, done):
+        return done
+
     def create(self, factory, *args, nranks=None, **kwargs):
-        return SpmdObject(objects.resolve(factory)(*args, comm=comm, **kwargs))
+        key = f"spmd-{next(self.made)}"
+        objects.create(key, factory, args, {**kwargs, "comm": comm})
+        return SpmdObject(key)
 
 
 def test_handle_iterates_and_gathers():

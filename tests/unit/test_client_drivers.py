@@ -58,6 +58,7 @@ class FakeSweep:
 class FakeSession:
     n = 2
     thread_level = "single"
+    timeout = 120.0
 
     def __init__(self):
         self.sweeps: list[FakeSweep] = []
