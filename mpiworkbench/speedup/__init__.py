@@ -1,10 +1,12 @@
 """Live speedup experiments: time a kernel on 1 … n ranks of the running MPI world.
 
 * :mod:`~mpiworkbench.speedup.experiments` — the experiments (``inner``, ``wave``, ``cg``,
-  ``bench``), their parameters and variants (no MPI; the CLI and panel read it).
+  ``heat``, ``bench``), their parameters and variants, and the backends ``wave``, ``cg`` and
+  ``heat`` can be crossed with (``variant@backend``; no MPI; the CLI and panel read it).
 * :mod:`~mpiworkbench.speedup.point` — engine-side: one point on a sub-communicator.
 * :mod:`~mpiworkbench.speedup.plan` — plans the points and runs them one by one.
-* :mod:`~mpiworkbench.speedup.analysis` — medians, spread, speedup, efficiency, tables, JSON.
+* :mod:`~mpiworkbench.speedup.analysis` — medians, spread, speedup, efficiency, ratio to C,
+  FLOP/s, tables, JSON.
 
 Importing this package needs neither MPI nor NumPy beyond what analysis uses.
 """

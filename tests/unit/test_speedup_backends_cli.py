@@ -103,3 +103,11 @@ def test_yield_while_waiting_sets_the_mpich_cvars(monkeypatch):
     assert launch.rank_environment(True)["MPIR_CVAR_CH4_PROGRESS_THROTTLE"] == "1"
     monkeypatch.setenv(launch.YIELD_VARIABLE, "1")
     assert launch.rank_environment()["MPIR_CVAR_POLLS_BEFORE_YIELD"] == "1"
+
+
+def test_a_world_of_its_own_gets_the_same_arguments_but_its_own_json():
+    from mpiworkbench.cli.speedup import _part_argv
+
+    argv = ["speedup", "wave", "--np", "1,2", "--json", "out.json", "--plot=out.png", "--backend", "c,numba-mpi"]
+    assert _part_argv(argv, "/tmp/part.json") == [
+        "speedup", "wave", "--np", "1,2", "--backend", "c,numba-mpi", "--json", "/tmp/part.json"]
