@@ -88,6 +88,8 @@ def scaling_figure(
         _plot_points(ax_e, pts, "efficiency", None, None, marker, colour, label)
     ideal = [c for c in counts]
     ax_s.plot(ideal, ideal, "k--", lw=1, label="ideal speedup")
+    if all(r.experiment == "inner" for r in results):
+        _draw_then_speedups(ax_s, xmax)
     ax_e.axhline(1.0, color="k", ls="--", lw=1, label="ideal")
     for ax in (ax_t, ax_s, ax_e):
         ax.set_xscale("log", base=2)
@@ -146,6 +148,28 @@ def _then_series(experiment: str, xmax: int):
         shown = [(n, t1 / t) for n, t in pairs if n <= max(8, xmax)]
         return "speedup", shown, "then: report 003 Table 1, 1000x1000 (LISA, 8 cores/node)"
     return None
+
+
+def _table_2_1(xmax: int) -> dict[str, list[tuple[int, float]]]:
+    """Thesis Table 2.1's speedups (C and Python) up to ``max(2, xmax)`` processes."""
+    from mpiworkbench import seeds
+
+    table = seeds.load("thesis")["table_2_1"]
+    shown = {}
+    for column, name in (("c", "C"), ("python", "Python")):
+        pairs = zip(table["nranks"], table[column]["speedup"])
+        shown[name] = [(n, 1.0 if s is None else s) for n, s in pairs if n <= max(2, xmax)]
+    return shown
+
+
+def _draw_then_speedups(ax, xmax: int) -> None:
+    """Thesis Table 2.1's speedups as dashed "then" series (the inner product, §2.4)."""
+    from mpiworkbench import seeds
+
+    machine = seeds.load("thesis")["machine"].split(";")[0]
+    for (name, pts), style in zip(_table_2_1(xmax).items(), ("--", ":")):
+        ax.plot([n for n, _ in pts], [v for _, v in pts], style, color="0.4", marker=".", lw=1,
+                label=f"then: thesis Table 2.1, {name} ({machine})")
 
 
 def backend_figure(

@@ -50,3 +50,9 @@ def test_cli_rejects_bad_rank_counts_before_starting_mpiexec(capsys):
 def test_cli_requires_an_experiment():
     with pytest.raises(SystemExit):
         build_parser().parse_args(["speedup"])
+
+
+def test_inner_figure_has_thesis_table_2_1_beside():
+    labels = [line.get_label() for line in scaling_figure(result(), "n").axes[1].get_lines()]
+    assert any(label.startswith("then: thesis Table 2.1, C") for label in labels)
+    assert any(label.startswith("then: thesis Table 2.1, Python") for label in labels)
