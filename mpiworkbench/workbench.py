@@ -148,3 +148,29 @@ class Workbench(Session):
 
         get_benchmark(benchmark)  # a clear error before any widget is built
         return BenchPanel(self, benchmark=benchmark, **kwargs)
+
+    #: The trace of the last ``%%px --trace`` cell (a :class:`mpiworkbench.trace.Trace`).
+    last_trace = None
+
+    def trace(self, capacity: int | None = None):
+        """Record every rank's MPI calls inside a ``with`` block: ``with wb.trace() as t: …``.
+
+        At the end the events are gathered to rank 0 by MPI and pulled once: ``t.trace`` is a
+        :class:`mpiworkbench.trace.Trace` (timeline, messages, matrix, Chrome JSON). If the block
+        times out, ``t.trace`` holds what each rank recorded up to the timeout.
+
+        Parameters
+        ----------
+        capacity : int, optional
+            Events each rank can hold (56 bytes each); further calls are counted as dropped.
+
+        Examples
+        --------
+        >>> with wb.trace() as t:                  # doctest: +SKIP
+        ...     wb.run(lambda: __import__("mpi4py.MPI").MPI.COMM_WORLD.barrier())
+        >>> mpiworkbench.plot.trace.timeline(t.trace)  # doctest: +SKIP
+        """
+        from mpiworkbench.client.trace import tracing
+        from mpiworkbench.trace.recorder import DEFAULT_CAPACITY
+
+        return tracing(self, DEFAULT_CAPACITY if capacity is None else capacity)

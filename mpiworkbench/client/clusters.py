@@ -46,6 +46,9 @@ def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", threa
     if thread_level is not None:
         environment["MPI4PY_RC_THREAD_LEVEL"] = thread_level
     config.MPIEngineSetLauncher.environment = environment
+    # every rank runs with the MPI interposer preloaded: traces and hang reports
+    from mpiworkbench.trace.library import mpiexec_args
+    config.MPIEngineSetLauncher.mpi_args = mpiexec_args(find_mpiexec())
     return ipp.Cluster(
         config=config,
         engines="mpi",

@@ -68,9 +68,31 @@ class RankFailure(_RankReport):
 
 
 class ExecutionTimeout(_RankReport, TimeoutError):
-    """Some ranks did not finish in time — typically blocked in a collective."""
+    """Some ranks did not finish in time — typically blocked in a collective.
+
+    With the hang report attached (:func:`mpiworkbench.client.trace.explain_timeout`):
+    ``hang_lines`` say per rank the MPI call it is blocked in and its Python line, ``causes``
+    the likely causes, ``ranks`` the raw per-rank states, and ``trace`` (inside ``wb.trace()``)
+    the events recorded up to the timeout.
+    """
 
     headline = "The execution did not finish in time."
+    hang_lines: list[str] = []
+    causes: list[str] = []
+    ranks: list = []
+    trace = None
+
+    def attach_hang_report(self, lines: list[str], causes: list[str], ranks: list) -> None:
+        self.hang_lines, self.causes, self.ranks = list(lines), list(causes), list(ranks)
+        self.args = (self.report(),)
+
+    def report(self) -> str:
+        text = super().report()
+        if self.hang_lines:
+            text += "\nWhere each rank is:\n" + "\n".join(self.hang_lines)
+        if self.causes:
+            text += "\nLikely cause:\n" + "\n".join(f"  - {c}" for c in self.causes)
+        return text
 
     @property
     def advice(self) -> str:  # type: ignore[override]

@@ -6,7 +6,9 @@ from __future__ import annotations
 import uuid
 from typing import Any, Callable
 
+from mpiworkbench.client.errors import ExecutionTimeout
 from mpiworkbench.client.remote import RemoteObject
+from mpiworkbench.client.trace import arm_engines, explain_timeout
 from mpiworkbench.client.waiting import wait_ranks
 from mpiworkbench.core import machine, objects
 
@@ -34,6 +36,7 @@ class Execution:
             The pending call; finish it with :meth:`gather` (hang-protected).
         """
         self._require_running()
+        arm_engines(self)
         return self.view.apply_async(func, *args, **kwargs)
 
     def gather(self, ar, timeout: float | None | str = "default") -> list[Any]:
@@ -52,8 +55,16 @@ class Execution:
             As :meth:`run`.
         """
         limit = self.timeout if timeout == "default" else timeout
-        wait_ranks(ar, self.ranks, limit, grace=self.failure_grace)
+        self.wait_explained(ar, limit)
         return list(ar.get())
+
+    def wait_explained(self, ar, timeout: float | None, raise_failures: bool = True):
+        """:func:`~mpiworkbench.client.waiting.wait_ranks`, and on a timeout the hang report:
+        where each rank is blocked and the likely cause (:func:`~mpiworkbench.client.trace.explain_timeout`)."""
+        try:
+            return wait_ranks(ar, self.ranks, timeout, grace=self.failure_grace, raise_failures=raise_failures)
+        except ExecutionTimeout as exc:
+            raise explain_timeout(self, exc) from None
 
     def run(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Any]:
         """Run ``func(*args, **kwargs)`` on every rank and wait for it.
@@ -75,8 +86,9 @@ class Execution:
     def execute(self, code: str) -> None:
         """Execute *code* in every engine's namespace (what ``%%px`` does), hang-protected."""
         self._require_running()
+        arm_engines(self)
         ar = self.view.execute(code, block=False)
-        wait_ranks(ar, self.ranks, self.timeout, grace=self.failure_grace)
+        self.wait_explained(ar, self.timeout)
 
     def interrupt(self, signal: str = "SIGINT") -> None:
         """Send *signal* to every engine (wakes Python code, not a blocked MPI call)."""
@@ -120,3 +132,4 @@ class Execution:
         from mpiworkbench.backends import environment
 
         return self.run(environment)[0]
+

@@ -4,7 +4,11 @@ ipyparallel's magics wait forever for a blocking cell (its issue #435): if one r
 raises before a barrier, the others never return. These magics are ipyparallel's own,
 with one change: a blocking execution waits at most ``wb.timeout`` seconds, returns a
 short grace period after the first rank fails, and then reports rank by rank what
-happened and how to get out (``wb.restart()``).
+happened and how to get out (``wb.restart()``) — with the hang report: where each rank is
+blocked, its Python line and the likely cause.
+
+``%%px --trace`` records the cell's MPI calls on every rank (``wb.last_trace`` afterwards;
+``mpiworkbench.plot.trace.timeline(wb.last_trace)`` draws it).
 """
 
 from __future__ import annotations
@@ -15,13 +19,32 @@ from contextlib import nullcontext
 from ipyparallel import error
 from ipyparallel.client.magics import ParallelMagics
 
-from mpiworkbench.client.waiting import wait_ranks
+from mpiworkbench.client.trace import tracing
 
 
 class WorkbenchMagics(ParallelMagics):
     """ipyparallel's parallel magics with the workbench's timeout on blocking cells."""
 
     workbench = None  # set by activate()
+
+    def cell_px(self, line="", cell=None):
+        """ipyparallel's ``%%px``, plus ``--trace``: record the cell's MPI calls (``wb.last_trace``)."""
+        words = line.split()
+        if "--trace" not in words:
+            return super().cell_px(line, cell)
+        line = " ".join(w for w in words if w != "--trace")
+        wb = self.workbench
+        recording = tracing(wb)
+        try:
+            with recording:
+                result = super().cell_px(line, cell)
+        finally:
+            wb.last_trace = recording.trace
+            if recording.trace is not None:
+                print(f"trace: {recording.trace.summary()} (wb.last_trace)")
+        return result
+
+    cell_px.parser = ParallelMagics.cell_px.parser  # ipyparallel parses the rest of the line with it
 
     def parallel_execute(
         self,
@@ -49,7 +72,7 @@ class WorkbenchMagics(ParallelMagics):
         wb = self.workbench
         try:
             with result.stream_output() if stream_output else nullcontext():
-                wait_ranks(result, wb.ranks, wb.timeout, grace=wb.failure_grace, raise_failures=False)
+                wb.wait_explained(result, wb.timeout, raise_failures=False)
                 try:
                     result.get()
                 except error.CompositeError as exc:

@@ -147,3 +147,10 @@ def trace_call(comm, func, *args, capacity: int = DEFAULT_CAPACITY, **kwargs):
         stop()
         raise
     return result, finish(comm)
+
+
+def finish_world() -> Trace | None:
+    """:func:`finish` on ``COMM_WORLD`` (what a notebook's ``wb.trace()`` runs on every engine)."""
+    from mpiworkbench.core import mpi
+
+    return finish(mpi.world())

@@ -1,0 +1,116 @@
+"""Tracing from the notebook, and the hang report of a timed-out execution.
+
+``with wb.trace() as t:`` switches the interposer's recording on in every rank, and at the end
+gathers the events to rank 0 by MPI and pulls them once: ``t.trace`` is a
+:class:`~mpiworkbench.trace.model.Trace`. When the traced code hangs, the events recorded up to
+the timeout are read from outside the blocked ranks instead (``t.trace`` again).
+
+:func:`explain_timeout` turns an :class:`~mpiworkbench.client.errors.ExecutionTimeout` into a
+hang report: per rank the MPI call it is blocked in (peer, tag, bytes, for how long), its Python
+line, and the likely cause.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+from mpiworkbench.client.errors import ExecutionTimeout
+from mpiworkbench.trace import hang, recorder
+from mpiworkbench.trace.model import Trace
+
+#: Seconds to wait for engines to arm their stack dumper (they may be busy with a hung cell).
+ARM_TIMEOUT_S = 10.0
+
+
+class TraceRecording:
+    """What ``with wb.trace() as t`` gives: ``t.trace`` once the block has ended."""
+
+    def __init__(self, wb, capacity: int = recorder.DEFAULT_CAPACITY):
+        self.wb = wb
+        self.capacity = capacity
+        self.trace: Trace | None = None
+        self.complete = False  # False when taken from outside after a hang
+
+    def __enter__(self) -> "TraceRecording":
+        self.wb.run(recorder.start, self.capacity)
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if isinstance(exc, ExecutionTimeout):
+            self.trace = trace_from_outside(self.wb)
+            exc.trace = self.trace
+            return
+        if exc is not None and self.wb.state != "running":
+            return
+        if exc is not None and getattr(exc, "running", None):
+            return  # some ranks are still busy: a collective gather would hang
+        self.trace = self.wb.run(recorder.finish_world)[0]
+        self.complete = True
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(repr(self.trace) if self.trace is not None else "<trace not finished>")
+
+
+def tracing(wb, capacity: int = recorder.DEFAULT_CAPACITY) -> TraceRecording:
+    """``with tracing(wb) as t: …`` — see :meth:`mpiworkbench.Workbench.trace`."""
+    return TraceRecording(wb, capacity)
+
+
+# ---------------------------------------------------------------------- hang report
+def arm_engines(wb) -> dict[int, dict[str, Any]]:
+    """Arm every engine's stack dumper once per engine set; rank → ``{pid, host, interposer}``."""
+    # the engines' identities (ipyparallel gives every registration a new uuid): a restart re-arms
+    key = (id(wb.client), tuple(sorted(wb.ranks.items())), tuple(sorted(getattr(wb.client, "_engines", {}).items())))
+    if getattr(wb, "_armed_for", None) == key:
+        return wb._rank_processes
+    ar = wb.view.apply_async(hang.arm)
+    processes: dict[int, dict[str, Any]] = {}
+    if ar.wait(ARM_TIMEOUT_S):
+        targets = getattr(ar, "_targets", None) or list(wb.ranks)
+        for engine, info in zip(targets, ar.get()):
+            rank = info["rank"] if info["rank"] is not None else wb.ranks.get(engine, engine)
+            processes[rank] = info
+        wb._armed_for = key
+    wb._rank_processes = processes
+    return processes
+
+
+def _rank_states(wb, statuses) -> list[hang.RankState]:
+    processes = getattr(wb, "_rank_processes", {}) or {}
+    here = socket.gethostname()
+    states = []
+    for status in statuses:
+        info = processes.get(status.rank)
+        local = info is not None and info.get("host") == here
+        inflight = hang.read_slot(info["pid"]) if local else None
+        stack = hang.python_stack(info["pid"]) if local and status.state == "running" else []
+        states.append(hang.RankState(status.rank, status.state, status.error, inflight, stack))
+    return states
+
+
+def explain_timeout(wb, exc: ExecutionTimeout) -> ExecutionTimeout:
+    """Add the hang report to *exc* (rank by rank: the blocked call, peer, tag, bytes, for how
+    long, the Python line; then the likely causes) and return it."""
+    try:
+        states = _rank_states(wb, exc.statuses)
+    except Exception as err:  # the report must never hide the timeout itself
+        exc.attach_hang_report([f"  (no hang report: {type(err).__name__}: {err})"], [], [])
+        return exc
+    lines = hang.report_lines(states)
+    if not any(s.inflight for s in states):
+        lines.append("  (no in-flight records: the engines run without the interposer, e.g. a cluster "
+                     "started elsewhere, or on other hosts)")
+    exc.attach_hang_report(lines, hang.diagnose(states), states)
+    return exc
+
+
+def trace_from_outside(wb) -> Trace | None:
+    """The events each rank recorded so far, read from its shared memory (a hung world cannot
+    gather): one host's ranks share one clock, so no offsets are needed."""
+    processes = getattr(wb, "_rank_processes", {}) or {}
+    here = socket.gethostname()
+    if not processes or any(p.get("host") != here for p in processes.values()):
+        return None
+    per_rank = [hang.read_events(processes[r]["pid"]) for r in sorted(processes)]
+    return Trace.from_ranks(per_rank, hosts=[here] * len(per_rank))

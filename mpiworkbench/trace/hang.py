@@ -1,0 +1,265 @@
+"""Where is each rank stuck? Read from outside the blocked processes, and the likely cause.
+
+A rank blocked inside MPI runs no Python, so nothing can be asked of it. Two things can still
+be read from another process on the same host:
+
+* its **in-flight record** — the interposer's shared-memory slot
+  (``/dev/shm/mpiworkbench-<pid>.slot``): the MPI call it is in, peer, tag, bytes, since when,
+  and its last few sends (tracing on or off);
+* its **Python stack** — :func:`arm` registers :mod:`faulthandler` on ``SIGUSR2`` in the rank
+  beforehand; :func:`python_stack` sends the signal, and faulthandler writes every thread's
+  stack from the signal handler, which runs even while the rank sits in an MPI call.
+
+:func:`diagnose` names the usual causes from those records: a rank raised before a collective,
+a send–send deadlock, a receive with a tag nobody sent. No MPI, no ipyparallel here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mpiworkbench.trace.events import (
+    ANY_SOURCE, ANY_TAG, COLLECTIVES, KIND, MAGIC, SLOT_DTYPE, kind_name,
+)
+
+STACK_SIGNAL = signal.SIGUSR2
+_BLOCKING_SENDS = {KIND["MPI_Send"], KIND["MPI_Ssend"]}
+_RECEIVES = {KIND["MPI_Recv"], KIND["MPI_Probe"], KIND["MPI_Mprobe"]}
+
+
+def slot_path(pid: int) -> str:
+    return f"/dev/shm/mpiworkbench-{pid}.slot"
+
+
+def stack_path(pid: int) -> str:
+    return f"/dev/shm/mpiworkbench-{pid}.stack"
+
+
+_armed: dict[str, object] = {}
+
+
+def arm() -> dict:
+    """In a rank: let :func:`python_stack` read this process's Python stack later. Returns
+    what a reader needs: ``pid``, ``host``, ``rank`` and whether the interposer is loaded."""
+    import faulthandler
+
+    pid = os.getpid()
+    if _armed.get("pid") != pid:
+        stream = open(stack_path(pid), "a")  # append: a reader truncates before each dump
+        faulthandler.register(STACK_SIGNAL, file=stream, all_threads=True, chain=False)
+        _armed.update(pid=pid, stream=stream)
+    record = read_slot(pid)
+    return {"pid": pid, "host": socket.gethostname(), "rank": None if record is None else record.rank,
+            "interposer": record is not None}
+
+
+@dataclass
+class InFlight:
+    """One process's in-flight record (see ``wb_slot`` in ``interposer.c``)."""
+
+    pid: int
+    rank: int
+    size: int
+    calls: int
+    call: str | None  # the MPI call it is in now, None between calls
+    peer: int
+    tag: int
+    bytes: int
+    seconds: float    # how long it has been in that call
+    sent: list[tuple[int, int, int]] = field(default_factory=list)  # recent (dest, tag, bytes)
+
+    def describe(self) -> str:
+        if self.call is None:
+            return "not inside an MPI call"
+        args = []
+        if self.peer >= 0 or self.peer == ANY_SOURCE:
+            peer = "ANY_SOURCE" if self.peer == ANY_SOURCE else str(self.peer)
+            name = "root" if KIND.get(self.call, -1) in COLLECTIVES else (
+                "source" if KIND.get(self.call, -1) in _RECEIVES else "dest")
+            args.append(f"{name}={peer}")
+        if self.tag >= 0 or self.tag == ANY_TAG:
+            args.append("tag=" + ("ANY_TAG" if self.tag == ANY_TAG else str(self.tag)))
+        if self.bytes:
+            args.append(f"{self.bytes} bytes")
+        return f"{self.call}({', '.join(args)}) for {self.seconds:.1f} s"
+
+
+def read_slot(pid: int) -> InFlight | None:
+    """The in-flight record of process *pid* on this host (``None`` when there is none: the
+    process runs without the interposer, has not initialised MPI, or is on another host)."""
+    try:
+        with open(slot_path(pid), "rb") as f:
+            raw = f.read(SLOT_DTYPE.itemsize)
+    except OSError:
+        return None
+    if len(raw) < SLOT_DTYPE.itemsize:
+        return None
+    s = np.frombuffer(raw, SLOT_DTYPE)[0]
+    if int(s["magic"]) != MAGIC or int(s["pid"]) != pid:
+        return None
+    inside = int(s["depth"]) > 0
+    nsent = int(s["nsent"])
+    recent = s["sent"]
+    order = [(i % len(recent)) for i in range(max(0, nsent - len(recent)), nsent)]
+    return InFlight(
+        pid=pid, rank=int(s["rank"]), size=int(s["size"]), calls=int(s["calls"]),
+        call=kind_name(int(s["kind"])) if inside else None,
+        peer=int(s["peer"]), tag=int(s["tag"]), bytes=int(s["bytes"]),
+        seconds=max(0.0, time.clock_gettime(time.CLOCK_MONOTONIC) - float(s["since"])) if inside else 0.0,
+        sent=[(int(recent[i]["dest"]), int(recent[i]["tag"]), int(recent[i]["bytes"])) for i in order],
+    )
+
+
+def python_stack(pid: int, timeout: float = 5.0) -> list[str]:
+    """Every thread's Python stack of *pid* (armed with :func:`arm`), most recent call first;
+    ``[]`` when it cannot be had (not armed, gone, another host)."""
+    path = stack_path(pid)
+    if not os.path.exists(path):
+        return []
+    try:
+        os.truncate(path, 0)
+        os.kill(pid, STACK_SIGNAL)
+    except OSError:
+        return []
+    deadline, text, last = time.monotonic() + timeout, "", None
+    while time.monotonic() < deadline:
+        with open(path) as f:
+            text = f.read()
+        if text and text == last:  # written and no longer growing
+            break
+        last = text
+        time.sleep(0.05)
+    return text.splitlines()
+
+
+_FRAME = re.compile(r'\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>.+)')
+_LIBRARY = ("site-packages", "/lib/python3", "<frozen")
+
+
+def user_line(stack: list[str]) -> str | None:
+    """The innermost frame of the stack that is the user's code (not a library's), as
+    ``file:line in func``; the signalled ("Current") thread is searched first."""
+    blocks: list[list[str]] = []
+    for line in stack:
+        if line.startswith(("Thread", "Current thread")):
+            blocks.append([line])
+        elif blocks:
+            blocks[-1].append(line)
+    blocks.sort(key=lambda b: not b[0].startswith("Current thread"))
+    for block in blocks:
+        for line in block[1:]:
+            m = _FRAME.match(line)
+            if m and not any(part in m["file"] for part in _LIBRARY) and "mpiworkbench/trace" not in m["file"]:
+                return f"{m['file']}:{m['line']} in {m['func'].strip()}"
+    return None
+
+
+@dataclass
+class RankState:
+    """What a hang report knows of one rank."""
+
+    rank: int
+    state: str                  # "ok", "failed" or "running"
+    error: str = ""
+    inflight: InFlight | None = None
+    stack: list[str] = field(default_factory=list)
+
+    @property
+    def line(self) -> str | None:
+        return user_line(self.stack)
+
+
+def diagnose(ranks: list[RankState]) -> list[str]:
+    """The likely causes, in words, from every rank's state (most specific first)."""
+    by_rank = {r.rank: r for r in ranks}
+    blocked = {r.rank: r.inflight for r in ranks if r.state == "running" and r.inflight and r.inflight.call}
+    causes: list[str] = []
+    seen: set[int] = set()
+    for rank, rec in sorted(blocked.items()):  # a wrong tag first: it explains what follows from it
+        sender = by_rank.get(rec.peer)
+        if KIND.get(rec.call, -1) in _RECEIVES and rec.peer >= 0 and rec.tag >= 0 and sender and sender.inflight:
+            tags = sorted({t for d, t, _ in sender.inflight.sent if d == rank})
+            if tags and rec.tag not in tags:
+                seen.update({rank, rec.peer})
+                causes.append(
+                    f"rank {rank} waits in {rec.call}(source={rec.peer}, tag={rec.tag}), but rank "
+                    f"{rec.peer} never sent tag {rec.tag} to it (it sent tag{'s' if len(tags) > 1 else ''} "
+                    f"{', '.join(map(str, tags))}): a wrong tag"
+                )
+    for rank, rec in sorted(blocked.items()):
+        if rank in seen:
+            continue
+        kind, other, sender = KIND.get(rec.call, -1), blocked.get(rec.peer), by_rank.get(rec.peer)
+        if kind in _BLOCKING_SENDS and other is not None and KIND.get(other.call, -1) in _BLOCKING_SENDS \
+                and other.peer == rank:
+            seen.update({rank, rec.peer})
+            causes.append(
+                f"ranks {rank} and {rec.peer} both block in {rec.call} to each other (a send–send "
+                f"deadlock: {rec.bytes} and {other.bytes} bytes are too large to be buffered, so each "
+                "send waits for a receive that is never posted); use Sendrecv, or Isend/Irecv then Wait"
+            )
+        elif kind in _RECEIVES and other is not None and KIND.get(other.call, -1) in _RECEIVES \
+                and other.peer == rank:
+            seen.update({rank, rec.peer})
+            causes.append(f"ranks {rank} and {rec.peer} both wait to receive from each other "
+                          "(a receive–receive deadlock): one of them must send first")
+        elif kind in _RECEIVES and sender is not None and sender.state == "failed":
+            causes.append(f"rank {rank} waits in {rec.call} for rank {rec.peer}, which raised "
+                          f"{sender.error or 'an exception'}")
+    failed = [r for r in ranks if r.state == "failed"]
+    in_collective = [(rank, rec) for rank, rec in sorted(blocked.items()) if KIND.get(rec.call, -1) in COLLECTIVES]
+    if failed and in_collective:
+        names = ", ".join(f"rank {r.rank}" for r in failed)
+        errors = "; ".join(f"rank {r.rank}: {r.error}" for r in failed if r.error)
+        waits = "; ".join(f"rank {rank} waits in {rec.call} for {rec.seconds:.0f} s" for rank, rec in in_collective)
+        causes.append(f"{names} raised before the {in_collective[0][1].call.removeprefix('MPI_').lower()}"
+                      f" ({errors}); {waits}")
+    elif in_collective and not causes:
+        missing = [r.rank for r in ranks if r.rank not in blocked or KIND.get(blocked[r.rank].call, -1) not in COLLECTIVES]
+        if missing:
+            causes.append(
+                f"ranks {', '.join(str(r) for r, _ in in_collective)} wait in "
+                f"{in_collective[0][1].call} for rank(s) {', '.join(map(str, missing))}, which never "
+                "entered it (they are elsewhere, see below)"
+            )
+    return causes
+
+
+def report_lines(ranks: list[RankState]) -> list[str]:
+    """The rank-by-rank part of a hang report: call, peer, tag, bytes, how long, Python line."""
+    lines = []
+    for r in sorted(ranks, key=lambda r: r.rank):
+        if r.state == "failed":
+            lines.append(f"  rank {r.rank}: raised {r.error}")
+            continue
+        if r.state == "ok":
+            lines.append(f"  rank {r.rank}: finished")
+            continue
+        where = r.inflight.describe() if r.inflight else "no in-flight record (no interposer in this rank, or another host)"
+        text = f"  rank {r.rank}: blocked in {where}" if r.inflight and r.inflight.call else f"  rank {r.rank}: {where}"
+        if r.line:
+            text += f"\n      at {r.line}"
+        lines.append(text)
+    return lines
+
+
+def read_events(pid: int) -> np.ndarray:
+    """The events *pid* recorded so far (tracing on), read from outside — e.g. while it hangs."""
+    from mpiworkbench.trace.events import EVENT_DTYPE
+
+    try:
+        with open(slot_path(pid), "rb") as f:
+            s = np.frombuffer(f.read(SLOT_DTYPE.itemsize), SLOT_DTYPE)[0]
+        n = int(s["nevents"])
+        with open(f"/dev/shm/mpiworkbench-{pid}.events", "rb") as f:
+            raw = f.read(n * EVENT_DTYPE.itemsize)
+    except (OSError, ValueError, IndexError):
+        return np.zeros(0, EVENT_DTYPE)
+    return np.frombuffer(raw[: len(raw) - len(raw) % EVENT_DTYPE.itemsize], EVENT_DTYPE).copy()

@@ -1,0 +1,125 @@
+"""The hang report names, per rank, the MPI call it is blocked in, the peer, and the Python
+line — and the likely cause — for the three classic hangs; ``wb.trace()`` and ``%%px --trace``
+on a real cluster."""
+
+from __future__ import annotations
+
+import pytest
+
+from mpiworkbench import ExecutionTimeout, Workbench
+
+
+@pytest.fixture(scope="module")
+def wb():
+    bench = Workbench(n=2, timeout=4.0, failure_grace=1.0)
+    bench.start()
+    yield bench
+    bench.stop()
+
+
+def _hang(wb, code: str) -> ExecutionTimeout:
+    with pytest.raises(ExecutionTimeout) as info:
+        wb.execute(code)
+    exc = info.value
+    wb.restart()
+    return exc
+
+
+def _rank(exc, rank):
+    return next(r for r in exc.ranks if r.rank == rank)
+
+
+def test_rank_raising_before_a_barrier(wb):
+    exc = _hang(wb, (
+        "from mpi4py import MPI\n"
+        "if MPI.COMM_WORLD.rank == 0:\n"
+        "    raise RuntimeError('rank 0 fails first')\n"
+        "MPI.COMM_WORLD.Barrier()\n"
+    ))
+    assert exc.failed == [0] and exc.running == [1]
+    one = _rank(exc, 1)
+    assert one.inflight.call == "MPI_Barrier" and one.inflight.seconds > 0
+    assert one.line is not None and one.line.split(" in ")[0].endswith(":4")  # the Barrier line
+    assert any("rank 0 raised before the barrier" in c and "rank 1 waits in MPI_Barrier" in c for c in exc.causes)
+    assert "Where each rank is" in str(exc) and "blocked in MPI_Barrier" in str(exc)
+
+
+def test_send_send_deadlock_of_large_messages(wb):
+    exc = _hang(wb, (
+        "import numpy as np\n"
+        "from mpi4py import MPI\n"
+        "comm = MPI.COMM_WORLD\n"
+        "big = np.zeros(1 << 21)\n"
+        "comm.Send(big, dest=1 - comm.rank, tag=5)\n"
+        "comm.Recv(big, source=1 - comm.rank, tag=5)\n"
+    ))
+    assert exc.running == [0, 1]
+    for rank in (0, 1):
+        rec = _rank(exc, rank).inflight
+        assert (rec.call, rec.peer, rec.tag, rec.bytes) == ("MPI_Send", 1 - rank, 5, 8 << 21)
+        assert _rank(exc, rank).line.split(" in ")[0].endswith(":5")
+    assert any("send–send deadlock" in c and "ranks 0 and 1" in c for c in exc.causes)
+
+
+def test_receive_with_a_wrong_tag(wb):
+    exc = _hang(wb, (
+        "from mpi4py import MPI\n"
+        "comm = MPI.COMM_WORLD\n"
+        "if comm.rank == 0:\n"
+        "    comm.send('hello', dest=1, tag=5)\n"
+        "    reply = comm.recv(source=1, tag=6)\n"
+        "else:\n"
+        "    msg = comm.recv(source=0, tag=7)\n"
+    ))
+    one = _rank(exc, 1)
+    assert (one.inflight.call, one.inflight.peer, one.inflight.tag) == ("MPI_Mprobe", 0, 7)
+    assert one.line.split(" in ")[0].endswith(":7")
+    assert _rank(exc, 0).line.split(" in ")[0].endswith(":5")
+    assert any("rank 1 waits in MPI_Mprobe(source=0, tag=7)" in c and "never sent tag 7" in c
+               and "it sent tag 5" in c for c in exc.causes)
+
+
+def test_trace_block_gathers_a_trace(wb):
+    def ring():
+        from mpi4py import MPI
+
+        comm = MPI.COMM_WORLD
+        return comm.sendrecv(comm.rank, (comm.rank + 1) % comm.size, 3, None, (comm.rank - 1) % comm.size, 3)
+
+    with wb.trace() as t:
+        assert wb.run(ring) == [1, 0]
+    assert t.complete and t.trace.nranks == 2
+    messages = t.trace.messages()
+    assert sorted((int(m["src"]), int(m["dst"])) for m in messages if m["tag"] == 3) == [(0, 1), (1, 0)]
+
+
+def test_trace_up_to_a_timeout(wb):
+    with pytest.raises(ExecutionTimeout):
+        with wb.trace() as t:
+            wb.execute(
+                "from mpi4py import MPI\n"
+                "MPI.COMM_WORLD.Barrier()\n"
+                "if MPI.COMM_WORLD.rank == 0:\n"
+                "    raise RuntimeError('no second barrier on rank 0')\n"
+                "MPI.COMM_WORLD.Barrier()\n"
+            )
+    wb.restart()
+    assert t.trace is not None and not t.complete
+    assert t.trace.count("MPI_Barrier", 0) == 1
+    assert t.trace.count("MPI_Barrier", 1) == 1  # the second, blocked, one is still in flight
+
+
+def test_px_trace_magic(wb):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from mpiworkbench.client.magics import activate
+
+    shell = InteractiveShell.instance()
+    try:
+        activate(wb)
+        result = shell.run_cell("%%px --trace --no-stream\nMPI.COMM_WORLD.Barrier()")
+        assert result.success, result.error_in_exec
+        assert wb.last_trace is not None
+        assert wb.last_trace.count("MPI_Barrier", 0) == wb.last_trace.count("MPI_Barrier", 1) == 1
+    finally:
+        InteractiveShell.clear_instance()
