@@ -1,0 +1,162 @@
+"""A trace built from known events: messages matched as MPI matches them, the matrix, time per
+kind, zoom, Chrome JSON, the plots — and the hang report's reasoning, on made-up rank states."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from mpiworkbench.trace import hang
+from mpiworkbench.trace.events import EVENT_DTYPE, KIND
+from mpiworkbench.trace.model import Trace
+
+
+def ev(kind, t0, t1, peer=-1, tag=-3, nbytes=0, peer2=-3, tag2=-3, t_done=0.0):
+    return (t0, t1, t_done, KIND[kind], peer, tag, 0, nbytes, peer2, tag2)
+
+
+def _trace(offsets=None) -> Trace:
+    rank0 = np.array([
+        ev("MPI_Send", 1.0, 1.1, peer=1, tag=7, nbytes=800),
+        ev("MPI_Send", 1.2, 1.3, peer=1, tag=7, nbytes=16),
+        ev("MPI_Isend", 1.4, 1.41, peer=1, tag=8, nbytes=40, t_done=1.6),
+        ev("MPI_Wait", 1.5, 1.6),
+        ev("MPI_Barrier", 2.0, 2.5),
+    ], EVENT_DTYPE)
+    rank1 = np.array([
+        ev("MPI_Recv", 0.9, 1.15, peer=0, tag=7, nbytes=800, peer2=0, tag2=7),
+        ev("MPI_Recv", 1.16, 1.35, peer=-2, tag=-1, nbytes=16, peer2=0, tag2=7),  # ANY_SOURCE, ANY_TAG
+        ev("MPI_Mprobe", 1.36, 1.5, peer=0, tag=8, peer2=0, tag2=8),
+        ev("MPI_Mrecv", 1.5, 1.55, nbytes=40, tag2=8),
+        ev("MPI_Barrier", 2.4, 2.5),
+    ], EVENT_DTYPE)
+    return Trace.from_ranks([rank0, rank1], offsets=offsets, hosts=["h", "h"], windows=[(0.5, 3.0), (0.5, 3.0)])
+
+
+def test_messages_are_matched_in_order_with_their_receive():
+    t = _trace()
+    m = t.messages()
+    assert [(int(x["src"]), int(x["dst"]), int(x["tag"]), int(x["bytes"])) for x in m] == [
+        (0, 1, 7, 800), (0, 1, 7, 16), (0, 1, 8, 40)]
+    # times are from the start of the traced region (0.5)
+    assert m["t_send"][0] == pytest.approx(0.5) and m["t_recv"][0] == pytest.approx(0.65)
+    assert m["t_recv"][2] == pytest.approx(1.05)  # the Mrecv after the Mprobe that matched tag 8
+
+
+def test_matrix_counts_at_the_sender():
+    t = _trace()
+    assert t.matrix("messages").tolist() == [[0, 3], [0, 0]]
+    assert t.matrix("bytes").tolist() == [[0, 856], [0, 0]]
+    with pytest.raises(ValueError, match="'bytes' or 'messages'"):
+        t.matrix("flops")
+
+
+def test_time_per_kind_and_compute():
+    spent = _trace().time_per_kind()
+    assert spent[0]["MPI_Barrier"] == pytest.approx(0.5)
+    assert spent[0]["MPI_Send"] == pytest.approx(0.2)
+    mpi0 = sum(v for k, v in spent[0].items() if k != "compute")
+    assert spent[0]["compute"] == pytest.approx(2.5 - mpi0)
+
+
+def test_clock_offsets_are_subtracted_per_rank():
+    t = _trace(offsets=[0.0, 0.05])
+    # rank 1's clock runs 0.05 s ahead: its receive started 0.15 s before rank 0's send
+    assert t.of_rank(1)["t0"][0] - t.of_rank(0)["t0"][0] == pytest.approx((0.9 - 0.05) - 1.0)
+    assert min(a for a, _ in t.windows) == 0.0  # the earliest traced region starts the axis
+
+
+def test_window_and_counts():
+    t = _trace()
+    w = t.window(0.0, 0.7)
+    assert w.count("MPI_Send") == 2 and w.count("MPI_Barrier") == 0
+    assert t.count("MPI_Barrier", 1) == 1 and t.kinds()[0] == "MPI_Send"
+
+
+def test_chrome_trace_events(tmp_path):
+    from mpiworkbench.plot.trace import write_chrome
+
+    t = _trace()
+    path = write_chrome(t, tmp_path / "t.json")
+    data = json.loads(path.read_text())
+    calls = [e for e in data["traceEvents"] if e["ph"] == "X"]
+    assert len(calls) == len(t) and calls[0]["name"] == "MPI_Send" and calls[0]["pid"] == 0
+    assert calls[0]["ts"] == pytest.approx(0.5e6) and calls[0]["dur"] == pytest.approx(0.1e6)
+    starts = [e for e in data["traceEvents"] if e["ph"] == "s"]
+    ends = [e for e in data["traceEvents"] if e["ph"] == "f"]
+    assert len(starts) == len(ends) == 3 and {e["pid"] for e in ends} == {1}
+    assert {e["args"]["name"] for e in data["traceEvents"] if e["name"] == "process_name"} == {"rank 0 (h)", "rank 1 (h)"}
+
+
+def test_plots_draw_calls_arrows_and_matrix():
+    from mpiworkbench.plot import trace as plot
+
+    t = _trace()
+    fig = plot.timeline(t)
+    ax = fig.axes[0]
+    assert len(ax.patches) == len(t)  # one bar per call
+    assert sum(1 for child in ax.texts if child.arrow_patch is not None) == 3  # one arrow per message
+    zoom = plot.timeline(t, 0.0, 0.7)
+    assert len(zoom.axes[0].patches) < len(t)
+    with pytest.raises(ValueError, match="t1 must be after t0"):
+        plot.timeline(t, 1.0, 0.5)
+    m = plot.matrix_figure(t, "messages")
+    assert "3" in [x.get_text() for x in m.axes[0].texts]
+    k = plot.time_per_kind_figure(t)
+    assert "compute" in k.axes[0].get_legend_handles_labels()[1]
+
+
+# ---------------------------------------------------------------------- hang reasoning
+def _inflight(rank, call, peer=-1, tag=-3, nbytes=0, seconds=30.0, sent=()):
+    return hang.InFlight(pid=100 + rank, rank=rank, size=2, calls=5, call=call, peer=peer, tag=tag,
+                         bytes=nbytes, seconds=seconds, sent=list(sent))
+
+
+def test_raise_before_barrier():
+    states = [hang.RankState(0, "failed", "RuntimeError: boom", _inflight(0, None)),
+              hang.RankState(1, "running", "", _inflight(1, "MPI_Barrier", seconds=30.2))]
+    causes = hang.diagnose(states)
+    assert causes == ["rank 0 raised before the barrier (rank 0: RuntimeError: boom); rank 1 waits in MPI_Barrier for 30 s"]
+    lines = hang.report_lines(states)
+    assert lines[1].startswith("  rank 1: blocked in MPI_Barrier() for 30.2 s")
+
+
+def test_send_send_deadlock():
+    states = [hang.RankState(r, "running", "", _inflight(r, "MPI_Send", 1 - r, 5, 1 << 24)) for r in (0, 1)]
+    [cause] = hang.diagnose(states)
+    assert "ranks 0 and 1 both block in MPI_Send to each other" in cause and "send–send deadlock" in cause
+
+
+def test_wrong_tag_is_named_before_the_receive_receive_wait_it_causes():
+    states = [hang.RankState(0, "running", "", _inflight(0, "MPI_Mprobe", 1, 6, sent=[(1, 5, 12)])),
+              hang.RankState(1, "running", "", _inflight(1, "MPI_Mprobe", 0, 7))]
+    [cause] = hang.diagnose(states)
+    assert cause.startswith("rank 1 waits in MPI_Mprobe(source=0, tag=7), but rank 0 never sent tag 7")
+    assert "it sent tag 5" in cause
+
+
+def test_receive_receive_deadlock():
+    states = [hang.RankState(r, "running", "", _inflight(r, "MPI_Recv", 1 - r, 0)) for r in (0, 1)]
+    assert hang.diagnose(states) == ["ranks 0 and 1 both wait to receive from each other "
+                                     "(a receive–receive deadlock): one of them must send first"]
+
+
+def test_user_line_skips_library_frames():
+    stack = [
+        "Thread 0x00007f (most recent call first):",
+        '  File "/x/site-packages/threading.py", line 320 in wait',
+        "",
+        "Current thread 0x00007e (most recent call first):",
+        '  File "/x/lib/python3.11/site-packages/ipykernel/x.py", line 3 in f',
+        '  File "<ipython-input-1>", line 4 in <module>',
+        '  File "/x/site-packages/ipyparallel/engine.py", line 9 in run',
+    ]
+    assert hang.user_line(stack) == "<ipython-input-1>:4 in <module>"
+    assert hang.user_line([]) is None
+
+
+def test_read_slot_of_a_process_without_one():
+    assert hang.read_slot(2**22 + 12345) is None
+    assert hang.python_stack(2**22 + 12345) == []
