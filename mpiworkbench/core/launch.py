@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Sequence
 
 from mpiworkbench.core import mpi
 #: Default wall-clock limit (seconds) of an MPI job started by the CLI.
@@ -66,15 +67,17 @@ def find_mpiexec() -> str:
     return found
 
 
-def mpiexec_command(np: int, argv: list[str]) -> list[str]:
-    """The command line that runs ``python -m mpiworkbench *argv`` on *np* ranks.
+def mpiexec_command(np: int, argv: list[str], mpi_args: Sequence[str] = ()) -> list[str]:
+    """The command line that runs ``python -m mpiworkbench *argv`` on *np* ranks
+    (*mpi_args*: options of ``mpiexec`` itself, e.g. ``-genv NAME VALUE``).
 
     (MPICH's Hydra runs more ranks than cores without an oversubscription flag.)
     """
-    return [find_mpiexec(), "-n", str(np), sys.executable, "-m", "mpi4py", "-m", "mpiworkbench", *argv]
+    return [find_mpiexec(), *mpi_args, "-n", str(np), sys.executable, "-m", "mpi4py", "-m", "mpiworkbench", *argv]
 
 
-def run_under_mpiexec(np: int, argv: list[str], timeout_s: float | None = None) -> int:
+def run_under_mpiexec(np: int, argv: list[str], timeout_s: float | None = None,
+                      mpi_args: Sequence[str] = ()) -> int:
     """Run ``mpiworkbench *argv`` on *np* ranks and return its exit code.
 
     The job gets a wall-clock limit (``MPIEXEC_TIMEOUT``, default
@@ -87,7 +90,7 @@ def run_under_mpiexec(np: int, argv: list[str], timeout_s: float | None = None) 
     env["MPIWORKBENCH_UNDER_MPIEXEC"] = "1"
     limit = timeout_s if timeout_s is not None else env.get("MPIEXEC_TIMEOUT", DEFAULT_TIMEOUT_S)
     env["MPIEXEC_TIMEOUT"] = str(int(float(limit)))
-    proc = subprocess.run(mpiexec_command(np, argv), env=env, check=False)
+    proc = subprocess.run(mpiexec_command(np, argv, mpi_args), env=env, check=False)
     return proc.returncode
 
 

@@ -48,16 +48,50 @@ _armed: dict[str, object] = {}
 def arm() -> dict:
     """In a rank: let :func:`python_stack` read this process's Python stack later. Returns
     what a reader needs: ``pid``, ``host``, ``rank`` and whether the interposer is loaded."""
+    import atexit
     import faulthandler
 
     pid = os.getpid()
     if _armed.get("pid") != pid:
+        sweep_stale()
         stream = open(stack_path(pid), "a")  # append: a reader truncates before each dump
         faulthandler.register(STACK_SIGNAL, file=stream, all_threads=True, chain=False)
+        atexit.register(_remove, stack_path(pid))
         _armed.update(pid=pid, stream=stream)
     record = read_slot(pid)
     return {"pid": pid, "host": socket.gethostname(), "rank": None if record is None else record.rank,
             "interposer": record is not None}
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def sweep_stale(directory: str = "/dev/shm") -> int:
+    """Remove the slot, event and stack files of processes that are gone (a killed rank cannot
+    remove its own); returns how many were removed."""
+    removed = 0
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return 0
+    for name in names:
+        m = re.fullmatch(r"mpiworkbench-(\d+)\.(slot|events|stack)", name)
+        if not m:
+            continue
+        try:
+            os.kill(int(m[1]), 0)
+            continue  # alive (or someone else's: PermissionError below)
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        _remove(os.path.join(directory, name))
+        removed += 1
+    return removed
 
 
 @dataclass

@@ -31,12 +31,18 @@ class TracingUnavailable(RuntimeError):
 
 
 def available() -> bool:
-    """Whether this process's MPI calls go through the interposer."""
+    """Whether this process's MPI calls go through the interposer (initialises MPI)."""
+    from mpiworkbench.core import mpi
+
+    mpi.MPI()
     lib = library.handle()
     return lib is not None and bool(lib.wbtrace_loaded())
 
 
 def _lib():
+    from mpiworkbench.core import mpi
+
+    mpi.MPI()  # the interposer maps its slot when MPI is initialised
     lib = library.handle()
     if lib is None or not lib.wbtrace_loaded():
         raise TracingUnavailable(

@@ -160,3 +160,13 @@ def test_user_line_skips_library_frames():
 def test_read_slot_of_a_process_without_one():
     assert hang.read_slot(2**22 + 12345) is None
     assert hang.python_stack(2**22 + 12345) == []
+
+
+def test_sweep_removes_only_files_of_processes_that_are_gone(tmp_path):
+    import os
+
+    gone = 2**22 + 54321
+    for name in (f"mpiworkbench-{gone}.slot", f"mpiworkbench-{gone}.stack", f"mpiworkbench-{os.getpid()}.slot", "other.txt"):
+        (tmp_path / name).write_text("x")
+    assert hang.sweep_stale(str(tmp_path)) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f"mpiworkbench-{os.getpid()}.slot", "other.txt"])

@@ -1,0 +1,71 @@
+"""``mpiworkbench trace``: run any other command with every rank's MPI calls recorded.
+
+    mpiworkbench trace --out wave-trace.json -- wave --np 2 --mesh 33 --steps 3
+
+launches the command under ``mpiexec`` with the MPI interposer preloaded into the ranks,
+records from start to end, gathers the events to rank 0 and writes them as Chrome trace-event
+JSON (open it in Perfetto, ui.perfetto.dev, or ``chrome://tracing``); prints a summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from mpiworkbench.core import launch
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "trace",
+        help="record every rank's MPI calls of another command (Chrome trace JSON)",
+        description="Run COMMAND (e.g. `wave --np 2 --mesh 33`) with the MPI interposer preloaded, "
+        "record every MPI call of every rank and write the trace as Chrome trace-event JSON.",
+    )
+    parser.add_argument("--out", metavar="FILE", default="trace.json", help="where to write the JSON (default trace.json)")
+    parser.add_argument("--capacity", type=int, default=None,
+                        help="events each rank can record before further calls are only counted (default 1e6)")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the mpiworkbench command to trace")
+    parser.set_defaults(func=run)
+
+
+def _np_of(command: list[str]) -> int:
+    for i, word in enumerate(command):
+        if word == "--np" and i + 1 < len(command):
+            return int(command[i + 1])
+        if word.startswith("--np="):
+            return int(word.split("=", 1)[1])
+    return 1
+
+
+def run(args: argparse.Namespace) -> int:
+    command = args.command[1:] if args.command[:1] == ["--"] else list(args.command)
+    if not command or command[0] == "trace":
+        raise ValueError("name the command to trace after --, e.g. `mpiworkbench trace -- wave --np 2 --mesh 33`")
+    if args.capacity is not None and args.capacity < 1:
+        raise ValueError(f"--capacity must be at least 1 event; got {args.capacity}")
+    np_ = _np_of(command)
+    if launch.needs_launch(np_):
+        from mpiworkbench.trace.library import build
+
+        argv = ["trace", "--out", args.out, *(["--capacity", str(args.capacity)] if args.capacity else []), "--", *command]
+        return launch.run_under_mpiexec(np_, argv, mpi_args=["-genv", "LD_PRELOAD", str(build())])
+    return _traced(command, args.out, args.capacity)
+
+
+def _traced(command: list[str], out: str, capacity: int | None) -> int:
+    from mpiworkbench import cli
+    from mpiworkbench.core import mpi
+    from mpiworkbench.plot.trace import write_chrome
+    from mpiworkbench.trace import recorder
+
+    recorder.start(capacity or recorder.DEFAULT_CAPACITY)
+    try:
+        code = cli.main(command)
+    except BaseException:
+        recorder.stop()
+        raise
+    trace = recorder.finish(mpi.world())
+    if trace is not None:
+        write_chrome(trace, out)
+        print(f"trace of `mpiworkbench {' '.join(command)}`: {trace.summary()}; written to {out}", flush=True)
+    return code
