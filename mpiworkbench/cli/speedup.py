@@ -66,8 +66,8 @@ def register(subparsers) -> None:
         sub.add_argument(
             "--yield-while-waiting",
             action="store_true",
-            help="MPICH ranks yield their core while they wait (MPIR_CVAR_POLLS_BEFORE_YIELD, "
-                 "MPIR_CVAR_CH4_PROGRESS_THROTTLE): for more ranks than cores",
+            help="MPICH ranks give their core away while they wait (MPIR_CVAR_ENABLE_HEAVY_YIELD; see "
+                 "benchmarks/mpich_yield.py): for more ranks than cores",
         )
         sub.add_argument("--plot", default=None, metavar="FILE",
                          help="also save the figure (time, speedup, ratio to C; thesis values beside) to FILE")

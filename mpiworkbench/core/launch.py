@@ -27,9 +27,13 @@ _ONE_THREAD_PER_RANK = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THRE
 
 
 #: MPICH control variables that make a rank waiting inside MPI give its core away instead
-#: of spinning: yield after every failed poll, and ``usleep(1)`` in the ch4 progress loop
-#: (both honoured by the MPICH 5 of the ``mpich`` wheel). For more ranks than cores.
-YIELD_WHILE_WAITING = {"MPIR_CVAR_POLLS_BEFORE_YIELD": "1", "MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1"}
+#: of spinning (for more ranks than cores): ``nanosleep`` in MPICH's yield. Measured with
+#: ``benchmarks/mpich_yield.py`` on the MPICH 5.0.2 (ch4) of the ``mpich`` wheel: a rank
+#: waiting in a barrier burned 0.23 CPU s per s waited with it, 0.86 without (medians of 3
+#: launches, load 3);
+#: ``MPIR_CVAR_POLLS_BEFORE_YIELD=1`` and ``MPIR_CVAR_CH4_PROGRESS_THROTTLE=1`` (the library
+#: knows both) changed nothing measurable there, so they are not set.
+YIELD_WHILE_WAITING = {"MPIR_CVAR_ENABLE_HEAVY_YIELD": "1"}
 #: Set to ``1`` to ask for :data:`YIELD_WHILE_WAITING` in every rank this process starts.
 YIELD_VARIABLE = "MPIWORKBENCH_YIELD_WHILE_WAITING"
 

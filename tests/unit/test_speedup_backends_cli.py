@@ -100,9 +100,11 @@ def test_yield_while_waiting_sets_the_mpich_cvars(monkeypatch):
     for var in launch.YIELD_WHILE_WAITING:
         monkeypatch.delenv(var, raising=False)
     assert not set(launch.YIELD_WHILE_WAITING) & set(launch.rank_environment())
-    assert launch.rank_environment(True)["MPIR_CVAR_CH4_PROGRESS_THROTTLE"] == "1"
+    assert launch.rank_environment(True)["MPIR_CVAR_ENABLE_HEAVY_YIELD"] == "1"
     monkeypatch.setenv(launch.YIELD_VARIABLE, "1")
-    assert launch.rank_environment()["MPIR_CVAR_POLLS_BEFORE_YIELD"] == "1"
+    assert launch.rank_environment()["MPIR_CVAR_ENABLE_HEAVY_YIELD"] == "1"
+    monkeypatch.setenv("MPIR_CVAR_ENABLE_HEAVY_YIELD", "0")  # the user's own choice wins
+    assert launch.rank_environment()["MPIR_CVAR_ENABLE_HEAVY_YIELD"] == "0"
 
 
 def test_a_world_of_its_own_gets_the_same_arguments_but_its_own_json():
