@@ -92,12 +92,19 @@ class CGHandle(SolverHandle):
             The iterate (``mesh × mesh``), the iterations taken and the slowest rank's
             compute (matvec, vector ops) and communication (exchange, allreduce) seconds.
         """
-        before, start = self.last_timings, self.iterations
-        (reports, solutions, timings), wall = self._calls(
-            ("advance", int(k), len(self._residuals)), ("gather_solution",), ("timings",))
+        return self.finish_frame(self.submit_frame(k))
+
+    def _frame_calls(self, k: int) -> list[tuple]:
+        return [("advance", int(k), len(self._residuals)), ("gather_solution",), ("timings",)]
+
+    def _frame_before(self) -> tuple:
+        return self.last_timings, self.iterations
+
+    def _frame_result(self, results, wall: float, before: tuple) -> Frame:
+        (reports, solutions, timings), (old, start) = results, before
         self._record(reports[0])
         self.last_timings = timings
-        compute, exchange = slowest(before, timings, self.COMPUTE, self.EXCHANGE)
+        compute, exchange = slowest(old, timings, self.COMPUTE, self.EXCHANGE)
         return Frame(self.iterations - start, solutions[0], compute, exchange, wall)
 
     @property

@@ -81,11 +81,19 @@ class HeatHandle(SolverHandle):
             The ``M × N`` field, the steps taken and the slowest rank's compute and
             communication (exchange, allreduce) seconds.
         """
-        before, steps = self.last_timings, self.steps
-        (reports, fields, errors, timings), wall = self._calls(("step", int(k)), ("gather",), ("error",), ("timings",))
+        return self.finish_frame(self.submit_frame(k))
+
+    def _frame_calls(self, k: int) -> list[tuple]:
+        return [("step", int(k)), ("gather",), ("error",), ("timings",)]
+
+    def _frame_before(self) -> tuple:
+        return self.last_timings, self.steps
+
+    def _frame_result(self, results, wall: float, before: tuple) -> Frame:
+        (reports, fields, errors, timings), (old, steps) = results, before
         self._record(reports[0], errors[0])
         self.last_timings = timings
-        compute, exchange = slowest(before, timings, self.COMPUTE, self.EXCHANGE)
+        compute, exchange = slowest(old, timings, self.COMPUTE, self.EXCHANGE)
         return Frame(self.steps - steps, fields[0], compute, exchange, wall)
 
     @property

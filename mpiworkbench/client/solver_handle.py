@@ -95,18 +95,55 @@ class SolverHandle:
         self._obj = self.wb.create(self.factory, **self.options)
         return self._obj
 
-    def _calls(self, *calls: tuple) -> tuple[list[list[Any]], float]:
-        """Call the solver's methods ``(name, *args)`` in order on every rank as one engine
-        task (bounded by ``wb.timeout``): one round trip for a whole frame.
+    def _submit(self, *calls: tuple) -> tuple[Any, float]:
+        """Start the solver's methods ``(name, *args)``, in order, on every rank as one engine
+        task; the handle stays locked until :meth:`_collect` (collectives never interleave)."""
+        self._lock.acquire()
+        try:
+            ar = self.wb.run_async(objects.call_many, self._obj.key, [(name, tuple(args)) for name, *args in calls])
+        except BaseException:
+            self._lock.release()
+            raise
+        return ar, time.perf_counter()
 
-        Returns every call's per-rank results and the wall seconds the round trip took.
+    def _collect(self, pending: tuple[Any, float]) -> tuple[list[list[Any]], float]:
+        """Wait for a :meth:`_submit` (bounded by ``wb.timeout``); every call's per-rank
+        results and the wall seconds from submission to results."""
+        ar, t0 = pending
+        try:
+            per_rank = self.wb.gather(ar)
+        finally:
+            self._lock.release()
+        return [list(results) for results in zip(*per_rank)], time.perf_counter() - t0
+
+    def _calls(self, *calls: tuple) -> tuple[list[list[Any]], float]:
+        """:meth:`_submit` then :meth:`_collect`: one round trip for several calls."""
+        return self._collect(self._submit(*calls))
+
+    # -- live frames: one round trip each, startable ahead of drawing the previous one -----
+    def _frame_calls(self, k: int, **where: Any) -> list[tuple]:
+        raise NotImplementedError
+
+    def _frame_result(self, results: list[list[Any]], wall: float, before: tuple) -> Frame:
+        raise NotImplementedError
+
+    def _frame_before(self) -> tuple:
+        """What a frame's result is measured against (timings and step count before it)."""
+        raise NotImplementedError
+
+    def submit_frame(self, k: int, **where: Any) -> tuple:
+        """Start a frame of *k* steps on the engines; :meth:`finish_frame` waits for it.
+
+        A live panel starts the next frame before it draws the last one, so the engines
+        step while the notebook draws. Until it is finished the handle is locked.
         """
-        with self._lock:
-            t0 = time.perf_counter()
-            per_rank = self.wb.gather(self.wb.run_async(objects.call_many, self._obj.key,
-                                                        [(name, tuple(args)) for name, *args in calls]))
-            wall = time.perf_counter() - t0
-        return [list(results) for results in zip(*per_rank)], wall
+        return self._submit(*self._frame_calls(k, **where)), self._frame_before()
+
+    def finish_frame(self, started: tuple) -> Frame:
+        """Wait for a :meth:`submit_frame` and record what it brought back."""
+        pending, before = started
+        results, wall = self._collect(pending)
+        return self._frame_result(results, wall, before)
 
     def close(self) -> None:
         """Delete the solver on the engines (which calls its ``close()``)."""

@@ -80,19 +80,28 @@ class WaveHandle(SolverHandle):
         return {"steps": self.steps, "t": head["t"], "error": head["error"]}
 
     def frame(self, k: int, axis: int | str = "z", index: int | None = None) -> Frame:
-        """Step *k* times and gather the plane *index* along *axis*, in one round trip (what
-        each frame of the panel's **Play** does).
+        """Step *k* times and gather the plane *index* (default: the middle) along *axis*, in
+        one round trip (what each frame of the panel's **Play** does).
 
         Returns
         -------
         Frame
             The plane, the steps taken and the slowest rank's compute and exchange seconds.
         """
-        index = self.mesh["xyz".index(axis) if isinstance(axis, str) else int(axis)] // 2 if index is None else index
-        before, steps = self.last_timings, self.steps
-        (reports, planes), wall = self._calls(("advance", int(k)), ("gather_slice", axis, int(index)))
+        return self.finish_frame(self.submit_frame(k, axis=axis, index=index))
+
+    def _frame_calls(self, k: int, axis: int | str = "z", index: int | None = None) -> list[tuple]:
+        if index is None:
+            index = self.mesh["xyz".index(axis) if isinstance(axis, str) else int(axis)] // 2
+        return [("advance", int(k)), ("gather_slice", axis, int(index))]
+
+    def _frame_before(self) -> tuple:
+        return self.last_timings, self.steps
+
+    def _frame_result(self, results, wall: float, before: tuple) -> Frame:
+        (reports, planes), (timings, steps) = results, before
         self._record(reports)
-        compute, exchange = slowest(before, self.last_timings, ["compute_s"], ["exchange_s"])
+        compute, exchange = slowest(timings, self.last_timings, ["compute_s"], ["exchange_s"])
         return Frame(self.steps - steps, planes[0], compute, exchange, wall)
 
     def step(self, k: int = 1) -> dict[str, Any]:

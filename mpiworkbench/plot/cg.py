@@ -107,7 +107,7 @@ def live_residual(residuals, rho_ratios=None, *, tol: float | None = None, crite
     ax = fig.axes[0]
     ax.set_title("CG residual", fontsize=10)
     if tol is not None:  # the run ends near tol (ρ_k/ρ_0 ~ residual²): room for all of it at once
-        ax.set_ylim(0.1 * min(tol, tol**2 if rho_ratios is not None else tol), 10.0)
+        ax.set_ylim(max(1e-20, 0.1 * min(tol, tol**2 if rho_ratios is not None else tol)), 10.0)
     ax.set_xlim(0, max(64, len(residuals)))
     return LiveCurves(fig, ax.lines[: 1 if rho_ratios is None else 2], dpi=dpi)
 

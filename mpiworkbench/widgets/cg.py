@@ -81,9 +81,6 @@ class CGPanel(LivePanel):
         if self._thread is not None:
             self._thread.join()
 
-    def _frame(self, k: int) -> Frame:
-        return self.handle.frame(k)
-
     def _finished(self) -> bool:
         return self.handle.finished
 
@@ -104,9 +101,9 @@ class CGPanel(LivePanel):
             self._draw_timings()
 
     def _draw(self, frame: Frame) -> None:
-        self._draw_state(frame.field)
+        self._draw_state(frame.field, frame=True)
 
-    def _draw_state(self, u) -> None:
+    def _draw_state(self, u, frame: bool = False) -> None:
         from mpiworkbench.plot import cg as plot
         h = self.handle
         s = h.state
@@ -122,7 +119,7 @@ class CGPanel(LivePanel):
             self._solution = plot.LiveSolution(u, err, h.layout, scale=float(h.exact().max()) if h.manufactured else None)
         k = range(len(h.residuals))
         self.residual_image.value = self._residual.update(k, [h.residuals, h.rho_ratios])
-        self.field_image.value = self._solution.update(u, err)
+        self._picture(self.field_image, self._solution.update(u, err), frame)
 
     def _draw_timings(self) -> None:
         from mpiworkbench.plot import cg as plot

@@ -55,9 +55,6 @@ class HeatPanel(SteppingPanel):
         super()._set_busy(busy)
         self.reset_button.disabled = busy
 
-    def _frame(self, k: int) -> Frame:
-        return self.handle.frame(k)
-
     def _finished(self) -> bool:
         return self.handle.finished
 
@@ -72,9 +69,9 @@ class HeatPanel(SteppingPanel):
             self._draw_timings()
 
     def _draw(self, frame: Frame) -> None:
-        self._draw_state(frame.field)
+        self._draw_state(frame.field, frame=True)
 
-    def _draw_state(self, field) -> None:
+    def _draw_state(self, field, frame: bool = False) -> None:
         from mpiworkbench.plot import heat as plot
         h = self.handle
         state = "steady state reached" if h.finished else "diffusing"
@@ -89,7 +86,7 @@ class HeatPanel(SteppingPanel):
             self._field = plot.LiveField(field, h.rows, vmin=lo, vmax=hi,
                                          title=f"temperature on {h.nranks} rank(s)' strips of rows")
             self._history = plot.live_history(h.history_steps, h.deltas, h.errors, tol=h.tol)
-        self.field_image.value = self._field.update(field)
+        self._picture(self.field_image, self._field.update(field), frame)
         self.history_image.value = self._history.update(h.history_steps, [h.deltas, h.errors])
 
     def _draw_timings(self) -> None:

@@ -30,12 +30,18 @@ class FrameStats:
 
     def __init__(self, window: int = 20):
         self.recent: deque[dict[str, float]] = deque(maxlen=window)
-        #: Frames drawn since the panel was built (every one set the picture once).
+        #: Frames drawn since the panel was built.
         self.count = 0
+        #: Of those, the frames whose main picture differed from the one before (a frame whose
+        #: picture came out byte for byte the same sends nothing to the browser).
+        self.pictures = 0
 
     def add(self, frame: Frame, drawing_s: float, total_s: float) -> None:
+        """Record *frame*: *total_s* is the time since the previous frame was drawn (the
+        frame period a viewer sees), *drawing_s* the part spent drawing this one."""
         self.recent.append({"steps": frame.steps, "compute": frame.compute_s, "exchange": frame.exchange_s,
-                            "transfer": frame.transfer_s, "drawing": drawing_s, "total": total_s})
+                            "transfer": frame.transfer_s, "drawing": drawing_s, "total": total_s,
+                            "overhead": max(0.0, total_s - frame.compute_s - frame.exchange_s)})
         self.count += 1
 
     def median(self, key: str) -> float:
@@ -47,8 +53,11 @@ class FrameStats:
         return 1.0 / total if total > 0 else 0.0
 
     def shares(self) -> dict[str, float]:
-        total = sum(f["total"] for f in self.recent) or 1.0
-        return {part: sum(f[part] for f in self.recent) / total for part in PARTS}
+        """Each part's share of the frames' summed parts (transfer and drawing overlap when
+        the next frame steps while this one is drawn, so the parts can exceed the period)."""
+        parts = {part: sum(f[part] for f in self.recent) for part in PARTS}
+        total = sum(parts.values()) or 1.0
+        return {part: value / total for part, value in parts.items()}
 
     def next_steps(self, k: int, target_s: float, most: int = 100_000) -> int:
         """Steps for the next frame so that it takes about *target_s*: what is left of the
@@ -59,7 +68,7 @@ class FrameStats:
         per_step = [(f["compute"] + f["exchange"]) / f["steps"] for f in self.recent if f["steps"]]
         if not per_step:
             return k
-        overhead = statistics.median(f["total"] - f["compute"] - f["exchange"] for f in self.recent)
+        overhead = self.median("overhead")
         budget = max(target_s - overhead, overhead / 4)
         wanted = budget / max(statistics.median(per_step), 1e-9)
         return int(max(1, min(wanted, 2 * k, most)))
@@ -67,11 +76,10 @@ class FrameStats:
     def html(self, steps_per_frame: int) -> str:
         """One line: frames so far, frames/s, steps per frame, where the time goes."""
         if not self.recent:
-            return f"frames {self.count}"
+            return f"frames {self.count} ({self.pictures} new pictures)"
         shares = " · ".join(f"{part} {share:.0%}" for part, share in self.shares().items())
-        overhead = self.median("transfer") + self.median("drawing")
-        return (f"frames {self.count} · <b>{self.fps:.1f} frames/s</b> · {steps_per_frame} step(s)/frame · "
-                f"{shares} · overhead {overhead * 1e3:.0f} ms/frame")
+        return (f"frames {self.count} ({self.pictures} new pictures) · <b>{self.fps:.1f} frames/s</b> · {steps_per_frame} step(s)/frame · "
+                f"{shares} · beyond the solver {self.median('overhead') * 1e3:.0f} ms/frame")
 
 
 class LivePanel:
@@ -91,8 +99,15 @@ class LivePanel:
         self._thread: threading.Thread | None = None
 
     # -- subclass hooks ----------------------------------------------------------------
+    def _submit(self, k: int):
+        """Start a frame of *k* steps on the engines (the handle stays locked until :meth:`_finish`)."""
+        return self.handle.submit_frame(k)
+
+    def _finish(self, started) -> Frame:
+        return self.handle.finish_frame(started)
+
     def _frame(self, k: int) -> Frame:
-        raise NotImplementedError
+        return self._finish(self._submit(k))
 
     def _draw(self, frame: Frame) -> None:
         raise NotImplementedError
@@ -116,27 +131,44 @@ class LivePanel:
         """Frames until ``should_stop()``, the solver is done or *max_frames*; returns how many.
 
         Each frame takes :attr:`steps_per_frame` steps, adapted after every frame to hold
-        :data:`TARGET_FPS`; the timing bars redraw every :data:`TIMINGS_PERIOD_S`.
+        :data:`TARGET_FPS`; the next frame is started on the engines before the last one
+        is drawn, so the ranks step while the notebook draws. Every frame started is drawn.
+        The timing bars redraw every :data:`TIMINGS_PERIOD_S`.
         """
-        done, timings_at = 0, time.perf_counter()
+        if should_stop() or self._finished() or max_frames == 0:
+            return 0
+        done = 0
+        started = self._submit(self.steps_per_frame)
+        last = timings_at = time.perf_counter()
         try:
-            while not should_stop() and not self._finished() and (max_frames is None or done < max_frames):
+            while started is not None:
+                current, started = started, None
+                frame = self._finish(current)
+                done += 1
+                if not (should_stop() or self._finished() or (max_frames is not None and done >= max_frames)):
+                    self.steps_per_frame = self.stats.next_steps(self.steps_per_frame, 1.0 / TARGET_FPS)
+                    started = self._submit(self.steps_per_frame)
                 t0 = time.perf_counter()
-                frame = self._frame(self.steps_per_frame)
-                t1 = time.perf_counter()
                 with self._draw_lock:
                     self._draw(frame)
-                    if t1 - timings_at >= TIMINGS_PERIOD_S:
+                    if t0 - timings_at >= TIMINGS_PERIOD_S:
                         self._draw_timings()
-                        timings_at = t1
-                t2 = time.perf_counter()
-                self._count(frame, t2 - t1, t2 - t0)
-                self.steps_per_frame = self.stats.next_steps(self.steps_per_frame, 1.0 / TARGET_FPS)
-                done += 1
+                        timings_at = t0
+                now = time.perf_counter()
+                self._count(frame, now - t0, now - last)
+                last = now
         finally:
+            if started is not None:  # drawing failed: let the frame on its way finish (unlocks the handle)
+                self._finish(started)
             with self._draw_lock:
                 self._draw_timings()
         return done
+
+    def _picture(self, image, png: bytes, frame: bool = True) -> None:
+        """Show *png* in the main picture's *image* widget; a *frame*'s new picture is counted."""
+        if frame and png != image.value:
+            self.stats.pictures += 1
+        image.value = png
 
     def _count(self, frame: Frame, drawing_s: float, total_s: float) -> None:
         self.stats.add(frame, drawing_s, total_s)

@@ -66,9 +66,13 @@ class WavePanel(SteppingPanel):
         self.refresh()
 
     # -- workers -----------------------------------------------------------------------
-    def _frame(self, k: int) -> Frame:
+    def _submit(self, k: int):
         where = (self.axis.value, int(self.index.value))
-        frame = self.handle.frame(k, *where)
+        return self.handle.submit_frame(k, axis=where[0], index=where[1]), where
+
+    def _finish(self, started) -> Frame:
+        started, where = started
+        frame = self.handle.finish_frame(started)
         frame.where = where  # what the plane is, for _draw
         return frame
 
@@ -88,9 +92,9 @@ class WavePanel(SteppingPanel):
             self._draw_timings()
 
     def _draw(self, frame: Frame) -> None:
-        self._draw_state(frame.field, *frame.where)
+        self._draw_state(frame.field, *frame.where, frame=True)
 
-    def _draw_state(self, plane, axis: str, index: int) -> None:
+    def _draw_state(self, plane, axis: str, index: int, frame: bool = False) -> None:
         from mpiworkbench.plot import wave as plot
         h = self.handle
         self.status.value = (
@@ -100,7 +104,7 @@ class WavePanel(SteppingPanel):
         )
         if self._slice is None or self._slice.axis != axis:
             self._slice = plot.LiveSlice(plane, axis, index, h.layout)
-        self.slice_image.value = self._slice.update(plane, index)
+        self._picture(self.slice_image, self._slice.update(plane, index), frame)
         if self._error is None:
             self._error = plot.live_error(h.times, h.errors, width=4.0)
         self.error_image.value = self._error.update(h.times, [h.errors])

@@ -114,7 +114,10 @@ def test_a_live_panel_shows_the_report_of_a_frame_that_hung():
             super().__init__(handle=None)
             self.status = w.HTML()
 
-        def _frame(self, k):
+        def _submit(self, k):
+            return "a frame on its way"
+
+        def _finish(self, started):
             raise ExecutionTimeout([RankStatus(0, 0, "ok"), RankStatus(1, 1, "running")],
                                    detail="(waited 1.0 s, timeout 1.0 s)")
 

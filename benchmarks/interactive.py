@@ -1,0 +1,218 @@
+"""Live panels at video rate: where a frame of **Play** goes, against the same steps without a panel.
+
+For each case (wave 33³/65³/129³, CG 257²/1025², heat 256²) on one 2-rank workbench, the
+panel's own Play loop (:meth:`mpiworkbench.widgets.live.LivePanel.play_frames`, what the
+button runs, without a browser) plays ``--frames`` frames after ``--warmup`` frames (the
+steps per frame settle), ``--repeat`` times. Per frame it records the slowest rank's
+compute and MPI exchange, the transfer (the round trip's rest: submit, gather, pull), the
+drawing (in-place redraw, PNG encoding, setting the widgets) and the total; then, in the
+same run:
+
+* **no panel** — the same step counts, frame by frame, through the handle's plain
+  ``step``/``iterate`` (no picture gathered, nothing drawn): what the solver costs alone;
+* **old redraw** — the figures drawn from scratch and encoded by ``savefig``, as every
+  frame did before the panels redrew in place (same data, a few frames).
+
+It also measures the CPU the notebook kernel (this process), the controller and the
+engines use while Play runs (cores busy), and with ``--yield`` repeats the three headline
+cases on a second cluster whose ranks yield their core while they wait in MPI (MPICH's
+``MPIR_CVAR_POLLS_BEFORE_YIELD=1``, ``MPIR_CVAR_CH4_PROGRESS_THROTTLE=1``, set here in the
+environment the engines inherit).
+
+Medians over all recorded frames of all repeats; the load average is printed (the machine
+is shared: read ratios from one run, not absolute times across runs). Usage::
+
+    .venv/bin/python benchmarks/interactive.py [--quick] [--frames 60] [--repeat 3] [--yield] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+#: (solver, size) of every case; the first three are the issue's headline cases.
+CASES = [("wave", 65), ("cg", 257), ("heat", 256), ("wave", 33), ("wave", 129), ("cg", 1025)]
+QUICK = CASES[:3]
+YIELD_ENV = {"MPIR_CVAR_POLLS_BEFORE_YIELD": "1", "MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1"}
+
+
+def make_handle(wb, solver: str, size: int):
+    """The case's handle, with options that keep it running through every frame."""
+    if solver == "wave":
+        return wb.wave(mesh=size)
+    if solver == "cg":  # an unreachable tolerance: it iterates on at machine precision
+        return wb.cg(mesh=size, tol=1e-300, maxiter=10**7)
+    return wb.heat(shape=(size, size), tol=1e-12)
+
+
+def plain_steps(handle, k: int) -> None:
+    """*k* steps through the handle without a panel (no picture gathered, nothing drawn)."""
+    (handle.iterate if hasattr(handle, "iterate") else handle.step)(k)
+
+
+def old_redraw_s(handle, solver: str, frames: int = 3) -> float:
+    """Median seconds to draw the panel's figures from scratch and encode them with
+    ``savefig`` (what every frame cost before the panels redrew in place)."""
+    from mpiworkbench.plot import cg as cg_plot, heat as heat_plot, wave as wave_plot
+    from mpiworkbench.plot.render import figure_to_png
+
+    times = []
+    for _ in range(frames):
+        t0 = time.perf_counter()
+        if solver == "wave":
+            plane = handle.slice("z")
+            figure_to_png(wave_plot.slice_figure(plane, "z", handle.mesh[2] // 2, handle.layout, t=handle.t), dpi=80)
+            figure_to_png(wave_plot.error_figure(handle.times, handle.errors, width=4.0), dpi=70)
+            figure_to_png(wave_plot.timings_figure(handle.last_timings, width=4.0), dpi=70)
+        elif solver == "cg":
+            u = handle.solution()
+            figure_to_png(cg_plot.residual_figure(handle.residuals, handle.rho_ratios, tol=handle.tol), dpi=80)
+            figure_to_png(cg_plot.solution_error_figure(u, u - handle.exact(), handle.layout,
+                                                        iteration=handle.iterations), dpi=80)
+            figure_to_png(cg_plot.timings_figure(handle.last_timings), dpi=80)
+        else:
+            field = handle.field()
+            figure_to_png(heat_plot.field_figure(field, handle.rows), dpi=80)
+            figure_to_png(heat_plot.history_figure(handle.history_steps, handle.deltas, handle.errors, handle.tol),
+                          dpi=70)
+            figure_to_png(heat_plot.timings_figure(handle.last_timings, handle.steps), dpi=70)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def processes(wb):
+    """psutil handles on the kernel (this process), the controller and the engines."""
+    import psutil
+
+    engines = [psutil.Process(r["pid"]) for r in wb.info()]
+    controller = getattr(getattr(wb.cluster, "controller", None), "pid", None)
+    return {"kernel": [psutil.Process()], "controller": [psutil.Process(controller)] if controller else [],
+            "engines": engines}
+
+
+def cpu_seconds(procs) -> dict[str, float]:
+    out = {}
+    for name, group in procs.items():
+        total = 0.0
+        for p in group:
+            t = p.cpu_times()
+            total += t.user + t.system
+        out[name] = total
+    return out
+
+
+def measure_case(wb, solver: str, size: int, frames: int, warmup: int, repeat: int) -> dict:
+    from mpiworkbench.widgets.live import FrameStats
+
+    handle = make_handle(wb, solver, size)
+    panel = handle.panel(handle)
+    procs = processes(wb)
+    records, wall, steps_seq, cpu = [], 0.0, [], {k: 0.0 for k in procs}
+    for _ in range(repeat):
+        panel.play_frames(lambda: False, max_frames=warmup)
+        panel.stats = FrameStats(window=frames)
+        before, t0 = cpu_seconds(procs), time.perf_counter()
+        done = panel.play_frames(lambda: False, max_frames=frames)
+        wall += time.perf_counter() - t0
+        after = cpu_seconds(procs)
+        for k in cpu:
+            cpu[k] += after[k] - before[k]
+        assert done == frames, (solver, size, done)
+        records += list(panel.stats.recent)
+        steps_seq += [int(f["steps"]) for f in panel.stats.recent]
+    t0 = time.perf_counter()
+    for k in steps_seq:
+        plain_steps(handle, k)
+    no_panel = (time.perf_counter() - t0) / len(steps_seq)
+    old = old_redraw_s(handle, solver)
+    handle.close()
+
+    def med(key):
+        return statistics.median(f[key] for f in records)
+
+    overhead = statistics.median(f["transfer"] + f["drawing"] for f in records)
+    return {
+        "case": f"{solver} {size}" + ("³" if solver == "wave" else "²"),
+        "frames": len(records), "steps_per_frame": statistics.median(steps_seq),
+        "compute_ms": med("compute") * 1e3, "exchange_ms": med("exchange") * 1e3,
+        "transfer_ms": med("transfer") * 1e3, "drawing_ms": med("drawing") * 1e3,
+        "overhead_ms": overhead * 1e3, "frame_ms": med("total") * 1e3,
+        "fps": len(records) / wall, "no_panel_ms": no_panel * 1e3, "old_redraw_ms": old * 1e3,
+        "cores_busy": {k: v / wall for k, v in cpu.items()},
+    }
+
+
+def run_cluster(cases, args, env: dict[str, str] | None = None) -> list[dict]:
+    from mpiworkbench import Workbench
+
+    saved = {k: os.environ.get(k) for k in (env or {})}
+    os.environ.update(env or {})
+    wb = Workbench(n=2, timeout=600)
+    try:
+        wb.start()
+        if env:
+            seen = wb.run(os.environ.get, next(iter(env)))
+            assert all(v == next(iter(env.values())) for v in seen), f"engines did not get {env}: {seen}"
+        results = []
+        for solver, size in cases:
+            row = measure_case(wb, solver, size, args.frames, args.warmup, args.repeat)
+            row["yield"] = bool(env)
+            print(format_row(row), flush=True)
+            results.append(row)
+        return results
+    finally:
+        wb.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+HEADER = ("| case | steps/frame | compute + exchange (ms) | transfer (ms) | drawing (ms) | **overhead** (ms) "
+          "| frame (ms) | **frames/s** | same steps, no panel (ms/frame) | old redraw (ms/frame) "
+          "| cores busy: kernel / controller / engines |\n|" + "---|" * 11)
+
+
+def format_row(r: dict) -> str:
+    busy = r["cores_busy"]
+    return (f"| {r['case']}{' (yield)' if r.get('yield') else ''} | {r['steps_per_frame']:.0f} "
+            f"| {r['compute_ms']:.1f} + {r['exchange_ms']:.1f} | {r['transfer_ms']:.1f} | {r['drawing_ms']:.1f} "
+            f"| **{r['overhead_ms']:.1f}** | {r['frame_ms']:.1f} | **{r['fps']:.1f}** | {r['no_panel_ms']:.1f} "
+            f"| {r['old_redraw_ms']:.0f} | {busy['kernel']:.2f} / {busy.get('controller', 0):.2f} "
+            f"/ {busy['engines']:.2f} |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="only the three headline cases")
+    parser.add_argument("--frames", type=int, default=60, help="recorded frames per repeat")
+    parser.add_argument("--warmup", type=int, default=10, help="frames before each recording")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--yield", dest="yield_", action="store_true",
+                        help="also the headline cases with MPICH ranks yielding while they wait")
+    parser.add_argument("--json", help="write the rows here")
+    args = parser.parse_args(argv)
+    cases = QUICK if args.quick else CASES
+    print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; 2 ranks; "
+          f"{args.repeat} x {args.frames} frames per case\n")
+    print(HEADER, flush=True)
+    rows = run_cluster(cases, args)
+    if args.yield_:
+        rows += run_cluster(QUICK, args, env=YIELD_ENV)
+    print(f"\nload average after: {os.getloadavg()[0]:.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rows": rows, "load_after": os.getloadavg()[0]}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

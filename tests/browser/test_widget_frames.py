@@ -1,0 +1,69 @@
+"""Every frame a live panel draws reaches the browser (issue 12): during a few seconds of
+Play, the slice picture Chromium receives changes exactly as often as the panel's own
+counters say — one new picture per frame, except frames whose picture came out byte for
+byte the same as the one before (near a turning point of the standing wave one time step
+can move no pixel's colour; such a frame sends nothing, and the panel counts it apart).
+No timing threshold: Play runs until a number of frames have been drawn."""
+
+from __future__ import annotations
+
+from tests.browser.conftest import run_cells, write_notebook
+from tests.browser.widgets_support import (
+    LIMIT_MS,
+    button,
+    cell_output,
+    error_outputs,
+    kernel_session,
+    open_fresh,
+    read_number,
+    wait_image_loaded,
+    wait_kernel_idle,
+    wait_number,
+)
+
+CELLS = [
+    "from mpiworkbench import Workbench\nwb = Workbench(n=2)\nwb.start()",
+    "w = wb.wave(mesh=17)",
+    "w.widget()",
+]
+PANEL_CELL = 2
+FRAMES = r"frames (\d+)"
+PICTURES = r"\((\d+) new pictures\)"
+PLAYED = 25  # frames to see before pausing
+
+_COUNT_UPDATES = """([img]) => {
+    window.__sliceUpdates = 0;
+    // one record per change of src (the observer may hand over several at once)
+    new MutationObserver((records) => { window.__sliceUpdates += records.length; })
+        .observe(img, {attributes: true, attributeFilter: ['src']});
+}"""
+
+
+def test_the_browser_receives_every_frame_the_panel_counts(page, lab_server):
+    name = write_notebook(lab_server, "browser_frames_widget.ipynb", CELLS)
+    with kernel_session(page, lab_server, "widget_frames"):
+        open_fresh(page, lab_server, name)
+        run_cells(page, len(CELLS))
+        panel = cell_output(page, PANEL_CELL)
+        play, step1 = button(panel, "Play"), button(panel, "Step 1")
+        play.wait_for(timeout=LIMIT_MS)
+        slice_image = panel.locator("img").nth(0)
+        wait_image_loaded(page, slice_image)
+        wait_kernel_idle(page)
+        first, first_pictures = read_number(page, FRAMES), read_number(page, PICTURES)
+        assert first == first_pictures == 0  # building the panel draws, but it is no frame of the solver
+        page.evaluate(_COUNT_UPDATES, [slice_image.element_handle()])
+
+        play.click()
+        wait_number(page, FRAMES, minimum=first + PLAYED)
+        play.click()
+        # the play loop has ended once the step buttons are enabled again
+        page.wait_for_function("([el]) => !el.disabled", arg=[step1.element_handle()], timeout=LIMIT_MS)
+        wait_kernel_idle(page)
+        counted = read_number(page, FRAMES) - first
+        new = read_number(page, PICTURES) - first_pictures
+        received = page.evaluate("() => window.__sliceUpdates")
+        assert counted >= PLAYED and counted / 2 <= new <= counted  # most frames move the wave
+        assert received == new, (f"the panel drew {counted} frames with {new} new pictures, "
+                                 f"the browser got {received} pictures")
+        assert error_outputs(page) == []
