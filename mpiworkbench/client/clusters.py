@@ -133,7 +133,31 @@ def _running_cluster(profile: str, cluster_id: str, ipython_dir_: str | None):
         return None  # half-written or foreign file: not a cluster we can attach to
     if cluster.controller is None or not _controller_alive(cluster):
         return None
+    # Attached, we only watch: without this, noticing the owner's engines stop (a restart
+    # from another notebook) would rewrite the owner's file from our stale view and drop the
+    # engines recorded there. Writes are allowed only where we act (see `acting_on`).
+    cluster.cluster_file = ""
     return cluster
+
+
+def cluster_file_of(cluster) -> Path:
+    """Where ipyparallel records *cluster* (``security/cluster-<id>.json`` of its profile)."""
+    return Path(cluster.profile_dir) / "security" / f"cluster-{cluster.cluster_id}.json"
+
+
+@contextlib.contextmanager
+def acting_on(cluster, attached: bool) -> Iterator[None]:
+    """While an attached session changes *cluster* (restarts its engines, stops it), let its
+    cluster object record the change in the cluster file, which the owner's ``ipcluster
+    stop`` reads. A cluster the session started records its changes anyway."""
+    if not attached:
+        yield
+        return
+    cluster.cluster_file = str(cluster_file_of(cluster))
+    try:
+        yield
+    finally:
+        cluster.cluster_file = ""
 
 
 def _mpi_rank() -> int:

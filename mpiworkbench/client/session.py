@@ -12,7 +12,7 @@ import uuid
 from typing import Any
 
 from mpiworkbench.core import machine
-from mpiworkbench.client import clusters
+from mpiworkbench.client import clusters, owners
 from mpiworkbench.client.execution import Execution
 from mpiworkbench.client.watchdog import start_watchdog, stop_watchdog
 
@@ -258,7 +258,8 @@ class Session(Execution):
                 "detached; the cluster keeps running for whoever started it (stop it with "
                 "wb.stop(cluster=True), `ipcluster stop`, or the IPython Parallel sidebar)"
             )
-        clusters.stop_cluster(running, self.log_level)
+        with clusters.acting_on(running, attached=not self.owns_cluster):
+            clusters.stop_cluster(running, self.log_level)
         return "stopped the engines and the controller"
 
     def restart(self) -> "Session":
@@ -266,9 +267,13 @@ class Session(Execution):
 
         The controller stays up; engine ids change, so :attr:`ranks`, :attr:`view` and
         the ``%px`` magics are rebuilt. On an attached cluster the engines are restarted
-        through the cluster's own launcher (its profile's mpiexec, or a new Slurm job).
-        ``ipcluster`` itself tears its cluster down when its engines stop within 30 s of
-        starting (``IPClusterStart.early_shutdown``); clusters of JupyterLab's sidebar do not.
+        through the cluster's own launcher (its profile's mpiexec, or a new Slurm job):
+        a cluster of JupyterLab's *IPython Parallel* sidebar is restarted by its server
+        (controller included, so the sidebar's STOP still stops everything); for any other
+        owner (``ipcluster``, a script) the new engines are started from this process and
+        recorded in the cluster file, which ``ipcluster stop`` reads. ``ipcluster`` itself
+        tears its cluster down when its engines stop within 30 s of starting
+        (``IPClusterStart.early_shutdown``).
 
         Returns
         -------
@@ -277,15 +282,30 @@ class Session(Execution):
         """
         if self.cluster is None:
             return self.start()
+        server = None if self.owns_cluster else owners.owning_server(self.cluster)
+        if server is not None:
+            return self._restart_through(server)
         self.view = None
-        clusters.kill_engines(self.cluster, self.client, self.ranks, self.log_level)
-        self.cluster.start_engines_sync(self.n)
-        self._connect_engines()
-        if not self.owns_cluster:
-            # the owner rewrites the cluster file when it sees its engines stop, which can drop
-            # the set started here: record it again, so whoever stops the cluster stops it too
-            self.cluster.update_cluster_file()
+        with clusters.acting_on(self.cluster, attached=not self.owns_cluster):
+            clusters.kill_engines(self.cluster, self.client, self.ranks, self.log_level)
+            self.cluster.start_engines_sync(self.n)
+            self._connect_engines()
+            if not self.owns_cluster:
+                # the owner rewrites the cluster file when it sees its engines stop, which can
+                # drop the set started here: record it again, so `ipcluster stop` stops it too
+                self.cluster.update_cluster_file()
         return self
+
+    def _restart_through(self, server: owners.JupyterServer) -> "Session":
+        # the JupyterLab server owns this cluster (its sidebar's STOP stops what the server
+        # started): ask it for the fresh world, then attach to the cluster it started
+        n, client = self.n, self.client
+        clusters.kill_through_nannies(client, self.ranks)
+        self.cluster = self.client = self.view = None
+        self.ranks = {}
+        client.close()
+        owners.restart_through(server, self.profile, self.cluster_id, n)
+        return self._attach(clusters.running_cluster(self.profile, self.cluster_id, required=True))
 
     def __enter__(self) -> "Session":
         return self.start()

@@ -1,5 +1,6 @@
 """The users' path in Chromium: START the ``mpi`` profile in JupyterLab's *IPython Parallel*
-sidebar, then run ``00_start_here`` cell by cell — its first cell attaches to that cluster.
+sidebar, then run ``00_start_here`` cell by cell — its first cell attaches to that cluster,
+and its ``wb.restart()`` (after a rank failed before a barrier) has the server restart it.
 
 The sidebar's cluster belongs to the JupyterLab server; the notebook only detaches from it
 (``wb.stop()``), and the test stops it with the request the sidebar's STOP sends.
@@ -18,6 +19,8 @@ from tests.browser.conftest import open_notebook, run_cells, screenshot, shutdow
 from tests.browser.test_start_here import CELLS_THROUGH_PLOT
 
 KEY = "mpi:"  # the sidebar's key of profile mpi, cluster id ""
+#: Cells run after the plot until the restarted world answers (the failing-rank section)
+MAX_CELLS_TO_RESTART = 12
 
 
 def _clusters(server) -> dict[str, dict]:
@@ -34,6 +37,11 @@ def _wait(condition, what: str, timeout: float = 180):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.2)  # polling a condition, not a fixed wait
+
+
+def _controller_pid(server) -> int | None:
+    model = _clusters(server).get(KEY) or {}
+    return ((model.get("controller") or {}).get("state") or {}).get("pid")
 
 
 def _running_engines(server) -> int:
@@ -66,6 +74,19 @@ def test_start_in_the_sidebar_then_the_notebook_attaches(page, lab_server):
         assert "attached (profile 'mpi')" in panel.inner_text()
         assert panel.locator(".mpiwb-state").inner_text() == "running"
         screenshot(page, "00_start_here-attached.png")
+
+        # on through the failing rank and `wb.restart()`: the server that owns the cluster
+        # restarts it (a new controller), so the sidebar's STOP below still stops everything
+        controller_before = _controller_pid(lab_server)
+        for _ in range(MAX_CELLS_TO_RESTART):
+            run_cells(page, 1)
+            if outputs.filter(has_text="back again: 1").count():
+                break
+        outputs.filter(has_text="back again: 0").first.wait_for(timeout=120_000)
+        wait_idle(page)
+        assert _running_engines(lab_server) == 2
+        assert _controller_pid(lab_server) not in (None, controller_before)
+        screenshot(page, "00_start_here-restarted.png")
     except Exception:
         screenshot(page, "sidebar-failure.png")
         raise

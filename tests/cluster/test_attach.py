@@ -18,7 +18,8 @@ from mpiworkbench.client import clusters
 from mpiworkbench.client.profile import create_profile
 from mpiworkbench.core.machine import THREAD_LEVELS
 from tests.cluster.slurm import wait_until
-from tests.cluster.test_ipcluster_profile import LIMIT, IPCluster, drive_solvers
+from tests.cluster.test_ipcluster_profile import drive_solvers
+from tests.ipcluster import LIMIT, IPCluster
 
 
 @ipp.interactive  # sent by value: the engines cannot import this module

@@ -8,38 +8,17 @@ current directory.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import subprocess
-import sys
 import uuid
-from pathlib import Path
 
 import ipyparallel as ipp
 
 from mpiworkbench import Workbench
 from mpiworkbench.client.profile import create_profile
 from tests.cluster.slurm import processes_with_env, slurm, wait_until  # noqa: F401 - fixture
-
-LIMIT = 120  # seconds; generous bounds on polled conditions
-#: Wall-clock limit of the engines' Slurm job (minutes) and of every mpiexec (seconds).
-JOB_MINUTES = "10"
-MPIEXEC_TIMEOUT = os.environ.get("MPIEXEC_TIMEOUT", "600")
-
-
-def _bin(name: str) -> str:
-    return str(Path(sys.executable).with_name(name))
-
-
-def _engines_recorded(cluster_file: Path) -> bool:
-    """Whether ipcluster has finished writing a cluster file that records its engines."""
-    try:
-        data = json.loads(cluster_file.read_text())
-    except (OSError, ValueError):  # not there yet, or caught half-written
-        return False
-    return bool((data.get("engines") or {}).get("sets"))
-
+from tests.ipcluster import JOB_MINUTES, LIMIT, IPCluster, _bin
 
 @ipp.interactive  # resolve globals in the engine's namespace
 def _engine_mpi_size():
@@ -88,53 +67,6 @@ def drive_solvers(wb, steps: int) -> None:
         assert c.run()["status"] == "converged"
     finally:
         c.close()
-
-
-class IPCluster:
-    """``ipcluster start`` in a Popen we own (run in *cwd*), stopped with ``ipcluster stop``."""
-
-    def __init__(self, profile: str, ipython_dir: Path, cwd: Path, env: dict[str, str]):
-        self.profile, self.cwd = profile, cwd
-        self.env = {**env, "IPYTHONDIR": str(ipython_dir), "MPIEXEC_TIMEOUT": MPIEXEC_TIMEOUT}
-        self.profile_dir = ipython_dir / f"profile_{profile}"
-        self.cluster_file = self.profile_dir / "security" / "cluster-.json"
-        self.log = cwd / "ipcluster.log"
-        self.server: subprocess.Popen | None = None
-
-    def _diagnose(self) -> str:
-        return self.log.read_text(errors="replace")[-4000:] if self.log.exists() else ""
-
-    def start(self, n: int) -> ipp.Client:
-        with open(self.log, "ab") as log:
-            self.server = subprocess.Popen(
-                [_bin("ipcluster"), "start", "-n", str(n), f"--profile={self.profile}", "--log-level=DEBUG"],
-                env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-
-        def recorded():
-            assert self.server.poll() is None, f"ipcluster exited early\n{self._diagnose()}"
-            return _engines_recorded(self.cluster_file)
-
-        wait_until(recorded, "ipcluster to write its cluster file", LIMIT, diagnose=self._diagnose)
-        cluster = ipp.Cluster.from_file(profile_dir=str(self.profile_dir), cluster_id="")
-        client = cluster.connect_client_sync()
-        try:
-            client.wait_for_engines(n, timeout=LIMIT)
-        except BaseException:
-            client.close()
-            raise
-        return client
-
-    def stop(self) -> None:
-        if self.server is None:
-            return
-        subprocess.run([_bin("ipcluster"), "stop", f"--profile={self.profile}"], env=self.env,
-                       cwd=self.cwd, check=False, timeout=LIMIT,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            self.server.wait(timeout=LIMIT)
-        except subprocess.TimeoutExpired:
-            self.server.kill()
-            self.server.wait()
 
 
 def test_ipcluster_starts_local_mpi_engines_from_the_mpi_profile(tmp_path):

@@ -1,5 +1,9 @@
 """Every notebook in notebooks/ is executed: a notebook that does not run is a failing test.
 
+Here each starts its own two-rank cluster (no ``mpi`` cluster runs in the test's IPython
+directory); ``test_notebooks_attached.py`` runs them all again on a three-rank cluster a user
+started with ``ipcluster``, which their first cell attaches to.
+
 Notebooks read ``MPIWORKBENCH_SMALL=1`` to use small sizes. Cells tagged
 ``raises-exception`` may raise (they show an error on purpose); any other error fails.
 """
@@ -13,7 +17,6 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from tests.process_tree import leftover_cluster_processes
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 ALL = sorted(p for p in NOTEBOOKS.glob("*.ipynb") if not p.name.startswith("_"))
@@ -25,16 +28,16 @@ def test_there_are_notebooks():
     assert any(p.name == "00_start_here.ipynb" for p in ALL), [p.name for p in ALL]
 
 
-@pytest.mark.parametrize("path", ALL, ids=[p.stem for p in ALL])
-def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch):
-    monkeypatch.setenv("MPIWORKBENCH_SMALL", "1")
+def run_notebook(path: Path, scratch: Path) -> nbformat.NotebookNode:
+    """Execute *path* in a fresh kernel (files it writes land in *scratch*); fail on any error
+    output outside cells tagged ``raises-exception``; the executed notebook."""
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
         nb,
         timeout=CELL_TIMEOUT_S,
         kernel_name="python3",
         # files a notebook writes land in a scratch directory, not in the repository
-        resources={"metadata": {"path": str(tmp_path)}},
+        resources={"metadata": {"path": str(scratch)}},
     )
     client.execute()
     errors = [
@@ -45,8 +48,16 @@ def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch):
         if out.get("output_type") == "error"
     ]
     assert errors == []
+    return nb
 
 
-def test_zz_notebooks_left_nothing_running():
-    leftovers = leftover_cluster_processes()
-    assert leftovers == [], "\n".join(leftovers)
+def printed(nb: nbformat.NotebookNode) -> str:
+    """Everything the notebook's code cells printed to stdout."""
+    return "".join(out.get("text", "") for cell in nb.cells if cell.cell_type == "code"
+                   for out in cell.get("outputs", []) if out.get("name") == "stdout")
+
+
+@pytest.mark.parametrize("path", ALL, ids=[p.stem for p in ALL])
+def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("MPIWORKBENCH_SMALL", "1")
+    run_notebook(path, tmp_path)
