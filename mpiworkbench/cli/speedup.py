@@ -67,7 +67,8 @@ def register(subparsers) -> None:
             "--yield-while-waiting",
             action="store_true",
             help="MPICH ranks give their core away while they wait (MPIR_CVAR_ENABLE_HEAVY_YIELD; see "
-                 "benchmarks/mpich_yield.py): for more ranks than cores",
+                 "benchmarks/mpich_yield.py); frees the cores for other work but slows every wait, "
+                 "so it is off by default",
         )
         sub.add_argument("--plot", default=None, metavar="FILE",
                          help="also save the figure (time, speedup, ratio to C; thesis values beside) to FILE")

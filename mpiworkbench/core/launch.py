@@ -32,7 +32,11 @@ _ONE_THREAD_PER_RANK = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THRE
 #: waiting in a barrier burned 0.23 CPU s per s waited with it, 0.86 without (medians of 3
 #: launches, load 3);
 #: ``MPIR_CVAR_POLLS_BEFORE_YIELD=1`` and ``MPIR_CVAR_CH4_PROGRESS_THROTTLE=1`` (the library
-#: knows both) changed nothing measurable there, so they are not set.
+#: knows both) changed nothing measurable there, so they are not set. Off by default: the
+#: sleep lands in every wait, so communication gets slower — ``speedup inner --np 1,2,3``
+#: (n = 2**18, NumPy, 200 reductions per repetition) went from 9.4-14 to 35-41 ms at 2 ranks
+#: and from 8.2-9.4 to 47-75 ms at 3 (3 launches each, interleaved, load 2.4-2.5), and the
+#: 3-rank MPI test tier (halo, wave, speedup runner, CG) took 33 and 38 s against 23 and 31 s.
 YIELD_WHILE_WAITING = {"MPIR_CVAR_ENABLE_HEAVY_YIELD": "1"}
 #: Set to ``1`` to ask for :data:`YIELD_WHILE_WAITING` in every rank this process starts.
 YIELD_VARIABLE = "MPIWORKBENCH_YIELD_WHILE_WAITING"
