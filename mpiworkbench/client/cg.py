@@ -64,6 +64,13 @@ class CGHandle(SolverHandle):
             report = self._obj.root("advance", int(k), len(self._residuals))
         return self._record(report)
 
+    def trace(self, steps: int = 3):
+        """Take *steps* CG iterations with every rank's MPI calls recorded; returns the
+        :class:`~mpiworkbench.trace.Trace` (exchanges and allreduces per iteration)."""
+        from mpiworkbench.client.trace import trace_steps
+
+        return trace_steps(self.wb, self.iterate, steps)
+
     def _record(self, report: dict[str, Any]) -> dict[str, Any]:
         self._residuals.extend(report["history"]["residual"])
         self._rho_ratios.extend(report["history"]["rho_ratio"])

@@ -23,6 +23,8 @@ LAUNCHERS: dict[str, list[str]] = {
         'c.Cluster.engine_launcher_class = "mpi"',
         "# the mpiexec beside this Python (the mpich wheel's), so launcher and library match",
         "c.MPILauncher.mpi_cmd = [{mpiexec!r}]",
+        "# every rank runs with mpiworkbench's MPI interposer preloaded (traces, hang reports)",
+        "c.MPIEngineSetLauncher.mpi_args = {preload!r}",
     ],
     "slurm": [
         'c.Cluster.engine_launcher_class = "slurm"',
@@ -70,7 +72,9 @@ def create_profile(name: str = "mpi", launcher: str = "mpi", ip: str = "127.0.0.
     profile = root / f"profile_{name}"
     profile.mkdir(parents=True, exist_ok=True)
     mpiexec = find_mpiexec()
-    launcher_lines = "\n".join(LAUNCHERS[launcher]).format(mpiexec=mpiexec, mpiexec_sh=shlex.quote(mpiexec))
+    from mpiworkbench.trace.library import mpiexec_args
+    launcher_lines = "\n".join(LAUNCHERS[launcher]).format(mpiexec=mpiexec, mpiexec_sh=shlex.quote(mpiexec),
+                                                           preload=mpiexec_args(mpiexec))
     (profile / "ipcluster_config.py").write_text(
         _HEADER + "c = get_config()  # noqa: F821\n" + launcher_lines + "\n"
         "c.Cluster.delay = 0\n"

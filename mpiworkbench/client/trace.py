@@ -13,7 +13,7 @@ line, and the likely cause.
 from __future__ import annotations
 
 import socket
-from typing import Any
+from typing import Any, Callable
 
 from mpiworkbench.client.errors import ExecutionTimeout
 from mpiworkbench.trace import hang, recorder
@@ -114,3 +114,13 @@ def trace_from_outside(wb) -> Trace | None:
         return None
     per_rank = [hang.read_events(processes[r]["pid"]) for r in sorted(processes)]
     return Trace.from_ranks(per_rank, hosts=[here] * len(per_rank))
+
+
+def trace_steps(wb, advance: Callable[[int], Any], steps: int) -> Trace | None:
+    """``advance(steps)`` with every rank's MPI calls recorded: what ``w.trace(steps=3)`` of
+    the solver handles does. Returns the :class:`~mpiworkbench.trace.model.Trace`."""
+    if int(steps) < 1:
+        raise ValueError(f"steps must be at least 1; got {steps}")
+    with tracing(wb) as t:
+        advance(int(steps))
+    return t.trace

@@ -115,6 +115,13 @@ class WaveHandle(SolverHandle):
         """
         return self.collect(self.step_async(k))
 
+    def trace(self, steps: int = 3):
+        """Take *steps* time steps with every rank's MPI calls recorded; returns the
+        :class:`~mpiworkbench.trace.Trace` (the halo exchange as a timeline, its messages)."""
+        from mpiworkbench.client.trace import trace_steps
+
+        return trace_steps(self.wb, self.step, steps)
+
     def run(self, should_stop: Callable[[], bool], on_progress: Callable[["WaveHandle"], None] | None = None,
             chunk: int = 5) -> dict[str, Any] | None:
         """Step *chunk* steps at a time until ``should_stop()`` (what the panel's **Play** does).

@@ -11,6 +11,7 @@ Control ``description``s (stable, for tests and documentation): ``Benchmark``,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Callable
 
 from mpiworkbench.bench import results
@@ -46,6 +47,11 @@ class BenchPanel:
                                                 "rows show the median")
         self.metric = w.Dropdown(options=[("time (µs)", "t_us"), ("throughput (MB/s)", "throughput_MBps")],
                                  value="t_us", description="Metric")
+        self.trace_box = w.Checkbox(value=False, description="Trace", indent=False,
+                                    tooltip="record every rank's MPI calls during the run (timings include "
+                                            "the tracing overhead) and show the timeline below")
+        self.trace_view = w.VBox()
+        self.trace = None  # the last traced run's Trace
         self.run_button = w.Button(description="Run", button_style="primary")
         self.stop_button = w.Button(description="Stop", disabled=True)
         self.progress = w.IntProgress(value=0, min=0, max=1, description="Progress")
@@ -70,8 +76,8 @@ class BenchPanel:
             self.thread_info,
             w.HBox([self.benchmark, self.sizes, self.ranks]),
             w.HBox([self.backends, w.VBox([self.mode, self.cap, self.repeats, self.metric])]),
-            w.HBox([self.run_button, self.stop_button, self.progress]),
-            self.status, self.image, self.table,
+            w.HBox([self.run_button, self.stop_button, self.trace_box, self.progress]),
+            self.status, self.image, self.table, self.trace_view,
             w.HBox([self.file, self.save_button, self.load_button, self.clear_button]),
         ])
 
@@ -87,8 +93,9 @@ class BenchPanel:
         """Run with the current settings, blocking, redrawing after every size."""
         self._begin()
         try:
-            self.doc = driver.run_on_workbench(self.wb, **self.settings(), on_rows=self._on_rows,
-                                               should_stop=lambda: self._stop)
+            with self._tracing():
+                self.doc = driver.run_on_workbench(self.wb, **self.settings(), on_rows=self._on_rows,
+                                                   should_stop=lambda: self._stop)
         finally:
             self._end()
         return self.doc
@@ -103,8 +110,9 @@ class BenchPanel:
         """What **Run** does: the same sweep, waited on without blocking the kernel."""
         self._begin()
         try:
-            self.doc = await driver.run_async(self.wb, **self.settings(), on_rows=self._on_rows,
-                                              should_stop=lambda: self._stop)
+            with self._tracing():
+                self.doc = await driver.run_async(self.wb, **self.settings(), on_rows=self._on_rows,
+                                                  should_stop=lambda: self._stop)
         except Exception as exc:  # noqa: BLE001 - shown in the panel (a hang: the rank-by-rank report)
             self.status.value = error_html(exc, "error")
         finally:
@@ -143,6 +151,24 @@ class BenchPanel:
         self.table.value = fit_table_html(fits or {})
 
     # -- internals ---------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _tracing(self):
+        """With **Trace** ticked, the run is recorded and its trace shown under the plot."""
+        if not self.trace_box.value:
+            yield
+            return
+        from mpiworkbench.client.trace import tracing
+        from mpiworkbench.widgets.trace import TraceView
+
+        recording = tracing(self.wb)
+        try:
+            with recording:
+                yield
+        finally:
+            if recording.trace is not None:
+                self.trace = recording.trace
+                self.trace_view.children = [TraceView(recording.trace, width=self.width).widget]
+
     def _begin(self) -> None:
         self._stop = False
         self.rows = []

@@ -123,3 +123,35 @@ def test_px_trace_magic(wb):
         assert wb.last_trace.count("MPI_Barrier", 0) == wb.last_trace.count("MPI_Barrier", 1) == 1
     finally:
         InteractiveShell.clear_instance()
+
+
+def test_wave_handle_trace_shows_the_halo_exchange(wb):
+    w = wb.wave(mesh=17, dims=(2, 1, 1))
+    try:
+        t = w.trace(steps=3)
+    finally:
+        w.close()
+    for rank in range(2):
+        assert t.count("MPI_Sendrecv", rank) == 6 * 3  # one per face direction per step
+    halo = t.messages()
+    assert len(halo) >= 2 * 3 and {(int(m["src"]), int(m["dst"])) for m in halo} == {(0, 1), (1, 0)}
+
+
+def test_cg_handle_trace_counts_allreduces(wb):
+    c = wb.cg(mesh=17, variant="fused")
+    try:
+        t = c.trace(steps=2)
+    finally:
+        c.close()
+    assert t.count("MPI_Allreduce", 0) == t.count("MPI_Allreduce", 1) >= 2
+
+
+def test_bench_panel_trace_toggle(wb):
+    from mpiworkbench.widgets.bench import BenchPanel
+
+    panel = BenchPanel(wb, "pingpong", backends=["mpi4py-buf"], sizes="8:16")
+    panel.trace_box.value = True
+    panel.run()
+    assert panel.doc is not None and panel.trace is not None
+    assert panel.trace.count("MPI_Send", 0) > 0 and panel.trace.count("MPI_Recv", 1) > 0
+    assert panel.trace_view.children  # the trace view under the plot
