@@ -189,6 +189,7 @@ def backend_figure(
     from mpiworkbench.speedup.experiments import REFERENCE_BACKEND
 
     points = [p for p in result.points if p.get("backend")]
+    dotted = False
     if not points:
         raise ValueError("backend_figure needs a result crossed with backends (mpiworkbench speedup … --backend …)")
     fig = new_figure(width, height)
@@ -196,15 +197,16 @@ def backend_figure(
     counts = sorted({int(p["nranks"]) for p in points})
     xmax = max(counts)
     cores = result.cores
-    k = 0
+    k = c_series = 0
     for (variant, size), pts in result.series().items():
         pts = [p for p in pts if p.get("backend")]
         if not pts:
             continue
         backend = pts[0]["backend"]
         label = f"{variant}, {size_name}={size}"
-        if backend == REFERENCE_BACKEND:
-            colour, marker = _C_STYLE["color"], "s"
+        if backend == REFERENCE_BACKEND:  # C: black, then greys for more C series (other kernels)
+            colour, marker = ("black", "0.45", "0.65")[min(c_series, 2)], "sDp"[c_series % 3]
+            c_series += 1
         else:
             colour, marker = f"C{k % 10}", _MARKERS[k % len(_MARKERS)]
             k += 1
@@ -217,11 +219,21 @@ def backend_figure(
                 if p["backend"] != REFERENCE_BACKEND:
                     ax_r.annotate(f"{p['ratio_to_c']:.2f}x", (int(p["nranks"]), p["ratio_to_c"]),
                                   textcoords="offset points", xytext=(4, 3), fontsize=7, color=colour)
+        # over the fastest all-C point (e.g. NumPy update vs C update and C messages): dotted
+        best = [p for p in pts if p.get("ratio_to_best_c") and p.get("ratio_to_c")
+                and abs(p["ratio_to_best_c"] / p["ratio_to_c"] - 1) > 0.01]
+        if best:
+            ax_r.plot([int(p["nranks"]) for p in best], [p["ratio_to_best_c"] for p in best], ":",
+                      color=colour, marker=marker, mfc="white", ms=5, lw=1)
+            dotted = True
     for line in ax_t.get_lines() + ax_s.get_lines():
         if line.get_label().split(",")[0].endswith(f"@{REFERENCE_BACKEND}"):
             line.set_linewidth(_C_STYLE["lw"])
     ax_s.plot(counts, counts, "k:", lw=1, label="ideal speedup")
     legend_r = [ax_r.axhline(1.0, color="black", lw=1.5, label="C (reference)")]
+    if dotted:
+        legend_r.append(ax_r.plot([], [], ":", color="0.3", marker="o", mfc="white",
+                                  label="dotted, hollow: over the fastest all-C point")[0])
     then = _then_series(result.experiment, xmax)
     if then is not None:
         kind, data, label = then
@@ -249,12 +261,12 @@ def backend_figure(
         ax.yaxis.set_major_locator(LogLocator(base=2))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
     ax_t.set_ylabel("wall-clock time / s (log2)")
-    ax_t.set_title("Runtime per backend (C: thick black)")
+    ax_t.set_title("Runtime per backend (C backend: black, grey)")
     ax_s.set_ylabel("speedup (log2)")
     ax_s.set_title("Speedup")
     ax_r.set_ylabel("time / time on C (log2)")
     ax_r.set_title("Ratio to C, per point")
-    ratios = [p["ratio_to_c"] for p in points if p.get("ratio_to_c")]
+    ratios = [p[key] for p in points for key in ("ratio_to_c", "ratio_to_best_c") if p.get(key)]
     top = max(ratios + ([then[1][1]] if then and then[0] == "band" else []), default=2.0)
     ax_r.set_ylim(min(ratios + [1.0]) / 1.5, top * 1.5)
     ax_s.legend(fontsize=7, loc="upper left")
