@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from mpiworkbench.client.errors import ExecutionTimeout
 from mpiworkbench.client.remote import RemoteObject
-from mpiworkbench.client.trace import arm_engines, explain_timeout
+from mpiworkbench.client.trace import arm_engines, explain_timeout, submitted
 from mpiworkbench.client.waiting import wait_ranks
 from mpiworkbench.core import machine, objects
 
@@ -37,7 +37,7 @@ class Execution:
         """
         self._require_running()
         arm_engines(self)
-        return self.view.apply_async(func, *args, **kwargs)
+        return submitted(self.view.apply_async(func, *args, **kwargs))
 
     def gather(self, ar, timeout: float | None | str = "default") -> list[Any]:
         """Wait for *ar* (hang-protected) and return its results in rank order.
@@ -64,7 +64,7 @@ class Execution:
         try:
             return wait_ranks(ar, self.ranks, timeout, grace=self.failure_grace, raise_failures=raise_failures)
         except ExecutionTimeout as exc:
-            raise explain_timeout(self, exc) from None
+            raise explain_timeout(self, exc, getattr(ar, "_wb_submitted", None)) from None
 
     def run(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Any]:
         """Run ``func(*args, **kwargs)`` on every rank and wait for it.
@@ -87,7 +87,7 @@ class Execution:
         """Execute *code* in every engine's namespace (what ``%%px`` does), hang-protected."""
         self._require_running()
         arm_engines(self)
-        ar = self.view.execute(code, block=False)
+        ar = submitted(self.view.execute(code, block=False))
         self.wait_explained(ar, self.timeout)
 
     def interrupt(self, signal: str = "SIGINT") -> None:

@@ -19,7 +19,7 @@ from contextlib import nullcontext
 from ipyparallel import error
 from ipyparallel.client.magics import ParallelMagics
 
-from mpiworkbench.client.trace import tracing
+from mpiworkbench.client.trace import arm_engines, submitted, tracing
 
 
 class WorkbenchMagics(ParallelMagics):
@@ -64,12 +64,13 @@ class WorkbenchMagics(ParallelMagics):
         stream_output = self.stream_output if stream_output is None else stream_output
         signal_on_interrupt = self.signal_on_interrupt if signal_on_interrupt is None else signal_on_interrupt
         targets = self.view.targets
-        result = self.view.execute(cell, silent=False, block=False)
+        wb = self.workbench
+        arm_engines(wb)
+        result = submitted(self.view.execute(cell, silent=False, block=False))
         result._fname = "%px"
         self.last_result = result
         if save_name:
             self.shell.user_ns[save_name] = result
-        wb = self.workbench
         try:
             with result.stream_output() if stream_output else nullcontext():
                 wb.wait_explained(result, wb.timeout, raise_failures=False)

@@ -13,6 +13,7 @@ line, and the likely cause.
 from __future__ import annotations
 
 import socket
+import time
 from typing import Any, Callable
 
 from mpiworkbench.client.errors import ExecutionTimeout
@@ -76,24 +77,32 @@ def arm_engines(wb) -> dict[int, dict[str, Any]]:
     return processes
 
 
-def _rank_states(wb, statuses) -> list[hang.RankState]:
+def _rank_states(wb, statuses, since: float | None) -> list[hang.RankState]:
     processes = getattr(wb, "_rank_processes", {}) or {}
     here = socket.gethostname()
     states = []
     for status in statuses:
         info = processes.get(status.rank)
         local = info is not None and info.get("host") == here
-        inflight = hang.read_slot(info["pid"]) if local else None
+        inflight = hang.read_slot(info["pid"], since) if local else None
         stack = hang.python_stack(info["pid"]) if local and status.state == "running" else []
         states.append(hang.RankState(status.rank, status.state, status.error, inflight, stack))
     return states
 
 
-def explain_timeout(wb, exc: ExecutionTimeout) -> ExecutionTimeout:
+def submitted(ar):
+    """Stamp *ar* with when it was submitted (``time.monotonic()``, the interposer's clock), so
+    a hang report weighs only what the ranks did since."""
+    ar._wb_submitted = time.monotonic()
+    return ar
+
+
+def explain_timeout(wb, exc: ExecutionTimeout, since: float | None = None) -> ExecutionTimeout:
     """Add the hang report to *exc* (rank by rank: the blocked call, peer, tag, bytes, for how
-    long, the Python line; then the likely causes) and return it."""
+    long, the Python line; then the likely causes) and return it. *since*: when the execution
+    was submitted (sends before it do not count as "sent")."""
     try:
-        states = _rank_states(wb, exc.statuses)
+        states = _rank_states(wb, exc.statuses, since)
     except Exception as err:  # the report must never hide the timeout itself
         exc.attach_hang_report([f"  (no hang report: {type(err).__name__}: {err})"], [], [])
         return exc

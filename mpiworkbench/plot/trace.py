@@ -54,16 +54,28 @@ def _seconds_axis(duration: float) -> tuple[float, str]:
     return 1.0, "s"
 
 
+def span(trace: Trace, margin: float = 0.03) -> tuple[float, float]:
+    """From a little before the first call to a little after the last one (seconds): the
+    default view of a timeline (the traced region around the calls is mostly not MPI)."""
+    if not len(trace):
+        return 0.0, max(trace.duration, 1e-6)
+    first, last = float(trace.events["t0"].min()), float(trace.events["t1"].max())
+    pad = max(last - first, 1e-6) * margin
+    return max(0.0, first - pad), last + pad
+
+
 def timeline(trace: Trace, t0: float | None = None, t1: float | None = None, *, arrows: bool = True,
              title: str | None = None, width: float = 9.0, height: float | None = None, ax=None) -> Figure:
-    """Per-rank timeline of *trace* between *t0* and *t1* (seconds; the whole trace by default).
+    """Per-rank timeline of *trace* between *t0* and *t1* (seconds; by default the :func:`span`
+    of its calls).
 
     Each call is a bar from entry to return in its rank's lane, coloured by family; collectives
     are hatched spans across the lane; messages are arrows from the send's start on the
     sender's lane to the completion of the matching receive on the receiver's lane.
     """
-    lo = 0.0 if t0 is None else float(t0)
-    hi = (trace.duration or 1e-6) if t1 is None else float(t1)
+    first, last = span(trace)
+    lo = first if t0 is None else float(t0)
+    hi = last if t1 is None else float(t1)
     if hi <= lo:
         raise ValueError(f"t1 must be after t0; got t0={lo}, t1={hi}")
     scale, unit = _seconds_axis(hi - lo)
@@ -100,7 +112,7 @@ def timeline(trace: Trace, t0: float | None = None, t1: float | None = None, *, 
     ax.set_yticks(range(trace.nranks))
     ax.set_yticklabels([f"rank {r}" for r in range(trace.nranks)])
     ax.set_xlim(0, (hi - lo) * scale)
-    ax.set_xlabel(f"time ({unit})" + (f" from {lo * scale:.4g} {unit}" if lo else ""))
+    ax.set_xlabel(f"time ({unit})" + (f" after {lo * scale:.4g} {unit}" if lo else ""))
     handles = [Patch(facecolor=FAMILY_COLOURS[f], label=f, hatch="//" if f in ("barrier", "collective") else None,
                      edgecolor="black" if f in ("barrier", "collective") else "none")
                for f in FAMILY_COLOURS if f in families]
@@ -169,4 +181,4 @@ def write_chrome(trace: Trace, path: str | Path) -> Path:
     return path
 
 
-__all__ = ["timeline", "matrix_figure", "time_per_kind_figure", "write_chrome", "family"]
+__all__ = ["span", "timeline", "matrix_figure", "time_per_kind_figure", "write_chrome", "family"]

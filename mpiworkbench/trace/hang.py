@@ -107,7 +107,7 @@ class InFlight:
     tag: int
     bytes: int
     seconds: float    # how long it has been in that call
-    sent: list[tuple[int, int, int]] = field(default_factory=list)  # recent (dest, tag, bytes)
+    sent: list[tuple[int, int, int, float]] = field(default_factory=list)  # recent (dest, tag, bytes, when)
 
     def describe(self) -> str:
         if self.call is None:
@@ -125,9 +125,11 @@ class InFlight:
         return f"{self.call}({', '.join(args)}) for {self.seconds:.1f} s"
 
 
-def read_slot(pid: int) -> InFlight | None:
+def read_slot(pid: int, since: float | None = None) -> InFlight | None:
     """The in-flight record of process *pid* on this host (``None`` when there is none: the
-    process runs without the interposer, has not initialised MPI, or is on another host)."""
+    process runs without the interposer, has not initialised MPI, or is on another host).
+    *since* (``time.monotonic()`` seconds, the clock the interposer uses): keep only the sends
+    made from then on, e.g. those of the execution that hangs."""
     try:
         with open(slot_path(pid), "rb") as f:
             raw = f.read(SLOT_DTYPE.itemsize)
@@ -142,13 +144,17 @@ def read_slot(pid: int) -> InFlight | None:
     nsent = int(s["nsent"])
     recent = s["sent"]
     order = [(i % len(recent)) for i in range(max(0, nsent - len(recent)), nsent)]
-    return InFlight(
+    record = InFlight(
         pid=pid, rank=int(s["rank"]), size=int(s["size"]), calls=int(s["calls"]),
         call=kind_name(int(s["kind"])) if inside else None,
         peer=int(s["peer"]), tag=int(s["tag"]), bytes=int(s["bytes"]),
         seconds=max(0.0, time.clock_gettime(time.CLOCK_MONOTONIC) - float(s["since"])) if inside else 0.0,
-        sent=[(int(recent[i]["dest"]), int(recent[i]["tag"]), int(recent[i]["bytes"])) for i in order],
+        sent=[(int(recent[i]["dest"]), int(recent[i]["tag"]), int(recent[i]["bytes"]), float(recent[i]["t"]))
+              for i in order],
     )
+    if since is not None:
+        record.sent = [sent for sent in record.sent if sent[3] >= since]
+    return record
 
 
 def python_stack(pid: int, timeout: float = 5.0) -> list[str]:
@@ -219,7 +225,7 @@ def diagnose(ranks: list[RankState]) -> list[str]:
     for rank, rec in sorted(blocked.items()):  # a wrong tag first: it explains what follows from it
         sender = by_rank.get(rec.peer)
         if KIND.get(rec.call, -1) in _RECEIVES and rec.peer >= 0 and rec.tag >= 0 and sender and sender.inflight:
-            tags = sorted({t for d, t, _ in sender.inflight.sent if d == rank})
+            tags = sorted({t for d, t, *_ in sender.inflight.sent if d == rank})
             if tags and rec.tag not in tags:
                 seen.update({rank, rec.peer})
                 causes.append(

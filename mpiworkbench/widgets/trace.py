@@ -27,9 +27,12 @@ class TraceView:
         if trace is None:
             raise ValueError("no trace to show: the traced block has not finished (or recorded nothing)")
         self.trace, self.width, self.title = trace, width, title
-        end = max(trace.duration, 1e-9)
+        from mpiworkbench.plot.trace import span
+
+        first, last = span(trace)
+        end = max(trace.duration, last, 1e-9)
         self.summary = w.HTML(f"<b>trace</b>: {trace.summary()}")
-        self.zoom = w.FloatRangeSlider(value=(0.0, end), min=0.0, max=end, step=end / 1000,
+        self.zoom = w.FloatRangeSlider(value=(first, last), min=0.0, max=end, step=end / 1000,
                                        description="Zoom (s)", readout_format=".6f",
                                        continuous_update=False, layout=w.Layout(width="95%"))
         self.arrows = w.Checkbox(value=True, description="message arrows")

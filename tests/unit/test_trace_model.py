@@ -130,7 +130,7 @@ def test_send_send_deadlock():
 
 
 def test_wrong_tag_is_named_before_the_receive_receive_wait_it_causes():
-    states = [hang.RankState(0, "running", "", _inflight(0, "MPI_Mprobe", 1, 6, sent=[(1, 5, 12)])),
+    states = [hang.RankState(0, "running", "", _inflight(0, "MPI_Mprobe", 1, 6, sent=[(1, 5, 12, 0.0)])),
               hang.RankState(1, "running", "", _inflight(1, "MPI_Mprobe", 0, 7))]
     [cause] = hang.diagnose(states)
     assert cause.startswith("rank 1 waits in MPI_Mprobe(source=0, tag=7), but rank 0 never sent tag 7")
