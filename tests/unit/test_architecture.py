@@ -42,7 +42,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "client": {"trace", "speedup", "bench", "solvers", "syntax", "backends", "core"},
     "widgets": {"trace", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
     "workbench": {"trace", "widgets", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
-    "cli": {"trace", "workbench", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
+    "cli": {"exercises", "trace", "workbench", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
+    "exercises": set(),  # the notebooks' exercise checks: plain Python, no MPI
     "__main__": {"cli"},
     "__init__": set(),  # the face: only lazy hand-offs to workbench/client (checked below)
 }
@@ -54,8 +55,8 @@ def _modules() -> dict[str, Path]:
     found = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE.parent).with_suffix("")
-        if "snippets" in rel.parts or "listings" in rel.parts:
-            continue  # code shown to learners, run as files, not part of the import graph
+        if "snippets" in rel.parts or "listings" in rel.parts or "solutions" in rel.parts:
+            continue  # code shown to learners or injected into notebooks, not part of the import graph
         parts = list(rel.parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]

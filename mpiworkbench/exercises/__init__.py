@@ -1,0 +1,114 @@
+"""Exercises in the teaching notebooks: a blank for the learner, a check that can fail, a hint.
+
+One convention, read by the notebooks, the test suite and ``mpiworkbench exercises``:
+
+* An **answer cell** carries the tag ``exercise`` and the metadata ``"exercise": NAME``. In the
+  notebook it holds a clearly marked blank — ``...`` (Python's ``Ellipsis``) where the answer
+  goes, with ``# YOUR ANSWER`` beside it.
+* A **check cell** calls :func:`check` with the same NAME: it says *right*, or raises
+  :class:`WrongAnswer` with a hint; while the blank is still there it only says so (the notebook
+  runs through, so a learner can work at their own pace).
+* The **reference solution** (and a deliberately **wrong answer**, used by the test suite to
+  prove the check can fail) live outside the notebook, in ``solutions/<notebook>.py`` of this
+  package: one ``# %% NAME`` section per answer cell, ``# %% NAME wrong`` for the wrong one.
+
+:func:`inject` puts solutions (or wrong answers) into a notebook's answer cells; the teachers'
+version of every notebook is ``mpiworkbench exercises --solutions DIR``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Callable
+
+SOLUTIONS = Path(__file__).with_name("solutions")
+TAG = "exercise"
+_SECTION = re.compile(r"^# %% (?P<name>\S+)(?P<wrong> wrong)?\s*$", re.MULTILINE)
+
+__all__ = ["WrongAnswer", "check", "blank", "solutions", "inject", "answer_cells", "SOLUTIONS"]
+
+
+class WrongAnswer(AssertionError):
+    """An exercise's check failed; the message names the exercise and gives its hint."""
+
+
+def _stub():
+    ...
+
+
+def blank(value: Any) -> bool:
+    """Whether *value* still holds the notebook's blank: ``...``, also inside a container, or
+    a function whose whole body is ``...`` (the blank of a "write this function" exercise)."""
+    if value is Ellipsis:
+        return True
+    code = getattr(value, "__code__", None)
+    if code is not None and code.co_code == _stub.__code__.co_code and code.co_consts == _stub.__code__.co_consts:
+        return True
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return any(blank(v) for v in value)
+    if isinstance(value, dict):
+        return any(blank(v) for v in value.values())
+    return bool(getattr(value, "__exercise_blank__", False))
+
+
+def check(name: str, answer: Any, test: Callable[[Any], object], hint: str, right: str = "") -> bool:
+    """Check the learner's *answer* to exercise *name* with *test* (true when right).
+
+    Returns ``True`` and prints a short confirmation when right. While the answer is still
+    the blank, prints what to do and returns ``False``. Otherwise raises :class:`WrongAnswer`
+    with *hint* (and the error *test* raised, if it raised one).
+    """
+    if blank(answer):
+        print(f"Exercise {name}: not answered yet. Replace the ... in the answer cell above, then run this cell again.")
+        return False
+    try:
+        ok = bool(test(answer))
+        problem = ""
+    except Exception as exc:  # noqa: BLE001 - a wrong answer may fail in any way; say how
+        ok, problem = False, f" (checking it raised {type(exc).__name__}: {exc})"
+    if not ok:
+        raise WrongAnswer(f"Exercise {name}: not right yet{problem}. Hint: {hint}")
+    print(f"Exercise {name}: right." + (f" {right}" if right else ""))
+    return True
+
+
+def solutions(notebook: str) -> dict[str, dict[str, str]]:
+    """``{NAME: {"solution": code, "wrong": code}}`` for the notebook named *notebook*
+    (its file stem, e.g. ``"02_microbenchmarks"``); empty when it has no exercises."""
+    path = SOLUTIONS / f"{notebook}.py"
+    if not path.exists():
+        return {}
+    text = path.read_text()
+    found: dict[str, dict[str, str]] = {}
+    marks = list(_SECTION.finditer(text))
+    for mark, following in zip(marks, [*marks[1:], None]):
+        body = text[mark.end():following.start() if following else len(text)].strip("\n")
+        kind = "wrong" if mark.group("wrong") else "solution"
+        found.setdefault(mark.group("name"), {})[kind] = body + "\n"
+    return found
+
+
+def answer_cells(nb) -> list[tuple[int, str]]:
+    """``(index, NAME)`` of every answer cell of notebook *nb* (an nbformat node)."""
+    return [(i, cell.metadata["exercise"]) for i, cell in enumerate(nb.cells)
+            if cell.cell_type == "code" and TAG in cell.metadata.get("tags", [])]
+
+
+def inject(nb, notebook: str, kind: str = "solution"):
+    """Replace the blanks of notebook *nb* (named *notebook*) by its reference solutions
+    (``kind="solution"``) or by the deliberately wrong answers (``kind="wrong"``), in place.
+
+    Raises ``KeyError`` naming an answer cell that has no such code in ``solutions/``.
+    """
+    if kind not in ("solution", "wrong"):
+        raise ValueError(f"kind must be 'solution' or 'wrong'; got {kind!r}")
+    known = solutions(notebook)
+    for index, name in answer_cells(nb):
+        code = known.get(name, {}).get(kind)
+        if code is None:
+            raise KeyError(f"{notebook}: answer cell {index} ({name!r}) has no {kind} in "
+                           f"{SOLUTIONS / (notebook + '.py')}; add a '# %% {name}"
+                           f"{' wrong' if kind == 'wrong' else ''}' section")
+        nb.cells[index].source = code.rstrip("\n")
+    return nb
