@@ -106,4 +106,9 @@ def test_experiment_variants_cover_every_registered_choice():
     assert len(experiments.get("cg").variants) == len(cg.VARIANTS) * len(cg.PARTITIONS) == 6
     assert {"allreduce", "bcast", "barrier", "sendrecv", "bcast_binomial"} <= set(experiments.get("bench").variants)
     assert "pingpong" not in experiments.get("bench").variants  # needs two ranks
-    assert set(BENCHMARKS) - set(experiments.get("bench").variants) == {"pingpong", "bw", "bibw"}
+    assert set(BENCHMARKS) - set(experiments.get("bench").variants) == {"pingpong", "bw", "bibw", "ring"}
+    from mpiworkbench.backends import implemented_names
+    from mpiworkbench.solvers import heat
+    assert experiments.get("heat").variants == heat.TIMED_EXCHANGES  # never the naive one
+    for name in ("wave", "cg", "heat"):  # the backend dimension: the registry's implemented backends
+        assert list(experiments.get(name).backends) == implemented_names()
