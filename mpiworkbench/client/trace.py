@@ -16,6 +16,8 @@ import socket
 import time
 from typing import Any, Callable
 
+import numpy as np
+
 from mpiworkbench.client.errors import ExecutionTimeout
 from mpiworkbench.trace import hang, recorder
 from mpiworkbench.trace.model import Trace
@@ -121,8 +123,15 @@ def trace_from_outside(wb) -> Trace | None:
     here = socket.gethostname()
     if not processes or any(p.get("host") != here for p in processes.values()):
         return None
-    per_rank = [hang.read_events(processes[r]["pid"]) for r in sorted(processes)]
-    return Trace.from_ranks(per_rank, hosts=[here] * len(per_rank))
+    per_rank, open_last = [], []
+    for rank in sorted(processes):
+        events = hang.read_events(processes[rank]["pid"])
+        blocked = hang.read_slot(processes[rank]["pid"])
+        if blocked is not None and blocked.call is not None:  # the call it is stuck in, up to now
+            events = np.append(events, np.array([blocked.as_event()], dtype=events.dtype))
+        per_rank.append(events)
+        open_last.append(blocked is not None and blocked.call is not None)
+    return Trace.from_ranks(per_rank, hosts=[here] * len(per_rank), open_last=open_last)
 
 
 def trace_steps(wb, advance: Callable[[int], Any], steps: int) -> Trace | None:

@@ -87,7 +87,9 @@ def timeline(trace: Trace, t0: float | None = None, t1: float | None = None, *, 
     ev = trace.events
     keep = (ev["t1"] >= lo) & (ev["t0"] <= hi)
     families = set()
-    for e in ev[keep]:
+    unfinished = set(trace.unfinished)
+    for index in np.flatnonzero(keep):
+        e = ev[index]
         kind = KINDS[int(e["kind"])]
         fam = family(kind)
         families.add(fam)
@@ -98,6 +100,11 @@ def timeline(trace: Trace, t0: float | None = None, t1: float | None = None, *, 
                 height=0.8 if collective else 0.5, color=kind_colour(kind),
                 edgecolor="black" if collective else "none", linewidth=0.4,
                 hatch="//" if collective else None, alpha=0.85)
+        if index in unfinished:  # read from a hung world: the call it is still blocked in
+            ax.barh(int(e["rank"]), right - left, left=left, height=0.9, fill=False, edgecolor="red",
+                    linestyle="--", linewidth=1.2)
+            ax.annotate(f"still in {kind}", (right, int(e["rank"])), xytext=(-4, 0), textcoords="offset points",
+                        ha="right", va="center", color="red", fontsize="small")
     n_arrows = 0
     if arrows:
         for m in trace.messages():

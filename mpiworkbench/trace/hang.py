@@ -109,6 +109,11 @@ class InFlight:
     seconds: float    # how long it has been in that call
     sent: list[tuple[int, int, int, float]] = field(default_factory=list)  # recent (dest, tag, bytes, when)
 
+    def as_event(self) -> tuple:
+        """The blocked call as a row of ``EVENT_DTYPE``, from its start until now."""
+        now = time.clock_gettime(time.CLOCK_MONOTONIC)
+        return (now - self.seconds, now, 0.0, KIND[self.call], self.peer, self.tag, 0, self.bytes, -3, -3)
+
     def describe(self) -> str:
         if self.call is None:
             return "not inside an MPI call"

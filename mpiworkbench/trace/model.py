@@ -45,6 +45,9 @@ class Trace:
         Calls per rank that found the buffer full and were not recorded.
     windows : list of (float, float)
         Each rank's traced region (start, stop), on the trace's time axis.
+    unfinished : list of int
+        Rows of calls that had not returned when the trace was read (taken from outside a
+        hung world: the call each rank is blocked in, ending at the moment it was read).
     """
 
     events: np.ndarray
@@ -54,11 +57,13 @@ class Trace:
     estimated_offsets: list[float] = field(default_factory=list)
     dropped: list[int] = field(default_factory=list)
     windows: list[tuple[float, float]] = field(default_factory=list)
+    unfinished: list[int] = field(default_factory=list)
 
     @classmethod
     def from_ranks(cls, per_rank: list[np.ndarray], offsets=None, estimated_offsets=None, hosts=None,
-                   dropped=None, windows=None) -> "Trace":
-        """Combine each rank's raw events (``EVENT_DTYPE``, the rank's own clock)."""
+                   dropped=None, windows=None, open_last=None) -> "Trace":
+        """Combine each rank's raw events (``EVENT_DTYPE``, the rank's own clock); *open_last*
+        says per rank whether its last event is a call that had not returned yet."""
         n = len(per_rank)
         offsets = list(offsets) if offsets is not None else [0.0] * n
         windows = list(windows) if windows is not None else [(0.0, 0.0)] * n
@@ -76,6 +81,8 @@ class Trace:
             _source_of_matched_receives(part)
             rows.append(part)
         events = np.concatenate(rows) if rows else np.zeros(0, TRACE_DTYPE)
+        ends = np.cumsum([len(r) for r in rows])
+        unfinished = [int(end) - 1 for end, is_open in zip(ends, open_last or []) if is_open]
         shifted = [(a - offsets[r], b - offsets[r]) for r, (a, b) in enumerate(windows)]
         starts = [w[0] for w in shifted if w[0]] + ([float(events["t0"].min())] if len(events) else [])
         origin = min(starts) if starts else 0.0
@@ -87,7 +94,7 @@ class Trace:
             events=events, nranks=n, hosts=list(hosts or [""] * n), offsets=offsets,
             estimated_offsets=list(estimated_offsets if estimated_offsets is not None else offsets),
             dropped=list(dropped or [0] * n),
-            windows=[(a - origin, b - origin) for a, b in shifted],
+            windows=[(a - origin, b - origin) for a, b in shifted], unfinished=unfinished,
         )
 
     # ------------------------------------------------------------------ reading
@@ -116,8 +123,10 @@ class Trace:
         """The calls that overlap ``[t0, t1]`` (zoom to a step); times stay on the same axis."""
         ev = self.events
         keep = (ev["t1"] >= t0) & (ev["t0"] <= t1)
+        new_index = np.cumsum(keep) - 1
         return Trace(ev[keep].copy(), self.nranks, self.hosts, self.offsets, self.estimated_offsets,
-                     self.dropped, [(max(a, t0), min(b, t1)) for a, b in self.windows])
+                     self.dropped, [(max(a, t0), min(b, t1)) for a, b in self.windows],
+                     [int(new_index[i]) for i in self.unfinished if keep[i]])
 
     def messages(self) -> np.ndarray:
         """Every point-to-point message, each send matched to its receive.
@@ -183,7 +192,28 @@ class Trace:
     def __repr__(self) -> str:
         return f"<Trace of {self.nranks} rank(s): {self.summary()}>"
 
-    # ------------------------------------------------------------------ export
+    # ------------------------------------------------------------------ export / import
+    @classmethod
+    def from_chrome(cls, data: dict[str, Any]) -> "Trace":
+        """The trace back from :meth:`to_chrome`'s JSON (e.g. what ``mpiworkbench trace`` wrote)."""
+        calls = [e for e in data["traceEvents"] if e.get("ph") == "X" and e.get("name") in KIND]
+        names = {e["pid"]: e["args"]["name"] for e in data["traceEvents"] if e.get("name") == "process_name"}
+        nranks = max([e["pid"] for e in calls] + list(names), default=-1) + 1
+        events = np.zeros(len(calls), TRACE_DTYPE)
+        for row, e in zip(events, sorted(calls, key=lambda e: (e["pid"], e["ts"]))):
+            args = e.get("args", {})
+            row["rank"], row["kind"] = e["pid"], KIND[e["name"]]
+            row["t0"], row["t1"] = e["ts"] / 1e6, (e["ts"] + e["dur"]) / 1e6
+            row["t_done"] = args.get("done_us", 0.0) / 1e6
+            row["peer"] = args.get("peer", args.get("root", -1))
+            row["tag"], row["bytes"] = args.get("tag", -3), args.get("bytes", 0)
+            row["peer2"], row["tag2"] = args.get("source", -3), args.get("recv_tag", -3)
+        hosts = [names.get(r, "").partition("(")[2].rstrip(")") for r in range(nranks)]
+        other = data.get("otherData", {})
+        return cls(events, nranks, hosts, list(other.get("clock_offsets_s", [0.0] * nranks)),
+                   list(other.get("clock_offsets_s", [0.0] * nranks)), list(other.get("dropped", [0] * nranks)),
+                   [(0.0, 0.0)] * nranks)
+
     def to_chrome(self) -> dict[str, Any]:
         """The Chrome trace-event format (JSON object form): one process per rank, each call a
         complete event (``X``), each message a flow arrow (``s`` → ``f``). Times in µs."""
@@ -196,12 +226,16 @@ class Trace:
         for e in self.events:
             kind = int(e["kind"])
             args = {"bytes": int(e["bytes"])}
-            if e["peer"] >= 0:
+            if e["peer"] >= 0 or e["peer"] == -2:  # a rank, or -2: any source
                 args["root" if kind in COLLECTIVES else "peer"] = int(e["peer"])
-            if e["tag"] >= 0:
+            if e["tag"] != -3:  # a tag, or -1: any tag
                 args["tag"] = int(e["tag"])
             if e["peer2"] >= 0:
                 args["source"] = int(e["peer2"])
+            if e["tag2"] >= 0:
+                args["recv_tag"] = int(e["tag2"])
+            if e["t_done"]:
+                args["done_us"] = float(e["t_done"]) * 1e6
             out.append({"ph": "X", "name": kind_name(kind), "cat": "collective" if kind in COLLECTIVES else "p2p",
                         "pid": int(e["rank"]), "tid": 0, "ts": float(e["t0"]) * 1e6,
                         "dur": max(float(e["t1"] - e["t0"]) * 1e6, 0.001), "args": args})

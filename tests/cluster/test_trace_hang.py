@@ -106,7 +106,9 @@ def test_trace_up_to_a_timeout(wb):
     wb.restart()
     assert t.trace is not None and not t.complete
     assert t.trace.count("MPI_Barrier", 0) == 1
-    assert t.trace.count("MPI_Barrier", 1) == 1  # the second, blocked, one is still in flight
+    assert t.trace.count("MPI_Barrier", 1) == 2  # the second one: still blocked, read from outside
+    [blocked] = t.trace.unfinished
+    assert t.trace.events["rank"][blocked] == 1
 
 
 def test_px_trace_magic(wb):

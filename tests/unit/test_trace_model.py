@@ -170,3 +170,27 @@ def test_sweep_removes_only_files_of_processes_that_are_gone(tmp_path):
         (tmp_path / name).write_text("x")
     assert hang.sweep_stale(str(tmp_path)) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f"mpiworkbench-{os.getpid()}.slot", "other.txt"])
+
+
+def test_chrome_json_round_trip():
+    t = _trace()
+    back = Trace.from_chrome(json.loads(json.dumps(t.to_chrome())))
+    assert back.nranks == 2 and back.hosts == ["h", "h"] and len(back) == len(t)
+    for name in ("rank", "kind", "peer", "tag", "bytes", "peer2", "tag2"):
+        assert back.events[name].tolist() == t.events[name].tolist(), name
+    assert np.allclose(back.events["t0"], t.events["t0"]) and np.allclose(back.events["t_done"], t.events["t_done"])
+    a, b = back.messages(), t.messages()
+    assert a[["src", "dst", "tag", "bytes", "send", "recv"]].tolist() == b[["src", "dst", "tag", "bytes", "send", "recv"]].tolist()
+    assert np.allclose(a["t_recv"], b["t_recv"])
+
+
+def test_unfinished_calls_are_drawn_as_still_blocked():
+    from mpiworkbench.plot import trace as plot
+
+    rank0 = np.array([ev("MPI_Barrier", 1.0, 1.1)], EVENT_DTYPE)
+    rank1 = np.array([ev("MPI_Barrier", 1.0, 1.1), ev("MPI_Barrier", 1.2, 31.2)], EVENT_DTYPE)
+    t = Trace.from_ranks([rank0, rank1], open_last=[False, True])
+    assert t.unfinished == [2] and t.events["kind"][2] == KIND["MPI_Barrier"]
+    assert t.window(1.15, 40).unfinished == [0]
+    fig = plot.timeline(t)
+    assert any(x.get_text() == "still in MPI_Barrier" for x in fig.axes[0].texts)
