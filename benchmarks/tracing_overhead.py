@@ -12,10 +12,12 @@ Three states of the same program, measured seconds apart:
 Each launch starts two 2-rank jobs back to back (plain, then preloaded, order alternating per
 launch); inside the preloaded job, *off* and *on* alternate in ``--blocks`` blocks. Reported:
 the ping-pong round trip (8 B, ``mpi4py`` buffer API, 4 MPI calls on the critical path) and a
-wave step (mesh 65³ split 2×1×1, numpy kernel, Sendrecv halo), each as the median over blocks,
-and the ratios on/off (same job) and off/plain (the two jobs of a launch); the per-call
-overhead is the round-trip difference divided by 4. Two cores, shared: expect noise; only the
-ratios measured in one launch mean anything.
+wave step (mesh 65³ split 2×1×1, numpy kernel, Sendrecv halo), and — the cleanest per-call
+figure, nobody to wait for — an 8 B ``Sendrecv`` of each rank to itself on ``COMM_SELF``; each
+as the median over blocks, and the ratios on/off (same job) and off/plain (the two jobs of a
+launch). Per call: the difference divided by the calls per unit (4 per round trip; for the
+wave step the per-call figure drowns in the step's noise, read its ratio). Two cores, shared:
+expect noise; only the ratios measured in one launch mean anything.
 """
 
 from __future__ import annotations
@@ -49,6 +51,19 @@ def _pingpong(comm, iters: int) -> float:
     return (MPI.Wtime() - t0) / iters
 
 
+def _self_sendrecv(iters: int) -> float:
+    """One ``Sendrecv`` to itself on ``COMM_SELF`` per iteration: no partner to wait for, so the
+    difference between states is the interposer's own cost per call."""
+    import numpy as np
+    from mpi4py import MPI
+
+    a, b = np.zeros(1), np.zeros(1)
+    self_comm, t0 = MPI.COMM_SELF, MPI.Wtime()
+    for _ in range(iters):
+        self_comm.Sendrecv(a, 0, 2, b, 0, 2)
+    return (MPI.Wtime() - t0) / iters
+
+
 def _wave_step(comm, solver) -> float:
     from mpi4py import MPI
 
@@ -69,7 +84,7 @@ def inner(blocks: int) -> None:
     comm = MPI.COMM_WORLD
     states = ["off", "on"] if recorder.available() else ["plain"]
     solver = WaveSolver(WAVE_MESH, comm=comm, dims=(2, 1, 1))
-    out: dict[str, dict[str, list[float]]] = {s: {"pingpong": [], "wave": []} for s in states}
+    out: dict[str, dict[str, list[float]]] = {s: {"self": [], "pingpong": [], "wave": []} for s in states}
     calls_per_step = None
     _pingpong(comm, 2000)  # warm-up
     _wave_step(comm, solver)
@@ -77,6 +92,8 @@ def inner(blocks: int) -> None:
         for state in states if b % 2 == 0 else states[::-1]:
             if state == "on":
                 recorder.start(4 * PINGPONG_ITERS + 1000)
+            out[state]["self"].append(_self_sendrecv(PINGPONG_ITERS))
+            comm.Barrier()
             out[state]["pingpong"].append(_pingpong(comm, PINGPONG_ITERS))
             if state == "on":
                 recorder.stop()
@@ -119,7 +136,7 @@ def main() -> None:
         med = {s: {k: statistics.median(v) for k, v in d.items()} for s, d in states.items()}
         launches.append({"median": med, "wave_calls_per_step_rank0": jobs[True]["wave_calls_per_step_rank0"]})
     rows = []
-    for what, unit_calls in (("pingpong", 4), ("wave", None)):
+    for what, unit_calls in (("self", 1), ("pingpong", 4), ("wave", None)):
         on_off = [l["median"]["on"][what] / l["median"]["off"][what] for l in launches]
         off_plain = [l["median"]["off"][what] / l["median"]["plain"][what] for l in launches]
         calls = unit_calls or statistics.median(l["wave_calls_per_step_rank0"] for l in launches)
@@ -137,7 +154,7 @@ def main() -> None:
         })
     print(f"{'':9} {'plain':>10} {'off':>10} {'on':>10} {'on/off':>14} {'off/plain':>14} {'ns/call on':>11} {'off':>7}")
     for r in rows:
-        unit = "round trip" if r["what"] == "pingpong" else "step"
+        unit = {"self": "Sendrecv to itself", "pingpong": "round trip", "wave": "step"}[r["what"]]
         print(f"{r['what']:9} {r['plain_us']:8.2f}µs {r['off_us']:8.2f}µs {r['on_us']:8.2f}µs "
               f"{r['ratio_on_off']:6.3f} [{r['ratio_on_off_range'][0]:.2f}-{r['ratio_on_off_range'][1]:.2f}] "
               f"{r['ratio_off_plain']:6.3f} [{r['ratio_off_plain_range'][0]:.2f}-{r['ratio_off_plain_range'][1]:.2f}] "
