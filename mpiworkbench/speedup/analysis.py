@@ -220,11 +220,12 @@ def _series_name(key: tuple[str, int], size_name: str) -> str:
 def format_table(result: SpeedupResult, size_name: str = "size") -> str:
     """Plain-text table like thesis Table 2.1: wall-clock median (spread) and speed-up."""
     series = list(result.series())
-    crossed = _crossed(result)
+    crossed, flops = _crossed(result), _counted(result)
+    extra = (["x C"] if crossed else []) + (["GFLOP/s"] if flops else [])
     header = ["numproc"]
     for key in series:
         name = _series_name(key, size_name)
-        header += [f"{name} time/s", "[min, max]", "speed-up", "effic."] + (["x C"] if crossed else [])
+        header += [f"{name} time/s", "[min, max]", "speed-up", "effic."] + extra
     lines = [header]
     for row in table_rows(result):
         mark = " *" if row["oversubscribed"] else ""
@@ -232,7 +233,7 @@ def format_table(result: SpeedupResult, size_name: str = "size") -> str:
         for key in series:
             p = row.get(key)
             if p is None:
-                cells += ["-"] * (5 if crossed else 4)
+                cells += ["-"] * (4 + len(extra))
                 continue
             is_ref = int(p["nranks"]) == int(p["reference_nranks"])
             cells += [
@@ -240,7 +241,7 @@ def format_table(result: SpeedupResult, size_name: str = "size") -> str:
                 f"[{p['min']:.3g}, {p['max']:.3g}]",
                 "N/A" if is_ref else f"{p['speedup']:.3f}",
                 f"{p['efficiency']:.0%}",
-            ] + ([_ratio_text(p.get("ratio_to_c"))] if crossed else [])
+            ] + ([_ratio_text(p.get("ratio_to_c"))] if crossed else []) + ([_gflops(p)] if flops else [])
         lines.append(cells)
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
     text = "\n".join("  ".join(str(c).rjust(w) for c, w in zip(line, widths)) for line in lines)
@@ -254,6 +255,16 @@ def format_table(result: SpeedupResult, size_name: str = "size") -> str:
 def _crossed(result: SpeedupResult) -> bool:
     """Whether the points were crossed with backends (then the tables show the ratio to C)."""
     return any(p.get("backend") for p in result.points)
+
+
+def _counted(result: SpeedupResult) -> bool:
+    """Whether the kernels counted their work (then the tables show FLOP/s, report 003 Table 1)."""
+    return any(p.get("flop_s") for p in result.points)
+
+
+def _gflops(p: dict[str, Any]) -> str:
+    value = p.get("flop_s")
+    return "-" if value is None or not math.isfinite(value) else f"{value / 1e9:.3g}"
 
 
 def _ratio_text(ratio: float | None) -> str:
@@ -311,13 +322,13 @@ def busy_note(result: SpeedupResult, prefix: str = "") -> str:
 def format_html(result: SpeedupResult, size_name: str = "size") -> str:
     """The same table as :func:`format_table`, as HTML for a notebook or widget."""
     series = list(result.series())
-    crossed = _crossed(result)
+    crossed, flops = _crossed(result), _counted(result)
     head = "".join(
-        f"<th colspan={4 if crossed else 3}>{_series_name(k, size_name)}</th>" for k in series
+        f"<th colspan={3 + crossed + flops}>{_series_name(k, size_name)}</th>" for k in series
     )
     sub = "".join(
         "<th>time/s (median) [min, max]</th><th>speed-up</th><th>efficiency</th>"
-        + ("<th>time / C</th>" if crossed else "")
+        + ("<th>time / C</th>" if crossed else "") + ("<th>GFLOP/s</th>" if flops else "")
         for _ in series
     )
     body = []
@@ -327,13 +338,14 @@ def format_html(result: SpeedupResult, size_name: str = "size") -> str:
         for key in series:
             p = row.get(key)
             if p is None:
-                cells.append("<td>-</td>" * (4 if crossed else 3))
+                cells.append("<td>-</td>" * (3 + crossed + flops))
                 continue
             is_ref = int(p["nranks"]) == int(p["reference_nranks"])
             cells.append(
                 f"<td>{p['median']:.4g} [{p['min']:.3g}, {p['max']:.3g}]</td>"
                 f"<td>{'N/A' if is_ref else format(p['speedup'], '.3f')}</td><td>{p['efficiency']:.0%}</td>"
                 + (f"<td>{_ratio_text(p.get('ratio_to_c'))}</td>" if crossed else "")
+                + (f"<td>{_gflops(p)}</td>" if flops else "")
             )
         body.append("<tr>" + "".join(cells) + "</tr>")
     note = busy_note(result)

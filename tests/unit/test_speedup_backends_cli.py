@@ -113,3 +113,13 @@ def test_a_world_of_its_own_gets_the_same_arguments_but_its_own_json():
     argv = ["speedup", "wave", "--np", "1,2", "--json", "out.json", "--plot=out.png", "--backend", "c,numba-mpi"]
     assert _part_argv(argv, "/tmp/part.json") == [
         "speedup", "wave", "--np", "1,2", "--backend", "c,numba-mpi", "--json", "/tmp/part.json"]
+
+
+def test_tables_show_flops_when_the_kernel_counts_its_work():
+    r = SpeedupResult("heat")
+    for n, t in ((1, 2.0), (2, 1.0)):
+        r.add({"experiment": "heat", "variant": "nonblocking", "nranks": n, "size": 12, "times": [t], "flops": 4e9})
+    assert [p["flop_s"] for p in r.points] == [2e9, 4e9]
+    text = analysis.format_table(r, "grid")
+    assert "GFLOP/s" in text.splitlines()[0] and text.splitlines()[2].split()[-1] == "4"
+    assert "<th>GFLOP/s</th>" in analysis.format_html(r, "grid")
