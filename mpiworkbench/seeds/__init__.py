@@ -1,8 +1,10 @@
 """The numbers the source documents printed, typed from their text, one data file per seed.
 
 ``thesis_000.json`` (the thesis: Tables 2.1, 5.1, 6.1 and the stated ratios of Figs.
-6.2-6.5), ``paper_001.json`` (mpi4py paper: the throughput ratios its §4 states for
-Figs. 1-6) and ``report_003.json`` (heat report: Tables 1 and 2). Every entry names its
+6.2-6.5), ``paper_001.json`` and ``paper_002.json`` (the mpi4py papers: the throughput
+ratios their text states for Figs. 1-6), ``report_003.json`` (heat report: Tables 1 and
+2) and ``numba_mpi_004.json`` (numba-mpi paper: Listing 1's JIT speedup, Fig. 1's stated
+range). Every entry names its
 table or figure and every file the machine it was measured on; a figure whose values are
 only drawn, never printed, is left out. Plots draw these as the dashed "then" series,
 notebooks as a table column beside the live numbers. No MPI, no NumPy.
@@ -16,7 +18,13 @@ from importlib import resources
 from typing import Any
 
 #: Short name → data file (package data).
-FILES = {"thesis": "thesis_000.json", "mpi4py-paper": "paper_001.json", "heat-report": "report_003.json"}
+FILES = {
+    "thesis": "thesis_000.json",
+    "mpi4py-paper": "paper_001.json",
+    "mpi4py-journal": "paper_002.json",
+    "heat-report": "report_003.json",
+    "numba-mpi-paper": "numba_mpi_004.json",
+}
 
 
 @lru_cache(maxsize=None)
