@@ -72,6 +72,13 @@ class HeatHandle(SolverHandle):
         (reports, errors), _ = self._calls(("step", int(k)), ("error",))
         return self._record(reports[0], errors[0])
 
+    def trace(self, steps: int = 3):
+        """Take *steps* steps with every rank's MPI calls recorded; returns the
+        :class:`~mpiworkbench.trace.Trace` (halo rows, the convergence allreduce)."""
+        from mpiworkbench.client.trace import trace_steps
+
+        return trace_steps(self.wb, self.step, steps)
+
     def frame(self, k: int) -> Frame:
         """Step *k* times and gather the field, in one round trip (a frame of the panel's **Play**).
 

@@ -148,6 +148,16 @@ def test_cg_handle_trace_counts_allreduces(wb):
     assert t.count("MPI_Allreduce", 0) == t.count("MPI_Allreduce", 1) >= 2
 
 
+def test_heat_handle_trace(wb):
+    h = wb.heat(shape=(16, 12))
+    try:
+        t = h.trace(steps=2)
+    finally:
+        h.close()
+    assert t.nranks == 2 and len(t.messages()) >= 2 * 2  # halo rows both ways, every step
+    assert {(int(m["src"]), int(m["dst"])) for m in t.messages()} >= {(0, 1), (1, 0)}
+
+
 def test_bench_panel_trace_toggle(wb):
     from mpiworkbench.widgets.bench import BenchPanel
 
