@@ -99,3 +99,10 @@ def test_the_teachers_export_writes_both_versions(tmp_path):
             assert "YOUR ANSWER" in student.cells[index].source
             assert teacher.cells[index].source.strip() == exercises.solutions(path.stem)[name]["solution"].strip()
     assert sorted(p.name for p in (tmp_path / "student").glob("*.ipynb")) == [p.name for p in ALL]
+
+
+def test_every_solutions_file_belongs_to_a_notebook_with_answer_cells():
+    stems = {p.stem for p in WITH_EXERCISES}
+    files = {p.stem for p in exercises.SOLUTIONS.glob("*.py")}
+    assert files == stems, f"solutions without answer cells: {sorted(files - stems)}; " \
+                           f"answer cells without solutions: {sorted(stems - files)}"
