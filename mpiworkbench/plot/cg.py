@@ -125,6 +125,8 @@ class LiveSolution(LiveFigure):
         self.scale = scale
         fig = solution_error_figure(u, error, layout, **kwargs)
         self.fields = [ax for ax in fig.axes if ax.images]
+        for ax in self.fields:  # a smooth field: nearest pixels, not the costly anti-aliasing filter
+            ax.images[0].set_interpolation("nearest")
         self.fields[0].set_title("solution $x_k$", fontsize=10)
         if error is not None:
             self.fields[1].set_title("error $x_k - u$", fontsize=10)

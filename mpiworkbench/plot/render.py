@@ -20,6 +20,7 @@ from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
 
 
 def new_figure(width: float = 6.4, height: float = 4.0, **kwargs) -> Figure:
@@ -100,9 +101,29 @@ class LiveFigure:
             self.canvas.restore_region(self._background)
         renderer = self.canvas.get_renderer()
         for artist in self.changing:
-            if artist.get_visible():
+            if not artist.get_visible():
+                continue
+            if isinstance(artist, AxesImage):
+                self._paste(artist)
+            else:
                 artist.draw(renderer)
         return rgba_to_png(np.asarray(self.canvas.buffer_rgba()))
+
+    def _paste(self, image: AxesImage) -> None:
+        """Draw *image* (filling its axes) straight into the canvas: the data sampled at the
+        axes' pixels (nearest point), colour-mapped, written into the buffer — what
+        Matplotlib's resampling pipeline does for ``interpolation="nearest"``, at a fraction
+        of its cost for a large field."""
+        x0, y0, x1, y1 = (int(round(v)) for v in image.axes.bbox.extents)
+        height = int(self.canvas.get_width_height()[1])
+        data = np.asarray(image.get_array())
+        rows_n, cols_n = data.shape[:2]
+        cols = ((np.arange(x1 - x0) + 0.5) * cols_n / (x1 - x0)).astype(int)
+        rows = ((np.arange(y1 - y0) + 0.5) * rows_n / (y1 - y0)).astype(int)
+        if image.origin == "lower":  # the buffer's top row shows the last data row
+            rows = rows[::-1]
+        rgba = image.cmap(image.norm(data[np.ix_(rows, cols)]), bytes=True)
+        np.asarray(self.canvas.buffer_rgba())[height - y1:height - y0, x0:x1] = rgba
 
 
 def _grown(lo: float, hi: float, vmin: float, vmax: float, log: bool) -> tuple[float, float] | None:
