@@ -2,8 +2,9 @@
 frame to hold a steady frame rate, and the frame statistics it shows.
 
 A frame is one round trip to the engines (steps plus the gathered picture, see
-:meth:`mpiworkbench.client.solver_handle.SolverHandle._calls`) and one in-place redraw (see
-:class:`mpiworkbench.plot.render.LiveFigure`); the timing bars redraw once a second.
+:meth:`mpiworkbench.client.solver_handle.SolverHandle.submit_frame`) and one in-place redraw
+(see :class:`mpiworkbench.plot.render.LiveFigure`); the timing bars redraw every
+:data:`TIMINGS_PERIOD_S` while playing.
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ class LivePanel:
         return False
 
     # -- frames ------------------------------------------------------------------------
-    def show(self, frame: Frame, drawing_s: float | None = None) -> None:
+    def show(self, frame: Frame) -> None:
         """Draw *frame* and the timing bars (a step a user asked for: everything is current)."""
         t0 = time.perf_counter()
         with self._draw_lock:
