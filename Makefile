@@ -20,7 +20,7 @@ PROFILE_STAMP := $(VENV)/.profile-created
 SYSTEM_PACKAGES := chromium slurm-wlm munge
 SYSTEM_PROGRAMS := chromium slurmctld slurmd munged sinfo squeue sbatch
 
-.PHONY: lab test install install-test profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
+.PHONY: lab test install install-test install-ecosystem install-mpi4jax profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
 
 lab: $(PROFILE_STAMP)
 	$(BIN)/mpiworkbench lab
@@ -40,7 +40,25 @@ $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 
 $(TEST_STAMP): pyproject.toml $(RUNTIME_STAMP)
 	$(PIP) install -e '.[test]'
+	$(MAKE) --no-print-directory install-ecosystem install-mpi4jax
 	@touch $@
+
+# The optional extras beside `.[ecosystem]` and `.[mpi4jax]` that pip cannot resolve by itself
+# (pyproject.toml says why): PyMPDATA-MPI without its stale pins, and mpi4jax built from source
+# with the venv's mpicc, without build isolation (jax and nanobind come first), and with CUDA_PATH
+# an empty directory so that its setup.py builds the CPU bridge only (a CUDA directory without
+# headers, as some machines have in /usr/local/cuda, otherwise breaks the build).
+PYMPDATA_MPI := pympdata-mpi==1.7.2
+MPI4JAX      := mpi4jax==0.9.1.post2
+install-ecosystem: $(RUNTIME_STAMP)
+	$(PIP) install -e '.[ecosystem]'
+	$(PIP) install --no-deps '$(PYMPDATA_MPI)'
+install-mpi4jax: $(RUNTIME_STAMP)
+	$(PIP) install -e '.[mpi4jax]'
+	@nocuda=$$(mktemp -d) && \
+	MPI4JAX_BUILD_MPICC="$(abspath $(BIN))/mpicc" CUDA_PATH="$$nocuda" \
+	  $(PIP) install --no-build-isolation --no-deps --no-binary mpi4jax '$(MPI4JAX)'; \
+	rc=$$?; rmdir "$$nocuda"; exit $$rc
 
 $(PROFILE_STAMP): $(RUNTIME_STAMP)
 	$(BIN)/mpiworkbench profile create --name mpi
