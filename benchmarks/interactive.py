@@ -21,8 +21,8 @@ sum plus the compute.
 
 It also measures the CPU the notebook kernel (this process), the controller and the
 engines use while Play runs (cores busy), and with ``--yield`` repeats the three headline
-cases on a second cluster whose ranks yield their core while they wait in MPI (MPICH's
-``MPIR_CVAR_POLLS_BEFORE_YIELD=1``, ``MPIR_CVAR_CH4_PROGRESS_THROTTLE=1``, set here in the
+cases on a second cluster whose ranks yield their core while they wait in MPI (the
+workbench's :data:`mpiworkbench.core.launch.YIELD_WHILE_WAITING`, set here in the
 environment the engines inherit).
 
 Medians over all recorded frames of all repeats; the load average is printed (the machine
@@ -46,7 +46,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 #: (solver, size) of every case; the first three are the issue's headline cases.
 CASES = [("wave", 65), ("cg", 257), ("heat", 256), ("wave", 33), ("wave", 129), ("cg", 1025)]
 QUICK = CASES[:3]
-YIELD_ENV = {"MPIR_CVAR_POLLS_BEFORE_YIELD": "1", "MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1"}
 
 
 def make_handle(wb, solver: str, size: int):
@@ -220,7 +219,9 @@ def main(argv: list[str] | None = None) -> int:
     print(HEADER, flush=True)
     rows = run_cluster(cases, args)
     if args.yield_:
-        rows += run_cluster(QUICK, args, env=YIELD_ENV)
+        from mpiworkbench.core.launch import YIELD_WHILE_WAITING
+
+        rows += run_cluster(QUICK, args, env=YIELD_WHILE_WAITING)
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
     if args.json:
         with open(args.json, "w") as f:
