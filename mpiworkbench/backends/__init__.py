@@ -14,8 +14,9 @@ conventions):
 ``c``           the same calls in C, compiled with the venv's ``mpicc`` on first use,
                 loaded with ctypes: the reference the thesis measured every module against
 ``numba-mpi``   calls made inside ``@numba.njit`` functions (COMM_WORLD only, …)
-``mpi4jax``     optional; listed so it can be named, but not implemented here: always
-                reported unavailable, with the reason
+``mpi4jax``     optional: mpi4jax's calls on JAX arrays, each ``jax.jit``-compiled once
+                (no isend/irecv); offered only where mpi4jax is installed
+                (``make install-mpi4jax``), else reported unavailable with how to install it
 ==============  =====================================================================
 
 The names and where each backend lives are in :mod:`mpiworkbench.backends.registry`

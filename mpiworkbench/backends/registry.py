@@ -44,9 +44,9 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("mpi4py-buf", "mpiworkbench.backends.mpi4py.buf:Mpi4pyBuffer", "pip install mpi4py mpich"),
     Entry("numba-mpi", "mpiworkbench.backends.numba_mpi.backend:NumbaMpi", "pip install numba numba-mpi",
           any_communicator=False),
-    Entry("mpi4jax", None, "pip install mpi4jax (optional; needs JAX)", optional=True,
-          missing="mpiworkbench has no mpi4jax column: it could not be tested in the environment it "
-                  "was written in, so it is not offered untested"),
+    Entry("mpi4jax", "mpiworkbench.backends.mpi4jax.backend:Mpi4jax",
+          "make install-mpi4jax (pip install 'mpiworkbench[mpi4jax]', then mpi4jax built with "
+          "--no-build-isolation; the Makefile shows how)", optional=True),
 )
 _BY_NAME: dict[str, Entry] = {e.name: e for e in ENTRIES}
 
@@ -83,7 +83,18 @@ def implemented_names(any_communicator: bool = False) -> list[str]:
     -------
     list of str
     """
-    return [e.name for e in ENTRIES if e.target and (e.any_communicator or not any_communicator)]
+    return [e.name for e in ENTRIES
+            if e.target and (e.any_communicator or not any_communicator) and _installed(e)]
+
+
+def _package(entry: Entry) -> str:
+    """The importable package an optional backend needs (its name, ``-`` → ``_``)."""
+    return entry.name.replace("-", "_")
+
+
+def _installed(entry: Entry) -> bool:
+    """Whether an optional backend's package is installed (looked up, not imported)."""
+    return not entry.optional or importlib.util.find_spec(_package(entry)) is not None
 
 
 def bench_names() -> list[str]:
@@ -122,7 +133,7 @@ def _check_name(name: str) -> Entry:
 
 def _unavailable(entry: Entry) -> BackendUnavailableError:
     """Why a listed backend without an implementation here cannot be used."""
-    package = entry.name.replace("-", "_")
+    package = _package(entry)
     if importlib.util.find_spec(package) is None:
         return BackendUnavailableError(
             f"backend {entry.name!r} is unavailable here: the optional package {package} is not "

@@ -20,7 +20,8 @@ Exchange variants (same numbers, different MPI):
     (thesis Figs. 6.6–6.7).
 ``backend:<name>``
     The ``packed`` pattern written with one backend of :mod:`mpiworkbench.backends`
-    (every implemented name of the backends registry: ``c``, ``mpi4py-obj``, ``mpi4py-buf``, ``numba-mpi``): the same exchange
+    (every implemented name of the backends registry: ``c``, ``mpi4py-obj``, ``mpi4py-buf``, ``numba-mpi``,
+    and ``mpi4jax`` where it is installed): the same exchange
     in every module, so the thesis's module comparison (Figs. 6.2–6.5) can be rerun.
 ``none``
     No exchange at all: the internal ghosts keep stale values. Wrong on purpose, to show

@@ -28,6 +28,7 @@ FILES: dict[str, str] = {
     "mpi4py-obj": "mpi4py_obj.py",
     "mpi4py-buf": "mpi4py_buf.py",
     "numba-mpi": "numba_mpi.py",
+    "mpi4jax": "mpi4jax.py",
     "pypar": "pypar.py",
     "pyMPI": "pympi.py",
     "Scientific.MPI": "scientific_mpi.py",

@@ -15,7 +15,7 @@ def expected_status(lesson: str, column: str) -> str:
     info = lessons.LESSONS[lesson]
     if COMM.size < info.min_ranks:
         return "skipped"
-    if column in lessons.HISTORIC_COLUMNS or column == "numba-mpi":
+    if column in lessons.HISTORIC_COLUMNS or column in ("numba-mpi", "mpi4jax"):
         provided = all(TABLE[op][column] for op in info.operations)
         return "ok" if provided else "unsupported"
     return "ok"
