@@ -4,7 +4,7 @@
 
 For each (operation, column): ``ok`` (ran, every rank's result matched the reference),
 ``mismatch``, ``failed`` (with the error), ``unsupported`` (with the reason) or ``skipped``
-(too few ranks). Columns: C, mpi4py-obj, mpi4py-buf, numba-mpi, and the five historic
+(too few ranks). Columns: C, mpi4py-obj, mpi4py-buf, numba-mpi, mpi4jax (where installed), and the five historic
 modules as labelled emulations on mpi4py (syntax only).
 """
 
