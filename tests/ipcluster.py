@@ -3,15 +3,17 @@ the cluster a user starts from a terminal, which notebooks and sessions then att
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import ipyparallel as ipp
 
-from tests.cluster.slurm import wait_until
+from tests.cluster.slurm import processes_with_env, wait_until
 
 LIMIT = 120  # seconds; generous bounds on polled conditions
 #: Wall-clock limit of the engines' Slurm job (minutes) and of every mpiexec (seconds).
@@ -78,3 +80,15 @@ class IPCluster:
         except subprocess.TimeoutExpired:
             self.server.kill()
             self.server.wait()
+        # ipcluster stop returns once it has signalled; engines (and their nannies) exit a little
+        # later, and ranks blocked inside MPI only when mpiexec's cleanup reaches them: wait for
+        # every process of this cluster (its IPython directory is in their environment) to end
+        mine = f"IPYTHONDIR={self.env['IPYTHONDIR']}"
+        try:
+            wait_until(lambda: not processes_with_env(mine), "the cluster's processes to exit", LIMIT)
+        except AssertionError:
+            left = processes_with_env(mine)
+            for pid in left:  # ours (started under this test's IPython directory): end them
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            raise AssertionError(f"ipcluster stop left processes running: {left}") from None

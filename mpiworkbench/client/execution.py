@@ -37,7 +37,7 @@ class Execution:
         """
         self._require_running()
         arm_engines(self)
-        return submitted(self.view.apply_async(func, *args, **kwargs))
+        return submitted(lambda: self.view.apply_async(func, *args, **kwargs))
 
     def gather(self, ar, timeout: float | None | str = "default") -> list[Any]:
         """Wait for *ar* (hang-protected) and return its results in rank order.
@@ -87,7 +87,7 @@ class Execution:
         """Execute *code* in every engine's namespace (what ``%%px`` does), hang-protected."""
         self._require_running()
         arm_engines(self)
-        ar = submitted(self.view.execute(code, block=False))
+        ar = submitted(lambda: self.view.execute(code, block=False))
         self.wait_explained(ar, self.timeout)
 
     def interrupt(self, signal: str = "SIGINT") -> None:

@@ -66,7 +66,7 @@ class WorkbenchMagics(ParallelMagics):
         targets = self.view.targets
         wb = self.workbench
         arm_engines(wb)
-        result = submitted(self.view.execute(cell, silent=False, block=False))
+        result = submitted(lambda: self.view.execute(cell, silent=False, block=False))
         result._fname = "%px"
         self.last_result = result
         if save_name:

@@ -92,10 +92,14 @@ def _rank_states(wb, statuses, since: float | None) -> list[hang.RankState]:
     return states
 
 
-def submitted(ar):
-    """Stamp *ar* with when it was submitted (``time.monotonic()``, the interposer's clock), so
-    a hang report weighs only what the ranks did since."""
-    ar._wb_submitted = time.monotonic()
+def submitted(submit):
+    """Call *submit* (which sends work to the engines and returns its AsyncResult) and stamp
+    the result with the moment just before (``time.monotonic()``, the interposer's clock), so a
+    hang report weighs only what the ranks did since. Stamped before, not after: on busy cores
+    a rank can run its first sends before the submitting call returns."""
+    since = time.monotonic()
+    ar = submit()
+    ar._wb_submitted = since
     return ar
 
 
