@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import re
 
-from tests.browser.conftest import run_cells, screenshot, write_notebook
+from tests.browser.conftest import screenshot
 from tests.browser.widgets_support import (
     LIMIT_MS,
     button,
-    cell_output,
     error_outputs,
-    kernel_session,
-    open_fresh,
+    panel_in_notebook,
     wait_image_loaded,
     wait_kernel_idle,
 )
@@ -29,11 +27,7 @@ _RUN_ENDED = """([run, stop]) => !run.disabled && stop.disabled"""
 
 
 def test_bench_panel_runs_in_the_background_and_stops(page, lab_server):
-    name = write_notebook(lab_server, "browser_bench_widget.ipynb", CELLS)
-    with kernel_session(page, lab_server, "widget_bench"):
-        open_fresh(page, lab_server, name)
-        run_cells(page, len(CELLS))
-        panel = cell_output(page, PANEL_CELL)
+    with panel_in_notebook(page, lab_server, "widget_bench", CELLS, PANEL_CELL) as panel:
         run, stop = button(panel, "Run"), button(panel, "Stop")
         run.wait_for(timeout=LIMIT_MS)
         assert stop.is_disabled() and not run.is_disabled()

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from tests.browser.conftest import run_cells, screenshot, write_notebook
+from tests.browser.conftest import screenshot
 from tests.browser.widgets_support import (
     LIMIT_MS,
     button,
-    cell_output,
     error_outputs,
     image_sources,
-    kernel_session,
-    open_fresh,
+    panel_in_notebook,
     wait_image_loaded,
     wait_kernel_idle,
     wait_number,
@@ -45,11 +43,7 @@ def _status_word(panel) -> str:
 
 
 def test_cg_widget_iterates_converges_stops_and_resets(page, lab_server):
-    name = write_notebook(lab_server, "browser_cg_widget.ipynb", CELLS)
-    with kernel_session(page, lab_server, "widget_cg"):
-        open_fresh(page, lab_server, name)
-        run_cells(page, len(CELLS))
-        panel = cell_output(page, PANEL_CELL)
+    with panel_in_notebook(page, lab_server, "widget_cg", CELLS, PANEL_CELL) as panel:
         run, stop = button(panel, "Run to convergence"), button(panel, "Stop")
         run.wait_for(timeout=LIMIT_MS)
         assert wait_number(page, ITERATIONS, 0, 0) == 0

@@ -7,14 +7,11 @@ No timing threshold: Play runs until a number of frames have been drawn."""
 
 from __future__ import annotations
 
-from tests.browser.conftest import run_cells, write_notebook
 from tests.browser.widgets_support import (
     LIMIT_MS,
     button,
-    cell_output,
     error_outputs,
-    kernel_session,
-    open_fresh,
+    panel_in_notebook,
     read_number,
     wait_image_loaded,
     wait_kernel_idle,
@@ -40,11 +37,7 @@ _COUNT_UPDATES = """([img]) => {
 
 
 def test_the_browser_receives_every_frame_the_panel_counts(page, lab_server):
-    name = write_notebook(lab_server, "browser_frames_widget.ipynb", CELLS)
-    with kernel_session(page, lab_server, "widget_frames"):
-        open_fresh(page, lab_server, name)
-        run_cells(page, len(CELLS))
-        panel = cell_output(page, PANEL_CELL)
+    with panel_in_notebook(page, lab_server, "widget_frames", CELLS, PANEL_CELL) as panel:
         play, step1 = button(panel, "Play"), button(panel, "Step 1")
         play.wait_for(timeout=LIMIT_MS)
         slice_image = panel.locator("img").nth(0)

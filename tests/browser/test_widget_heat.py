@@ -3,16 +3,14 @@ shows its frame rate, and resets."""
 
 from __future__ import annotations
 
-from tests.browser.conftest import run_cells, screenshot, write_notebook
+from tests.browser.conftest import screenshot
 from tests.browser.widgets_support import (
     LIMIT_MS,
     button,
-    cell_output,
     click_until_number,
     error_outputs,
     image_sources,
-    kernel_session,
-    open_fresh,
+    panel_in_notebook,
     read_number,
     wait_image_loaded,
     wait_kernel_idle,
@@ -32,11 +30,7 @@ FRAMES = r"frames (\d+)"
 
 
 def test_heat_widget_steps_plays_to_the_steady_state_and_resets(page, lab_server):
-    name = write_notebook(lab_server, "browser_heat_widget.ipynb", CELLS)
-    with kernel_session(page, lab_server, "widget_heat"):
-        open_fresh(page, lab_server, name)
-        run_cells(page, len(CELLS))
-        panel = cell_output(page, PANEL_CELL)
+    with panel_in_notebook(page, lab_server, "widget_heat", CELLS, PANEL_CELL) as panel:
         button(panel, "Step 100").wait_for(timeout=LIMIT_MS)
         assert wait_number(page, STEPS, 0, 0) == 0
         images = panel.locator("img")

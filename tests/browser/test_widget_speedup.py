@@ -6,15 +6,13 @@ from __future__ import annotations
 import json
 import re
 
-from tests.browser.conftest import run_cells, screenshot, write_notebook
+from tests.browser.conftest import screenshot
 from tests.browser.widgets_support import (
     LIMIT_MS,
     button,
-    cell_output,
     control,
     error_outputs,
-    kernel_session,
-    open_fresh,
+    panel_in_notebook,
     wait_image_loaded,
     wait_kernel_idle,
 )
@@ -52,11 +50,7 @@ def _fill(panel, description: str, value: str) -> None:
 
 
 def test_speedup_panel_runs_the_inner_product_on_1_and_2_ranks(page, lab_server):
-    name = write_notebook(lab_server, "browser_speedup_panel.ipynb", CELLS)
-    with kernel_session(page, lab_server, "widget_speedup"):
-        open_fresh(page, lab_server, name)
-        run_cells(page, len(CELLS))
-        panel = cell_output(page, PANEL_CELL)
+    with panel_in_notebook(page, lab_server, "widget_speedup", CELLS, PANEL_CELL) as panel:
         run = button(panel, "Run")
         run.wait_for(timeout=LIMIT_MS)
 

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from tests.browser.conftest import run_cells, screenshot, write_notebook
+from tests.browser.conftest import screenshot
 from tests.browser.widgets_support import (
     LIMIT_MS,
     button,
-    cell_output,
     click_until_number,
     control,
     error_outputs,
     image_sources,
-    kernel_session,
-    open_fresh,
+    panel_in_notebook,
     read_number,
     wait_image_loaded,
     wait_kernel_idle,
@@ -33,11 +31,7 @@ TIMING = 2  # the timing bars: the last picture a redraw sets
 
 
 def test_wave_widget_steps_plays_and_redraws(page, lab_server):
-    name = write_notebook(lab_server, "browser_wave_widget.ipynb", CELLS)
-    with kernel_session(page, lab_server, "widget_wave"):
-        open_fresh(page, lab_server, name)
-        run_cells(page, len(CELLS))
-        panel = cell_output(page, PANEL_CELL)
+    with panel_in_notebook(page, lab_server, "widget_wave", CELLS, PANEL_CELL) as panel:
         button(panel, "Step 10").wait_for(timeout=LIMIT_MS)
         assert wait_number(page, STEPS, 0, 0) == 0
         images = panel.locator("img")

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from tests.browser.conftest import LabServer, screenshot, shutdown_kernels
+from tests.browser.conftest import LabServer, run_cells, screenshot, shutdown_kernels, write_notebook
 from tests.process_tree import leftover_cluster_processes
 
 #: Limit for anything that waits on the cluster (a loaded two-core machine is slow).
@@ -252,3 +252,14 @@ def kernel_session(page, server: LabServer, name: str) -> Iterator[None]:
             assert leftovers == [], "cluster processes outlived the kernel:\n" + "\n".join(leftovers)
         elif leftovers:
             print("cluster processes outlived the kernel:\n" + "\n".join(leftovers))
+
+
+@contextlib.contextmanager
+def panel_in_notebook(page, server: LabServer, name: str, cells: list[str], panel_cell: int):
+    """Write *cells* into a notebook of its own, open it, run every cell and yield the output
+    of *panel_cell* (the panel), all inside :func:`kernel_session` *name*."""
+    notebook = write_notebook(server, f"browser_{name}.ipynb", cells)
+    with kernel_session(page, server, name):
+        open_fresh(page, server, notebook)
+        run_cells(page, len(cells))
+        yield cell_output(page, panel_cell)
