@@ -135,14 +135,10 @@ def _running_cluster(profile: str, cluster_id: str, ipython_dir_: str | None):
         return None
     # Attached, we only watch: without this, noticing the owner's engines stop (a restart
     # from another notebook) would rewrite the owner's file from our stale view and drop the
-    # engines recorded there. Writes are allowed only where we act (see `acting_on`).
-    cluster.cluster_file = ""
+    # engines recorded there. Writes are allowed only where we act (see `acting_on`), to the
+    # file we read it from.
+    cluster._attached_file, cluster.cluster_file = str(cluster_file), ""
     return cluster
-
-
-def cluster_file_of(cluster) -> Path:
-    """Where ipyparallel records *cluster* (``security/cluster-<id>.json`` of its profile)."""
-    return Path(cluster.profile_dir) / "security" / f"cluster-{cluster.cluster_id}.json"
 
 
 @contextlib.contextmanager
@@ -153,7 +149,7 @@ def acting_on(cluster, attached: bool) -> Iterator[None]:
     if not attached:
         yield
         return
-    cluster.cluster_file = str(cluster_file_of(cluster))
+    cluster.cluster_file = cluster._attached_file
     try:
         yield
     finally:
