@@ -28,7 +28,10 @@ environment the engines inherit).
 Medians over all recorded frames of all repeats; the load average is printed (the machine
 is shared: read ratios from one run, not absolute times across runs). Usage::
 
-    .venv/bin/python benchmarks/interactive.py [--quick] [--frames 60] [--repeat 3] [--yield] [--json FILE]
+    .venv/bin/python benchmarks/interactive.py [--quick] [--frames 60] [--repeat 3] [--yield] [--ordering] [--json FILE]
+
+``--ordering`` plays every case a second time, right after, without the shared MPI world's turn
+(:mod:`mpiworkbench.client.world`): what ordering every call across notebooks costs a panel.
 """
 
 from __future__ import annotations
@@ -174,11 +177,19 @@ def run_cluster(cases, args, env: dict[str, str] | None = None) -> list[dict]:
             seen = wb.run(environment_variable, next(iter(env)))
             assert all(v == next(iter(env.values())) for v in seen), f"engines did not get {env}: {seen}"
         results = []
+        world = wb._world
         for solver, size in cases:
-            row = measure_case(wb, solver, size, args.frames, args.warmup, args.repeat)
-            row["yield"] = bool(env)
-            print(format_row(row), flush=True)
-            results.append(row)
+            # --ordering: each case also without the world's turn (an unordered client, as before
+            # the shared-world issue), right after, on the same cluster
+            for ordered in ((True, False) if args.ordering else (True,)):
+                wb._world = world if ordered else None
+                try:
+                    row = measure_case(wb, solver, size, args.frames, args.warmup, args.repeat)
+                finally:
+                    wb._world = world
+                row["yield"], row["ordered"] = bool(env), ordered
+                print(format_row(row), flush=True)
+                results.append(row)
         return results
     finally:
         wb.stop()
@@ -196,7 +207,8 @@ HEADER = ("| case | steps/frame | compute + exchange (ms) | transfer (ms) | draw
 
 def format_row(r: dict) -> str:
     busy = r["cores_busy"]
-    return (f"| {r['case']}{' (yield)' if r.get('yield') else ''} | {r['steps_per_frame']:.0f} "
+    return (f"| {r['case']}{' (yield)' if r.get('yield') else ''}{'' if r.get('ordered', True) else ' (unordered)'} "
+            f"| {r['steps_per_frame']:.0f} "
             f"| {r['compute_ms']:.1f} + {r['exchange_ms']:.1f} | {r['transfer_ms']:.1f} | {r['drawing_ms']:.1f} "
             f"| **{r['overhead_ms']:.1f}** | {r['frame_ms']:.1f} | **{r['fps']:.1f}** | {r['no_panel_ms']:.1f} "
             f"| {r['old_redraw_ms']:.0f} | {busy['kernel']:.2f} / {busy.get('controller', 0):.2f} "
@@ -212,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--yield", dest="yield_", action="store_true",
                         help="also the headline cases with MPICH ranks yielding while they wait")
     parser.add_argument("--json", help="write the rows here")
+    parser.add_argument("--ordering", action="store_true",
+                        help="measure each case also without the shared world's turn (its cost)")
     args = parser.parse_args(argv)
     cases = QUICK if args.quick else CASES
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; 2 ranks; "

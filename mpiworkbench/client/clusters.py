@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from mpiworkbench.client import leftovers
 from mpiworkbench.core import machine
 
 #: Hub heartbeat period (ms). ipyparallel's 3000 ms default is what makes a cluster take
@@ -156,16 +157,29 @@ def acting_on(cluster, attached: bool) -> Iterator[None]:
         cluster.cluster_file = ""
 
 
-def _mpi_rank() -> int:
-    from mpi4py import MPI
+def rank_map(client, n: int, timeout: float | None) -> dict[int, dict[str, Any]]:
+    """Engine id → :func:`~mpiworkbench.core.machine.rank_info` (rank, host, pid, thread level)
+    of the *n* engines of *client*'s cluster, once all have registered.
 
-    return MPI.COMM_WORLD.rank
+    Raises
+    ------
+    TimeoutError
+        When the engines have not all registered, or not all answered, within *timeout*
+        seconds (``None``: wait for ever): ranks busy with other work or blocked in MPI.
+    """
+    client.wait_for_engines(n, timeout=-1 if timeout is None else timeout)
+    ar = client[:].apply_async(machine.rank_info)
+    if not ar.wait(timeout):
+        answered = sum(part.done() for part in ar.split())
+        raise TimeoutError(f"{answered} of {len(ar.split())} engines answered within {timeout} s")
+    infos = ar.get_dict()
+    leftovers.remember_ranks(client, infos)  # what their files in /dev/shm are, should they be killed
+    return infos
 
 
-def rank_map(client, n: int, timeout: float) -> dict[int, int]:
-    """Engine id → MPI rank of the *n* engines of *client*'s cluster, once all have registered."""
-    client.wait_for_engines(n, timeout=timeout)
-    return client[:].apply_async(_mpi_rank).get_dict()
+def engine_uuids(client) -> dict[int, str]:
+    """Engine id → the uuid of its registration (new for every engine a restart starts)."""
+    return {int(k): str(v) for k, v in getattr(client, "_engines", {}).items()}
 
 
 def engine_count(cluster) -> int:
@@ -202,35 +216,52 @@ def _expected_engine_exit(cluster, log_level: int) -> Iterator[None]:
         cluster.log.setLevel(level)
 
 
-def stop_cluster(cluster, log_level: int = logging.WARNING) -> None:
+def stop_cluster(cluster, log_level: int = logging.WARNING, client=None) -> list[str]:
     """Stop *cluster*'s engines, then its controller (what ``Session.stop`` does to its own).
 
     Stopped together (ipyparallel's ``stop_cluster``), the engines lose the hub mid-shutdown
-    and take about 3 s longer to exit.
+    and take about 3 s longer to exit. What ranks on this host killed rather than stopped
+    (blocked in MPI, or dead before) leave in ``/dev/shm`` is removed: those recorded through
+    *client* (the session's, closed or not) and those below the local ``mpiexec``. Ranks on
+    other hosts keep theirs there (:mod:`~mpiworkbench.client.leftovers`). Returns the paths
+    removed.
     """
+    world = leftovers.before_kill(cluster, client)
     with _expected_engine_exit(cluster, log_level):
         cluster.stop_engines_sync()
         cluster.stop_controller_sync()
+    return leftovers.after_kill(world, restarting=False)
 
 
-def kill_through_nannies(client, engine_ids: Iterable[int]) -> None:
+def kill_through_nannies(client, engine_ids: Iterable[int], timeout: float = 5.0) -> None:
     """SIGKILL the engines *engine_ids* through their ipyparallel nannies (a rank blocked in
-    MPI dies too; ``mpiexec`` then ends the whole job). Engines already gone are skipped."""
+    MPI dies too; ``mpiexec`` then ends the whole job). Engines already gone are skipped.
+
+    Waits at most *timeout* seconds for the nannies to confirm: a nanny exits with its engine,
+    so one signalled again before its engine has unregistered never answers.
+    """
     try:
-        client.send_signal("SIGKILL", targets=list(engine_ids), block=True)
-    except Exception:  # noqa: BLE001 - engines already gone: nothing to kill
+        registered = set(client.ids)
+        targets = [engine for engine in engine_ids if engine in registered]
+        if targets:
+            client.send_signal("SIGKILL", targets=targets, block=False).result(timeout)
+    except Exception:  # noqa: BLE001 - engines already gone (or no answer in time): nothing to kill
         pass
 
 
 def kill_engines(cluster, client, engine_ids: Iterable[int], log_level: int = logging.WARNING,
-                 timeout: float = 30.0) -> None:
+                 timeout: float = 30.0) -> list[str]:
     """End *cluster*'s engines at once, even ranks blocked in an MPI call; the controller stays.
 
     A rank blocked in an MPI call never runs Python's SIGTERM handler, so a polite stop waits
     5 s and then kills ``mpiexec``. The engines are killed through their nannies instead:
     ``mpiexec`` sees its ranks die and ends the whole job at once. Returns when the old
-    engines have unregistered from the controller.
+    engines have unregistered from the controller and the files the killed ranks of this host
+    left in ``/dev/shm`` are removed (the paths removed); the new ranks on other hosts remove
+    the old ones' there when they are armed (:mod:`~mpiworkbench.client.leftovers`).
     """
+    engine_ids = list(engine_ids)
+    world = leftovers.before_kill(cluster, client, engine_ids)
     kill_through_nannies(client, engine_ids)
     with _expected_engine_exit(cluster, log_level):
         cluster.stop_engines_sync()
@@ -239,6 +270,7 @@ def kill_engines(cluster, client, engine_ids: Iterable[int], log_level: int = lo
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out after {timeout} s waiting for the old engines to unregister")
         time.sleep(0.05)
+    return leftovers.after_kill(world)
 
 
 def world_died(cluster, client, n: int) -> bool:

@@ -107,3 +107,23 @@ class ExecutionTimeout(_RankReport, TimeoutError):
             "ranks are blocked in communication (a deadlock), call wb.restart() for a fresh "
             "MPI world; wb.interrupt() sends SIGINT, which does not wake a blocked MPI call."
         )
+
+
+class WorldBusy(WorkbenchError, TimeoutError):
+    """Another client of the shared MPI world held it for longer than this call's timeout.
+    Nothing was sent to the ranks."""
+
+
+class WorldBlocked(WorkbenchError):
+    """The client holding the shared MPI world reported its work as blocked (it outlived its
+    timeout): every call would wait behind it. Nothing was sent to the ranks."""
+
+
+class WorldRestarted(WorkbenchError):
+    """Another client restarted the MPI world since this session's last call: everything this
+    session had on the ranks is gone. The session is already connected to the new ranks."""
+
+
+class WorldInUse(WorkbenchError):
+    """A restart or stop would end another client's work that is running on the ranks; pass
+    ``force=True`` to do it anyway."""

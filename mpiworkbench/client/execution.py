@@ -1,12 +1,15 @@
 """How code runs on a session's engines: every rank at once, results in rank order, never
-frozen by a failed collective (see :mod:`mpiworkbench.client.waiting`)."""
+frozen by a failed collective (see :mod:`mpiworkbench.client.waiting`), and in one order
+with every other client of the same MPI world: every execution is submitted by
+:meth:`Execution.submit`, which takes the world's turn (:mod:`mpiworkbench.client.world`)."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 from typing import Any, Callable
 
-from mpiworkbench.client.errors import ExecutionTimeout
+from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, WorldRestarted
 from mpiworkbench.client.remote import RemoteObject
 from mpiworkbench.client.trace import arm_engines, explain_timeout, submitted
 from mpiworkbench.client.waiting import wait_ranks
@@ -21,11 +24,39 @@ class Execution:
     def _require_running(self) -> None:
         if self.view is None:
             raise RuntimeError("the workbench is not running; call wb.start() first")
+        restarted = self._follow_restart()
+        if restarted:
+            raise WorldRestarted(restarted)
         if self._world_died():
             raise RuntimeError(
                 "the MPI world has died (a rank was killed, called MPI_Abort or crashed); "
                 "call wb.restart() for a fresh one"
             )
+
+    def submit(self, label: str, send: Callable[[], Any]):
+        """The one way work reaches the ranks: take the world's turn (waiting, visibly, while
+        another client's work runs), arm the hang report, call *send* (which submits to the
+        engines and returns an ``AsyncResult``) and hold the turn until that has finished on
+        every rank. *label* says what it is to the clients waiting for it."""
+        self._require_running()
+        world = self._world
+        if world is not None:
+            world.acquire(label, self.timeout)
+        try:
+            # one multi-engine call goes out whole before another thread's (a Play thread and
+            # a cell): ipyparallel queues each engine's message on its I/O thread separately,
+            # so two threads' calls could otherwise reach the engines in different orders
+            with _send_lock(self):
+                arm_engines(self)
+                ar = submitted(send)
+        except BaseException:
+            if world is not None:
+                world.release()
+            raise
+        ar._wb_label = label
+        if world is not None:
+            _hold(world, ar)
+        return ar
 
     def run_async(self, func: Callable[..., Any], *args: Any, **kwargs: Any):
         """Submit ``func(*args, **kwargs)`` on every rank without waiting.
@@ -35,9 +66,8 @@ class Execution:
         ipyparallel.AsyncResult
             The pending call; finish it with :meth:`gather` (hang-protected).
         """
-        self._require_running()
-        arm_engines(self)
-        return submitted(lambda: self.view.apply_async(func, *args, **kwargs))
+        label = f"{self.activity or 'wb.run'}: {getattr(func, '__name__', 'a function')}"
+        return self.submit(label, lambda: self.view.apply_async(func, *args, **kwargs))
 
     def gather(self, ar, timeout: float | None | str = "default") -> list[Any]:
         """Wait for *ar* (hang-protected) and return its results in rank order.
@@ -58,13 +88,23 @@ class Execution:
         self.wait_explained(ar, limit)
         return list(ar.get())
 
-    def wait_explained(self, ar, timeout: float | None, raise_failures: bool = True):
+    def wait_explained(self, ar, timeout: float | None, raise_failures: bool = True, started: float | None = None,
+                       grace: float | None = None):
         """:func:`~mpiworkbench.client.waiting.wait_ranks`, and on a timeout the hang report:
         where each rank is blocked and the likely cause (:func:`~mpiworkbench.client.trace.explain_timeout`)."""
         try:
-            return wait_ranks(ar, self.ranks, timeout, grace=self.failure_grace, raise_failures=raise_failures)
+            statuses = wait_ranks(ar, self.ranks, timeout, raise_failures=False, started=started,
+                                  grace=self.failure_grace if grace is None else grace)
         except ExecutionTimeout as exc:
-            raise explain_timeout(self, exc, getattr(ar, "_wb_submitted", None)) from None
+            report = explain_timeout(self, exc, getattr(ar, "_wb_submitted", None), ar)
+            if self._world is not None and not ar.done():
+                self._world.mark_blocked("\n".join([*(s.line() for s in report.statuses), *report.hang_lines,
+                                                     *(f"  likely: {c}" for c in report.causes)]), id(ar))
+            raise report from None
+        _finished(ar)
+        if raise_failures and any(s.state == "failed" for s in statuses):
+            raise RankFailure(statuses)
+        return statuses
 
     def run(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Any]:
         """Run ``func(*args, **kwargs)`` on every rank and wait for it.
@@ -85,9 +125,8 @@ class Execution:
 
     def execute(self, code: str) -> None:
         """Execute *code* in every engine's namespace (what ``%%px`` does), hang-protected."""
-        self._require_running()
-        arm_engines(self)
-        ar = submitted(lambda: self.view.execute(code, block=False))
+        first = next((line.strip() for line in code.splitlines() if line.strip()), "")
+        ar = self.submit(f"{self.activity or 'wb.execute'}: {first[:60]}", lambda: self.view.execute(code, block=False))
         self.wait_explained(ar, self.timeout)
 
     def interrupt(self, signal: str = "SIGINT") -> None:
@@ -97,9 +136,10 @@ class Execution:
 
     def pull(self, name: str, rank: int = 0) -> Any:
         """The value of *name* in one rank's namespace (gather to that rank with MPI first)."""
-        self._require_running()
         engine = {r: e for e, r in self.ranks.items()}[rank]
-        return self.client[engine].pull(name, block=True)
+        ar = self.submit(f"{self.activity or 'wb.pull'}: {name}", lambda: self.client[engine].pull(name, block=False))
+        self.wait_explained(ar, self.timeout)
+        return ar.get()
 
     # ------------------------------------------------------------------ remote objects
     def create(self, factory: str, *args: Any, nranks: int | None = None, **kwargs: Any) -> "RemoteObject":
@@ -133,3 +173,30 @@ class Execution:
 
         return self.run(environment)[0]
 
+
+
+def _send_lock(session) -> threading.Lock:
+    lock = session.__dict__.get("_sending")
+    if lock is None:
+        lock = session.__dict__.setdefault("_sending", threading.Lock())
+    return lock
+
+
+def _hold(world, ar) -> None:
+    """Keep *world*'s turn until *ar* has finished on every rank: released once, by whichever
+    comes first — ipyparallel's I/O thread completing it, or a wait here seeing it done (so the
+    state reads right the moment a call returns)."""
+    ar._wb_release = (world, threading.Lock())
+    ar.add_done_callback(lambda _f: _finished(ar))
+
+
+def _finished(ar) -> None:
+    held = getattr(ar, "_wb_release", None)
+    if held is None or not ar.done():
+        return
+    world, once = held
+    with once:
+        if getattr(ar, "_wb_release", None) is None:
+            return
+        ar._wb_release = None
+    world.release(id(ar))

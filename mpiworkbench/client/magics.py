@@ -9,6 +9,10 @@ blocked, its Python line and the likely cause.
 
 ``%%px --trace`` records the cell's MPI calls on every rank (``wb.last_trace`` afterwards;
 ``mpiworkbench.plot.trace.timeline(wb.last_trace)`` draws it).
+
+Every cell, blocking or not, reaches the engines through :meth:`~mpiworkbench.client.session.Session.submit`:
+it takes the MPI world's turn, so cells of several notebooks on one cluster never interleave
+their collectives.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from contextlib import nullcontext
 from ipyparallel import error
 from ipyparallel.client.magics import ParallelMagics
 
-from mpiworkbench.client.trace import arm_engines, submitted, tracing
+from mpiworkbench.client.trace import tracing
 
 
 class WorkbenchMagics(ParallelMagics):
@@ -57,20 +61,19 @@ class WorkbenchMagics(ParallelMagics):
         signal_on_interrupt=None,
     ):
         block = self.view.block if block is None else block
-        if not block:
-            return super().parallel_execute(
-                cell, block=False, groupby=groupby, save_name=save_name, stream_output=stream_output
-            )
         stream_output = self.stream_output if stream_output is None else stream_output
         signal_on_interrupt = self.signal_on_interrupt if signal_on_interrupt is None else signal_on_interrupt
         targets = self.view.targets
         wb = self.workbench
-        arm_engines(wb)
-        result = submitted(lambda: self.view.execute(cell, silent=False, block=False))
+        first = next((line.strip() for line in cell.splitlines() if line.strip()), "")
+        label = f"{wb.activity or '%%px'}: {first[:60]}"
+        result = wb.submit(label, lambda: self.view.execute(cell, silent=False, block=False))
         result._fname = "%px"
         self.last_result = result
         if save_name:
             self.shell.user_ns[save_name] = result
+        if not block:
+            return result
         try:
             with result.stream_output() if stream_output else nullcontext():
                 wb.wait_explained(result, wb.timeout, raise_failures=False)

@@ -7,17 +7,25 @@ and restarting clusters :mod:`~mpiworkbench.client.clusters`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import time
 import uuid
-from typing import Any
+from typing import Any, Iterator
 
 from mpiworkbench.core import machine
 from mpiworkbench.client import clusters, owners
+from mpiworkbench.client.errors import WorldBusy, WorldInUse
 from mpiworkbench.client.execution import Execution
 from mpiworkbench.client.watchdog import start_watchdog, stop_watchdog
+from mpiworkbench.client.world import ClientInfo, World, turn, world_directory
 
 #: Seconds an execution may take before the workbench reports it as hung.
 DEFAULT_TIMEOUT_S = 120.0
+#: Seconds a session waits for its client to see the engines another client restarted.
+RESTART_FOLLOW_S = 10.0
+#: Seconds a restart waits for the clients whose work it ended to let the world go.
+RESTART_TURN_S = 60.0
 
 
 class Session(Execution):
@@ -98,17 +106,60 @@ class Session(Execution):
         self.ranks: dict[int, int] = {}
         self._magics = None
         self._watchdog = None
+        #: This session's place in the cluster's shared MPI world (:mod:`~mpiworkbench.client.world`).
+        self._world: World | None = None
+        #: The generation of the engine set this session last connected to.
+        self._generation = None
+        #: What this session's calls are part of, for the clients waiting for them
+        #: (``wb.doing("speedup sweep")``); the called function's name otherwise.
+        self.activity = ""
 
     # ------------------------------------------------------------------ lifecycle
     @property
     def state(self) -> str:
-        """``"stopped"``, ``"starting"``, ``"running"``, or ``"dead"`` when the MPI world has died
-        (a rank killed, ``MPI_Abort``, a segfault: ``wb.restart()`` gives a fresh one)."""
+        """What the MPI world is doing now, as seen by every client of it:
+
+        ``"stopped"`` / ``"starting"``
+            this session has no cluster yet;
+        ``"running"``
+            the ranks are free;
+        ``"busy"``
+            the ranks run someone's work (another notebook's, or this one's in the background):
+            a call now waits its turn;
+        ``"blocked"``
+            that work outlived its timeout and still runs (most likely stuck in MPI): calls are
+            refused until someone restarts the world (``wb.clients()`` says who holds it);
+        ``"dead"``
+            the MPI world has died (a rank killed, ``MPI_Abort``, a segfault):
+            ``wb.restart()`` gives a fresh one.
+        """
         if self.cluster is None:
             return "stopped"
         if self.view is None:
             return "starting"
-        return "dead" if self._world_died() else "running"
+        if self._world_died():
+            return "dead"
+        holder = self._world.holder() if self._world is not None else None
+        if holder is not None:
+            return "blocked" if holder.get("blocked") else "busy"
+        return "running"
+
+    def clients(self) -> list[dict[str, Any]]:
+        """Every client attached to this cluster's MPI world, oldest first: ``notebook``,
+        ``kernel``, ``pid``, ``host``, ``since`` (epoch seconds), ``state`` (``running``,
+        ``blocked``, ``waiting`` or ``idle``), ``label`` (what it runs or waits to run) and
+        ``me`` (this session). What the control panel lists."""
+        return [] if self._world is None else self._world.clients()
+
+    @contextlib.contextmanager
+    def doing(self, activity: str) -> Iterator[None]:
+        """Name what the calls inside the block are part of (``"speedup sweep"``): the other
+        notebooks waiting for the world see it."""
+        before, self.activity = self.activity, activity
+        try:
+            yield
+        finally:
+            self.activity = before
 
     def _world_died(self) -> bool:
         return clusters.world_died(self.cluster, self.client, self.n)
@@ -146,7 +197,7 @@ class Session(Execution):
         self.profile, self._attach_id = profile, cluster_id
         return self._attach(found)
 
-    def _attach(self, cluster) -> "Session":
+    def _attach(self, cluster, restarted: bool = False) -> "Session":
         self.cluster, self.owns_cluster = cluster, False
         self.cluster_id = cluster.cluster_id
         try:
@@ -154,8 +205,8 @@ class Session(Execution):
             # the launchers' count; the registered engines when the file lost track of them
             self.n = clusters.engine_count(cluster) or max(1, len(self.client.ids))
             self.oversubscribe = self.n > machine.cores()
-            self._connect_engines()
-            self.thread_level = self.run(machine.rank_info)[0]["thread_level"]
+            self._world = self._open_world()
+            self._connect_engines(restarted=restarted)
         except BaseException:
             self.stop()
             raise
@@ -214,20 +265,112 @@ class Session(Execution):
             self.cluster.start_cluster_sync()
             self._watchdog = start_watchdog(self.cluster.cluster_file)
             self.client = self.cluster.connect_client_sync()
-            self._connect_engines()
+            self._world = self._open_world()
+            self._connect_engines(fresh=True)
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _connect_engines(self) -> None:
-        self.ranks = clusters.rank_map(self.client, self.n, timeout=self.cluster.engine_timeout)
+    def _open_world(self) -> World:
+        directory = world_directory(self.cluster.profile_dir, self.cluster.cluster_id)
+        return World(directory, ClientInfo.here(self.client.session.session))
+
+    def _connect_engines(self, fresh: bool = False, restarted: bool = False) -> None:
+        """The rank map and the view in rank order. Read from the world's record when it
+        describes these very engines (an attach never waits for busy ranks); asked of the
+        engines otherwise, bounded by :attr:`timeout` on a cluster started elsewhere."""
+        known = None if fresh or restarted else self._recorded_engine_set()
+        if known is not None:
+            self.ranks, self.thread_level = known
+        else:
+            self._ask_engines(restarted)
+        if self._world is not None:
+            self._world.changed_since_seen()
+            self._generation = (self._world.engine_set() or {}).get("generation")
+        self._build_view()
+
+    def _recorded_engine_set(self) -> tuple[dict[int, int], str | None] | None:
+        record = self._world.engine_set() if self._world is not None else None
+        if not record:
+            return None
+        self.client.ids  # noqa: B018 - takes in the controller's news of engines (re)registered
+        uuids = clusters.engine_uuids(self.client)
+        engines = {int(e): tuple(v) for e, v in (record.get("engines") or {}).items()}
+        if len(engines) != self.n or any(uuids.get(e) != u for e, (_rank, u) in engines.items()):
+            return None  # another engine set (restarted, or a new cluster of the same id)
+        return {e: rank for e, (rank, _u) in engines.items()}, record.get("thread_level")
+
+    def _ask_engines(self, restarted: bool) -> None:
+        limit = self.cluster.engine_timeout if self.owns_cluster or restarted else self.timeout
+        try:
+            with turn(self._world, "connecting to the ranks", limit):
+                infos = clusters.rank_map(self.client, self.n, timeout=limit)
+        except TimeoutError as exc:
+            if isinstance(exc, WorldBusy):
+                raise
+            holder = self._world.holder() if self._world is not None else None
+            raise WorldBusy(
+                f"the MPI ranks did not answer within {limit} s ({exc}): they are busy with "
+                f"{'work of ' + str(holder.get('notebook')) if holder else 'work sent by a client outside the workbench'}"
+                " or blocked in MPI. Try again when it has finished, raise the timeout "
+                "(Workbench.attach(..., timeout=600)), or restart the world: "
+                "Workbench(profile=..., activate=False) then wb.restart(force=True)") from None
+        self.ranks = {e: info["rank"] for e, info in infos.items()}
+        levels = {info["thread_level"] for info in infos.values()}
+        self.thread_level = levels.pop() if len(levels) == 1 else self.thread_level
+        if self._world is not None:
+            uuids = clusters.engine_uuids(self.client)
+            self._world.record_engine_set(
+                self.ranks, restarted=restarted,
+                engines={str(e): [r, uuids.get(e, "")] for e, r in self.ranks.items()},
+                thread_level=self.thread_level)
+
+    def _build_view(self) -> None:
         by_rank = sorted(self.ranks, key=self.ranks.__getitem__)
         self.view = self.client.direct_view(by_rank)
         self.view.block = True
         if self.activate:
             from mpiworkbench.client.magics import activate
             self._magics = activate(self)
+
+    def _follow_restart(self) -> str:
+        """When another client restarted the world since our last call: connect to the new
+        ranks and say what happened (``""`` when nothing did)."""
+        if self._world is None:
+            return ""
+        record = self._world.changed_since_seen()
+        if not record or record.get("generation") == self._generation:
+            return ""
+        deadline = time.monotonic() + RESTART_FOLLOW_S
+        known = self._recorded_engine_set()
+        while known is None and time.monotonic() < deadline:  # our client may not have seen them yet
+            time.sleep(0.05)
+            known = self._recorded_engine_set()
+        if known is not None:
+            self.ranks, self.thread_level = known
+            self._generation = record.get("generation")
+            self._build_view()
+            if not self.owns_cluster and self.profile is not None:
+                # the cluster file records the new engine set: read it, so that our view of
+                # the launchers (whether the world died) follows
+                self.cluster = clusters.running_cluster(self.profile, self._attach_id) or self.cluster
+        elif not self.owns_cluster and self.profile is not None:
+            # a new controller too (a JupyterLab server restarted its cluster): attach anew
+            client, world = self.client, self._world
+            self.cluster = self.client = self.view = self._world = None
+            world.close()
+            with contextlib.suppress(Exception):
+                client.close()
+            self._attach(clusters.running_cluster(self.profile, self._attach_id, required=True))
+        else:
+            return ""
+        by = record.get("restarted_by") or {}
+        when = time.strftime("%H:%M:%S", time.localtime(record.get("at") or time.time()))
+        who = f"{by.get('notebook')} (pid {by.get('pid')})" if by else "another client"
+        return (f"the MPI world was restarted by {who} at {when}: everything this notebook had on the "
+                f"ranks (variables, solvers, remote objects) is gone. This session is connected to the "
+                f"new ranks; run your cell again.")
 
     def stop(self, cluster: bool = False) -> str:
         """Stop every engine and the controller (idempotent).
@@ -244,9 +387,11 @@ class Session(Execution):
             What was done, in a sentence.
         """
         owned = self.owns_cluster or cluster
-        running, client = self.cluster, self.client
-        self.cluster = self.client = self.view = None
+        running, client, world = self.cluster, self.client, self._world
+        self.cluster = self.client = self.view = self._world = None
         self.ranks = {}
+        if world is not None:
+            world.remove() if owned else world.close()
         stop_watchdog(self._watchdog)
         self._watchdog = None
         if client is not None:
@@ -259,11 +404,16 @@ class Session(Execution):
                 "wb.stop(cluster=True), `ipcluster stop`, or the IPython Parallel sidebar)"
             )
         with clusters.acting_on(running, attached=not self.owns_cluster):
-            clusters.stop_cluster(running, self.log_level)
+            clusters.stop_cluster(running, self.log_level, client)
         return "stopped the engines and the controller"
 
-    def restart(self) -> "Session":
+    def restart(self, force: bool = False) -> "Session":
         """A fresh MPI world: kill the engines (even if blocked in MPI) and start new ones.
+
+        The world may be shared: while another notebook's work runs on the ranks (and has not
+        outlived its timeout), a restart is refused unless *force*; every other notebook
+        attached to the cluster is told on its next call that the world was restarted, and by
+        whom, and continues on the new ranks.
 
         The controller stays up; engine ids change, so :attr:`ranks`, :attr:`view` and
         the ``%px`` magics are rebuilt. On an attached cluster the engines are restarted
@@ -275,21 +425,33 @@ class Session(Execution):
         tears its cluster down when its engines stop within 30 s of starting
         (``IPClusterStart.early_shutdown``).
 
+        Parameters
+        ----------
+        force : bool
+            Restart even while another notebook's work runs on the ranks (it fails, and its
+            notebook is told why).
+
         Returns
         -------
         Session
             This session, running again (started if it was stopped).
+
+        Raises
+        ------
+        WorldInUse
+            Another client's work is running on the ranks and *force* is false.
         """
         if self.cluster is None:
             return self.start()
+        self._end_running_work(force)
         server = None if self.owns_cluster else owners.owning_server(self.cluster)
         if server is not None:
             return self._restart_through(server)
         self.view = None
-        with clusters.acting_on(self.cluster, attached=not self.owns_cluster):
+        with self._restarting(), clusters.acting_on(self.cluster, attached=not self.owns_cluster):
             clusters.kill_engines(self.cluster, self.client, self.ranks, self.log_level)
             self.cluster.start_engines_sync(self.n)
-            self._connect_engines()
+            self._connect_engines(restarted=True)
             if not self.owns_cluster:
                 # the owner rewrites the cluster file when it sees its engines stop, which can
                 # drop the set started here: record it again, so `ipcluster stop` stops it too
@@ -299,13 +461,50 @@ class Session(Execution):
     def _restart_through(self, server: owners.JupyterServer) -> "Session":
         # the JupyterLab server owns this cluster (its sidebar's STOP stops what the server
         # started): ask it for the fresh world, then attach to the cluster it started
-        n, client = self.n, self.client
+        n, client, world = self.n, self.client, self._world
         clusters.kill_through_nannies(client, self.ranks)
-        self.cluster = self.client = self.view = None
+        self.cluster = self.client = self.view = self._world = None
         self.ranks = {}
         client.close()
-        owners.restart_through(server, self.profile, self.cluster_id, n)
-        return self._attach(clusters.running_cluster(self.profile, self.cluster_id, required=True))
+        with contextlib.ExitStack() as holding:
+            if world is not None:
+                holding.callback(world.close)
+                world.acquire("restarting the MPI world", RESTART_TURN_S, restarting=True)
+            owners.restart_through(server, self.profile, self.cluster_id, n)
+        return self._attach(clusters.running_cluster(self.profile, self.cluster_id, required=True),
+                            restarted=True)
+
+    def _end_running_work(self, force: bool) -> None:
+        """Before a restart: refuse it while another client's live work runs (unless *force*);
+        otherwise end whatever holds the ranks — blocked work, forced — and wait until its
+        client has let the world's turn go (its calls fail as the engines die)."""
+        world = self._world
+        holder = world.holder() if world is not None else None
+        if not holder:
+            return
+        if holder.get("id") != world.me.id and not holder.get("blocked") and not force:
+            since = holder.get("running_since")
+            raise WorldInUse(
+                f"{holder.get('notebook')} (pid {holder.get('pid')}) is running "
+                f"{holder.get('label') or 'work'} on the ranks"
+                + (f" (for {time.time() - since:.0f} s)" if since else "")
+                + "; a restart would end it. Wait until wb.state reads 'running', or restart anyway "
+                "with wb.restart(force=True): that notebook is told why on its next call.")
+        clusters.kill_through_nannies(self.client, self.ranks)
+
+    @contextlib.contextmanager
+    def _restarting(self) -> Iterator[None]:
+        """Hold the world's turn while the engines are replaced: the other clients wait
+        ("restarting the MPI world") instead of sending work to dying ranks."""
+        world = self._world
+        if world is None:
+            yield
+            return
+        world.acquire("restarting the MPI world", RESTART_TURN_S, restarting=True)
+        try:
+            yield
+        finally:
+            world.release()
 
     def __enter__(self) -> "Session":
         return self.start()

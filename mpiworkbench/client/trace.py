@@ -12,12 +12,14 @@ line, and the likely cause.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
 from typing import Any, Callable
 
 import numpy as np
 
+from mpiworkbench.client import leftovers
 from mpiworkbench.client.errors import ExecutionTimeout
 from mpiworkbench.trace import hang, recorder
 from mpiworkbench.trace.model import Trace
@@ -62,18 +64,24 @@ def tracing(wb, capacity: int = recorder.DEFAULT_CAPACITY) -> TraceRecording:
 
 # ---------------------------------------------------------------------- hang report
 def arm_engines(wb) -> dict[int, dict[str, Any]]:
-    """Arm every engine's stack dumper once per engine set; rank → ``{pid, host, interposer}``."""
+    """Arm every engine's stack dumper once per engine set; rank → ``{pid, host, interposer,
+    started, files}``. The ranks also remove what ranks killed before them on their hosts left
+    in ``/dev/shm`` (:func:`mpiworkbench.client.leftovers.elsewhere`)."""
     # the engines' identities (ipyparallel gives every registration a new uuid): a restart re-arms
     key = (id(wb.client), tuple(sorted(wb.ranks.items())), tuple(sorted(getattr(wb.client, "_engines", {}).items())))
     if getattr(wb, "_armed_for", None) == key:
         return wb._rank_processes
-    ar = wb.view.apply_async(hang.arm)
+    left_behind = leftovers.elsewhere()
+    ar = wb.view.apply_async(hang.arm, left_behind)
     processes: dict[int, dict[str, Any]] = {}
     if ar.wait(ARM_TIMEOUT_S):
         targets = getattr(ar, "_targets", None) or list(wb.ranks)
-        for engine, info in zip(targets, ar.get()):
+        infos = dict(zip(targets, ar.get()))
+        for engine, info in infos.items():
             rank = info["rank"] if info["rank"] is not None else wb.ranks.get(engine, engine)
             processes[rank] = info
+        leftovers.remember_armed(wb.client, infos)
+        leftovers.handed_over(left_behind, {info["host"] for info in infos.values()})
         wb._armed_for = key
     wb._rank_processes = processes
     return processes
@@ -103,10 +111,11 @@ def submitted(submit):
     return ar
 
 
-def explain_timeout(wb, exc: ExecutionTimeout, since: float | None = None) -> ExecutionTimeout:
+def explain_timeout(wb, exc: ExecutionTimeout, since: float | None = None, ar=None) -> ExecutionTimeout:
     """Add the hang report to *exc* (rank by rank: the blocked call, peer, tag, bytes, for how
     long, the Python line; then the likely causes) and return it. *since*: when the execution
-    was submitted (sends before it do not count as "sent")."""
+    was submitted (sends before it do not count as "sent"). With the execution *ar*, say which
+    notebook it came from, and whose other work is on the same ranks."""
     try:
         states = _rank_states(wb, exc.statuses, since)
     except Exception as err:  # the report must never hide the timeout itself
@@ -116,8 +125,44 @@ def explain_timeout(wb, exc: ExecutionTimeout, since: float | None = None) -> Ex
     if not any(s.inflight for s in states):
         lines.append("  (no in-flight records: the engines run without the interposer, e.g. a cluster "
                      "started elsewhere, or on other hosts)")
-    exc.attach_hang_report(lines, hang.diagnose(states), states)
+    causes = hang.diagnose(states)
+    world = getattr(wb, "_world", None)
+    if world is not None and ar is not None:
+        lines.append(f"  this call came from {world.me.who()}: {getattr(ar, '_wb_label', 'a call')}")
+        with contextlib.suppress(Exception):  # the report must never hide the timeout itself
+            crossed = other_clients_work(wb, ar)
+            lines += crossed
+            if crossed:
+                causes.insert(0, "another client's work is on the ranks beside this call: their calls "
+                                 "crossed (only clients outside the workbench can do that: a bare "
+                                 "ipyparallel Client or %px of its own is not ordered with the workbench's calls)")
+    exc.attach_hang_report(lines, causes, states)
     return exc
+
+
+def other_clients_work(wb, ar) -> list[str]:
+    """Report lines naming the work of *other* clients still queued or running on the engines of
+    *ar* (from the controller's queues and task records): the notebook it came from when it is
+    a workbench's, else the ipyparallel session of a client outside the workbench."""
+    mine = set(getattr(ar, "msg_ids", []) or [])
+    queues = wb.client.queue_status(targets=list(wb.ranks), verbose=True)
+    foreign = {engine: others for engine, entry in queues.items() if isinstance(entry, dict)
+               if (others := [m for m in (entry.get("queue") or []) if m not in mine])}
+    ids = sorted({m for ms in foreign.values() for m in ms})
+    if not ids:
+        return []
+    records = {r["msg_id"]: r for r in wb.client.db_query({"msg_id": {"$in": ids}}, keys=["client_uuid"])}
+    lines = []
+    for engine, msg_ids in sorted(foreign.items(), key=lambda kv: wb.ranks.get(kv[0], kv[0])):
+        owners_ = []
+        for msg_id in msg_ids:
+            session = (records.get(msg_id) or {}).get("client_uuid", "")
+            client = wb._world.session_of(session) if session else None
+            owners_.append(f"{client['notebook']} (pid {client['pid']})" if client else
+                           f"a client outside the workbench (ipyparallel session {session[:8] or '?'})")
+        lines.append(f"  rank {wb.ranks.get(engine, engine)} also has {len(msg_ids)} call(s) of "
+                     f"{', '.join(sorted(set(owners_)))} queued or running")
+    return lines
 
 
 def trace_from_outside(wb) -> Trace | None:

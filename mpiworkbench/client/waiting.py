@@ -48,7 +48,7 @@ async def drive_async(wb, steps: Steps) -> Any:
             started = time.monotonic()
             timeout, grace = wb.timeout, getattr(wb, "failure_grace", 2.0)
             if not await until_ready(pending, timeout, grace):
-                wait_ranks(pending, wb.ranks, timeout, grace=0.0, started=started)  # raises the report
+                wb.wait_explained(pending, timeout, started=started, grace=0.0)  # raises the hang report
             pending = steps.send(wb.gather(pending))
     except StopIteration as done:
         return done.value

@@ -19,12 +19,12 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from mpiworkbench.core import shm
 from mpiworkbench.trace.events import (
     ANY_SOURCE, ANY_TAG, COLLECTIVES, KIND, MAGIC, SLOT_DTYPE, kind_name,
 )
@@ -42,12 +42,29 @@ def stack_path(pid: int) -> str:
     return f"/dev/shm/mpiworkbench-{pid}.stack"
 
 
+def events_path(pid: int) -> str:
+    return f"/dev/shm/mpiworkbench-{pid}.events"
+
+
+def interposer_paths(pid: int) -> list[str]:
+    """Every file the interposer and :func:`arm` may keep for process *pid* (the trace buffer
+    only once tracing has started)."""
+    return [slot_path(pid), events_path(pid), stack_path(pid)]
+
+
 _armed: dict[str, object] = {}
 
 
-def arm() -> dict:
+def arm(left_behind: list[dict] | None = None) -> dict:
     """In a rank: let :func:`python_stack` read this process's Python stack later. Returns
-    what a reader needs: ``pid``, ``host``, ``rank`` and whether the interposer is loaded."""
+    what a reader needs: ``pid``, ``host``, ``rank`` and whether the interposer is loaded, and
+    what removing this process's ``/dev/shm`` files after its death needs: ``started`` and
+    ``files`` (:func:`mpiworkbench.core.shm.footprint`).
+
+    *left_behind*: footprints of ranks of a world killed before this one; those of this host
+    whose processes have ended leave their files to be removed here
+    (:func:`mpiworkbench.core.shm.remove_left_behind`; other hosts' are skipped).
+    """
     import atexit
     import faulthandler
 
@@ -58,9 +75,10 @@ def arm() -> dict:
         faulthandler.register(STACK_SIGNAL, file=stream, all_threads=True, chain=False)
         atexit.register(_remove, stack_path(pid))
         _armed.update(pid=pid, stream=stream)
+    if left_behind:
+        shm.remove_left_behind(left_behind, also=interposer_paths)
     record = read_slot(pid)
-    return {"pid": pid, "host": socket.gethostname(), "rank": None if record is None else record.rank,
-            "interposer": record is not None}
+    return {**shm.footprint(pid), "rank": None if record is None else record.rank, "interposer": record is not None}
 
 
 def _remove(path: str) -> None:
@@ -303,7 +321,7 @@ def read_events(pid: int) -> np.ndarray:
         with open(slot_path(pid), "rb") as f:
             s = np.frombuffer(f.read(SLOT_DTYPE.itemsize), SLOT_DTYPE)[0]
         n = int(s["nevents"])
-        with open(f"/dev/shm/mpiworkbench-{pid}.events", "rb") as f:
+        with open(events_path(pid), "rb") as f:
             raw = f.read(n * EVENT_DTYPE.itemsize)
     except (OSError, ValueError, IndexError):
         return np.zeros(0, EVENT_DTYPE)

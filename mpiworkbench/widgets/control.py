@@ -1,9 +1,11 @@
-"""The control panel: which profile's cluster runs, who is who in the MPI world, and attach /
-start / restart / stop (or detach) buttons that call the session's methods."""
+"""The control panel: which profile's cluster runs, who is who in the MPI world, which notebooks
+share it (who runs now, who waits), and attach / start / restart / stop (or detach) buttons that
+call the session's methods."""
 
 from __future__ import annotations
 
 import html
+import time
 from typing import Any
 
 import ipywidgets as widgets
@@ -12,11 +14,31 @@ from mpiworkbench.client import clusters
 from mpiworkbench.core import machine
 
 
+def clients_html(clients: list[dict[str, Any]], now: float | None = None) -> str:
+    """Who shares the MPI world (``wb.clients()``): notebook, kernel, since when, and what each
+    runs or waits to run; this session's row is marked."""
+    if not clients:
+        return ""
+    now = time.time() if now is None else now
+    colour = {"running": "#2a7ab0", "blocked": "#b00020", "waiting": "#b35900", "idle": "#666"}
+    rows = "".join(
+        "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{} s</td><td style='color:{}'>{}</td><td>{}</td></tr>".format(
+            " class='mpiwb-me'" if c.get("me") else "",
+            html.escape(str(c.get("notebook"))) + (" <i>(this notebook)</i>" if c.get("me") else ""),
+            html.escape(str(c.get("kernel") or "")[:8]), html.escape(f"{c.get('host')}:{c.get('pid')}"),
+            int(now - (c.get("since") or now)), colour.get(c.get("state"), "#666"),
+            html.escape(str(c.get("state"))), html.escape(str(c.get("label") or "")))
+        for c in clients)
+    return ("<table class='mpiwb-clients'><tr><th>attached</th><th>kernel</th><th>host:pid</th>"
+            f"<th>for</th><th>state</th><th>running / waiting for</th></tr>{rows}</table>")
+
+
 def status_html(state: str, ranks: list[dict[str, Any]], env: dict[str, Any] | None, engine_of: dict[int, int],
-                origin: str = "") -> str:
+                origin: str = "", clients: list[dict[str, Any]] | None = None) -> str:
     """The panel's table as HTML (a pure function of the facts, so it is testable).
 
-    *origin* says where the cluster came from (which launcher, started here or attached).
+    *origin* says where the cluster came from (which launcher, started here or attached);
+    *clients* who shares its MPI world (:func:`clients_html`).
     """
     rows = "".join(
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>".format(
@@ -39,10 +61,14 @@ def status_html(state: str, ranks: list[dict[str, Any]], env: dict[str, Any] | N
         if ranks
         else ""
     )
-    advice = " — the MPI world has died: <b>Restart</b> gives a fresh one" if state == "dead" else ""
+    advice = {
+        "dead": " — the MPI world has died: <b>Restart</b> gives a fresh one",
+        "busy": " — the ranks run work (see below): calls wait their turn",
+        "blocked": " — work outlived its timeout and holds the ranks: <b>Restart</b> ends it",
+    }.get(state, "")
     where = f" &nbsp; {html.escape(origin)}" if origin else ""
     return (f"<div class='mpiwb-panel'><b>state</b>: <span class='mpiwb-state'>{state}</span>{advice}{where}<br>"
-            f"{facts}{table}</div>")
+            f"{facts}{table}{clients_html(clients or [])}</div>")
 
 
 def profile_status(profile: str) -> str:
@@ -78,6 +104,9 @@ class ControlPanel:
         self.start_button = widgets.Button(description="Start", icon="play", tooltip="start an MPI cluster of this session's own")
         self.restart_button = widgets.Button(description="Restart", icon="refresh", tooltip="a fresh MPI world")
         self.stop_button = widgets.Button(description="Stop", icon="stop", tooltip="stop engines and controller")
+        self.refresh_button = widgets.Button(description="Refresh", icon="sync",
+                                             tooltip="read the state and who shares the world again")
+        self.refresh_button.on_click(lambda _b: self.refresh())
         self.message = widgets.HTML()
         for button, action in (
             (self.attach_button, lambda: wb.attach_to(self.profile.value)),
@@ -87,7 +116,7 @@ class ControlPanel:
         ):
             button.on_click(lambda _b, action=action: self._do(action))
         self.profile.observe(lambda _change: self.refresh(), names="value")
-        buttons = widgets.HBox([self.start_button, self.restart_button, self.stop_button])
+        buttons = widgets.HBox([self.start_button, self.restart_button, self.stop_button, self.refresh_button])
         self.widget = widgets.VBox([
             widgets.HBox([self.profile, self.attach_button, self.profile_info]),
             widgets.HBox([self.ranks, self.level]),
@@ -118,12 +147,12 @@ class ControlPanel:
         if state != "stopped":
             owner = "started here" if wb.owns_cluster else f"attached (profile {wb.profile!r})"
             origin = f"launcher: {wb.launcher}, {owner}"
-        self.status.value = status_html(state, ranks, env, engine_of, origin)
+        self.status.value = status_html(state, ranks, env, engine_of, origin, wb.clients())
         self.profile_info.value = profile_status(self.profile.value)
         self.attach_button.disabled = state != "stopped" or self.profile.value is None
         self.ranks.disabled = self.level.disabled = state != "stopped"
-        self.start_button.disabled = state in ("running", "dead")
-        self.restart_button.disabled = state not in ("running", "dead")
+        self.start_button.disabled = state not in ("stopped", "starting")
+        self.restart_button.disabled = state in ("stopped", "starting")
         self.stop_button.disabled = state == "stopped"
         self.stop_button.description = "Stop" if wb.owns_cluster else "Detach"
         self.stop_button.tooltip = ("stop engines and controller" if wb.owns_cluster

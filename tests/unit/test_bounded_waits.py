@@ -44,8 +44,12 @@ class Session:
     def __init__(self, timeout):
         self.timeout = timeout
 
+    def wait_explained(self, ar, timeout, raise_failures=True, started=None, grace=None):  # Session's, less the hang report
+        grace = self.failure_grace if grace is None else grace
+        return wait_ranks(ar, self.ranks, timeout, grace=grace, raise_failures=raise_failures, started=started)
+
     def gather(self, ar):  # what Session.gather does
-        wait_ranks(ar, self.ranks, self.timeout, grace=self.failure_grace)
+        self.wait_explained(ar, self.timeout)
         return [p.result() for p in ar.split()]
 
 

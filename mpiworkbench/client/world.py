@@ -1,0 +1,472 @@
+"""One MPI world, many clients: the turn every MPI execution takes.
+
+ipyparallel sends a multi-engine call as one message per engine, and the controller's queues
+interleave the messages of all its clients: two notebooks attached to one cluster reach the
+ranks in different orders, and their collectives deadlock (rank 0 in one notebook's
+``Bcast``, rank 1 in the other's ``Allreduce``). So every execution of a session first takes
+the world's **turn**: a client submits only while it holds it, and holds it until its
+execution has finished on every rank. Whatever a client submits is then complete on all
+ranks before another client's work reaches any of them, so every rank runs the clients' work
+in one and the same order. A client's own executions may overlap (one ipyparallel client
+reaches every engine in submission order), so a notebook never waits on its own work, and
+never on another's *finished* work.
+
+The turn lives in a directory beside the cluster file (``security/mpiworkbench-world-<id>/``
+of the cluster's profile; the connection files are there, so every client can reach it):
+
+``turn.lock``
+    an exclusive ``flock`` held while a client's executions run; its content says who holds
+    it, for what, since when, and whether that work has outlived its timeout (*blocked*).
+    A client that dies (a killed kernel) loses the lock with its process.
+``queue/<ticket>.json``
+    a client waiting for the turn, locked by it while it waits (a dead waiter's entry is
+    found unlocked and removed); the oldest ticket goes next, so a busy loop (a panel's
+    Play) cannot starve a cell of another notebook.
+``clients/<id>.json``
+    every attached session, locked for its life: :meth:`World.clients` lists them.
+``world.json``
+    the current engine set: its rank map and who (re)started it when, so an attach reads the
+    rank map without asking busy ranks, and a notebook learns that another restarted the world.
+
+The cost per execution, uncontended, is a directory listing, an ``flock`` and a write of a
+small file (``benchmarks/shared_world.py`` measures it against unordered calls).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import socket
+import sys
+import threading
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from mpiworkbench.client.errors import WorldBlocked, WorldBusy
+
+#: Seconds of waiting before a call says whom it waits for, then how often it says it again.
+SAY_AFTER_S = 1.0
+SAY_EVERY_S = 15.0
+#: Longest sleep between two looks at the turn while waiting (it starts at 0.5 ms).
+POLL_MAX_S = 0.02
+def notebook_name() -> str:
+    """What other clients call this process: the notebook's file name in a Jupyter kernel
+    (``$JPY_SESSION_NAME``), else the script's name."""
+    session = os.environ.get("JPY_SESSION_NAME")
+    if session:
+        return Path(session).name
+    script = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    if script in ("", "-c", "ipykernel_launcher.py", "-m"):
+        return "python"
+    return script
+
+
+def _kernel_id() -> str:
+    with contextlib.suppress(Exception):
+        from ipykernel import get_connection_file
+
+        name = Path(get_connection_file()).stem
+        return name[len("kernel-"):] if name.startswith("kernel-") else name
+    return ""
+
+
+@dataclass
+class ClientInfo:
+    """Who a client of the world is: shown to the others while they wait for it."""
+
+    id: str
+    notebook: str
+    pid: int
+    host: str
+    kernel: str = ""
+    since: float = field(default_factory=time.time)
+    #: ipyparallel's session id of the client (the hub records it with every task).
+    session: str = ""
+
+    @classmethod
+    def here(cls, session: str = "") -> "ClientInfo":
+        return cls(uuid.uuid4().hex[:12], notebook_name(), os.getpid(), socket.gethostname(),
+                   _kernel_id(), session=session)
+
+    def who(self) -> str:
+        """``05_speedup.ipynb (pid 4121)``, with the host when it is not this one."""
+        where = f"pid {self.pid}" + ("" if self.host == socket.gethostname() else f" on {self.host}")
+        return f"{self.notebook} ({where})"
+
+
+def _info(data: dict[str, Any]) -> ClientInfo:
+    known = ClientInfo.__dataclass_fields__
+    return ClientInfo(**{k: v for k, v in data.items() if k in known})
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        text = path.read_text()
+        return json.loads(text) if text.strip() else None
+    except (OSError, ValueError):  # gone, or caught while being written
+        return None
+
+
+def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+def _try_flock(fd: int, mode: int = fcntl.LOCK_EX) -> bool:
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+        return True
+    except OSError as exc:
+        if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+            return False
+        raise
+
+
+def _held_by_someone(path: Path) -> bool:
+    """Whether a live process holds the lock of *path* (a ``clients/`` or ``queue/`` entry)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        if _try_flock(fd, fcntl.LOCK_SH):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return False
+        return True
+    finally:
+        os.close(fd)
+
+
+def world_directory(profile_dir: str | os.PathLike, cluster_id: str) -> Path:
+    """Where the world of the cluster *cluster_id* of a profile keeps its turn and clients."""
+    return Path(profile_dir) / "security" / f"mpiworkbench-world-{cluster_id}"
+
+
+class World:
+    """This client's handle on the shared state of one cluster's MPI world (see the module).
+
+    Parameters
+    ----------
+    directory : path
+        :func:`world_directory` of the cluster (created when missing).
+    me : ClientInfo
+        Who this client is.
+    say : callable
+        Where waiting messages go (``print`` by default).
+    """
+
+    def __init__(self, directory: str | os.PathLike, me: ClientInfo, say: Callable[[str], None] = print):
+        self.directory = Path(directory)
+        self.me = me
+        self.say = say
+        for sub in ("queue", "clients"):
+            (self.directory / sub).mkdir(parents=True, exist_ok=True)
+        self._mutex = threading.RLock()
+        self._inflight = 0
+        self._label = ""
+        self._since = 0.0
+        self._blocked = ""
+        self._blocked_token: object = None
+        self._turn = os.open(self.directory / "turn.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        self._held = False
+        self._client_path = self.directory / "clients" / f"{me.id}.json"
+        self._client_fd: int | None = os.open(self._client_path, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(self._client_fd, fcntl.LOCK_EX)
+        os.write(self._client_fd, json.dumps(asdict(me)).encode())
+        self._generation_seen = self._world_stamp()
+
+    # ------------------------------------------------------------------ the turn
+    def acquire(self, label: str, timeout: float | None, restarting: bool = False) -> None:
+        """Wait for the turn, then hold it. Our own work on the ranks never makes us wait: a
+        call of ours joins the turn we hold (one client reaches every rank in submission
+        order), even behind work of ours that outlived its timeout.
+
+        Raises
+        ------
+        WorldBlocked
+            The client holding the turn reported its work as blocked (it outlived its timeout).
+        WorldBusy
+            Still waiting after *timeout* seconds.
+        KeyboardInterrupt
+            Leaves the queue; nothing was sent to the ranks.
+
+        With *restarting*, blocked work does not refuse the call: a restart ends it.
+        """
+        with self._mutex:
+            if self._held:
+                self._inflight += 1
+                return
+            if not self._queue_entries() and self._grab(label):
+                return
+        self._wait_in_line(label, timeout, restarting)
+
+    def _grab(self, label: str) -> bool:
+        """Take the turn if it is free (caller holds the mutex)."""
+        if not _try_flock(self._turn):
+            return False
+        self._held, self._inflight, self._label, self._since, self._blocked = True, 1, label, time.time(), ""
+        self._write_holder()
+        return True
+
+    def _wait_in_line(self, label: str, timeout: float | None, restarting: bool = False) -> None:
+        start = time.monotonic()
+        ticket = self.directory / "queue" / f"{time.time_ns():020d}-{self.me.id}.json"
+        # written and locked under another name first: a ticket in the queue is always locked
+        # by a live waiter, so an unlocked one is a dead waiter's
+        draft = ticket.with_name(f".{ticket.name}")
+        fd = os.open(draft, os.O_RDWR | os.O_CREAT, 0o600)
+        said_at, said_for, pause = None, None, 0.0005
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.write(fd, json.dumps({**asdict(self.me), "label": label, "waiting_since": time.time()}).encode())
+            os.replace(draft, ticket)
+            while True:
+                with self._mutex:
+                    if self._held:  # our own work took the turn meanwhile (another thread)
+                        self._inflight += 1
+                        return
+                    if self._first_in_line(ticket.name) and self._grab(label):
+                        return
+                holder = self.holder()
+                waited = time.monotonic() - start
+                if holder and holder.get("blocked") and not restarting:
+                    raise WorldBlocked(self._blocked_message(holder))
+                if timeout is not None and waited >= timeout:
+                    raise WorldBusy(f"waited {waited:.0f} s for the MPI world: {self._holder_phrase(holder)}. "
+                                    "Nothing was sent to the ranks; try again later, or raise wb.timeout "
+                                    "to wait longer")
+                now = time.monotonic()
+                who = (holder or {}).get("id")
+                if waited >= SAY_AFTER_S and (said_at is None or now - said_at >= SAY_EVERY_S or who != said_for):
+                    self.say(f"waiting for the MPI world: {self._holder_phrase(holder)}; waited {waited:.0f} s so far "
+                             "(interrupt to give up: nothing is sent until it is our turn)")
+                    said_at, said_for = now, who
+                time.sleep(pause)
+                pause = min(pause * 2, POLL_MAX_S)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(ticket)
+            os.close(fd)
+
+    def _queue_entries(self) -> list[str]:
+        try:
+            return sorted(n for n in os.listdir(self.directory / "queue")
+                          if n.endswith(".json") and not n.startswith("."))  # not a draft
+        except OSError:
+            return []
+
+    def _first_in_line(self, mine: str) -> bool:
+        for name in self._queue_entries():
+            if name >= mine:
+                return True
+            path = self.directory / "queue" / name
+            if _held_by_someone(path):
+                return False
+            with contextlib.suppress(OSError):  # its waiter is gone (a killed kernel)
+                os.unlink(path)
+        return True
+
+    def release(self, token: object = None) -> None:
+        """One execution of ours (*token*, as given to :meth:`mark_blocked`) finished; give the
+        turn up when none is left."""
+        with self._mutex:
+            if not self._held:
+                return
+            self._inflight -= 1
+            if token is not None and token == self._blocked_token:
+                self._blocked, self._blocked_token = "", None
+                if self._inflight > 0:
+                    self._write_holder()
+            if self._inflight > 0:
+                return
+            self._held, self._blocked, self._blocked_token = False, "", None
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._turn, 0)
+            fcntl.flock(self._turn, fcntl.LOCK_UN)
+
+    def mark_blocked(self, report: str, token: object = None) -> None:
+        """Our execution *token* outlived its timeout: other clients stop waiting for it and
+        are told why (*report*: the hang report, short). Cleared when it finishes."""
+        with self._mutex:
+            if not self._held:
+                return
+            self._blocked, self._blocked_token = report or "timed out", token
+            self._write_holder()
+
+    @property
+    def holding(self) -> bool:
+        """Whether this client holds the turn (its executions run on the ranks)."""
+        return self._held
+
+    def _write_holder(self) -> None:
+        record = {**asdict(self.me), "label": self._label, "running_since": self._since,
+                  "blocked": self._blocked}
+        data = json.dumps(record).encode()
+        os.ftruncate(self._turn, 0)
+        os.pwrite(self._turn, data, 0)
+
+    # ------------------------------------------------------------------ who is there
+    def holder(self) -> dict[str, Any] | None:
+        """Who holds the turn now (a dict of :class:`ClientInfo` fields plus ``label``,
+        ``running_since`` and ``blocked``), or ``None`` when the world is free."""
+        if self._held:
+            return {**asdict(self.me), "label": self._label, "running_since": self._since, "blocked": self._blocked}
+        path = self.directory / "turn.lock"
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            if _try_flock(fd, fcntl.LOCK_SH):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                return None
+            for _attempt in range(20):  # the holder may be writing its record this moment
+                text = os.pread(fd, 65536, 0)
+                try:
+                    return json.loads(text) if text else {}
+                except ValueError:
+                    time.sleep(0.001)
+            return {}
+        finally:
+            os.close(fd)
+
+    def waiting(self) -> list[dict[str, Any]]:
+        """The clients waiting for the turn, first in line first."""
+        out = []
+        for name in self._queue_entries():
+            path = self.directory / "queue" / name
+            data = _read_json(path)
+            if data and _held_by_someone(path):
+                out.append(data)
+        return out
+
+    def clients(self) -> list[dict[str, Any]]:
+        """Every client attached to this world: who (notebook, kernel, pid, host), since when,
+        and its state now: ``running`` (holds the turn), ``blocked``, ``waiting`` or ``idle``."""
+        holder = self.holder() or {}
+        waiting = {w["id"]: w for w in self.waiting()}
+        out = []
+        for path in sorted((self.directory / "clients").glob("*.json")):
+            data = _read_json(path) if path != self._client_path else asdict(self.me)
+            if not data:
+                continue
+            if path != self._client_path and not _held_by_someone(path):
+                with contextlib.suppress(OSError):  # a client whose process is gone
+                    path.unlink()
+                continue
+            entry = {k: data.get(k) for k in ("notebook", "kernel", "pid", "host", "since", "id")}
+            entry["me"] = data.get("id") == self.me.id
+            if holder.get("id") == data.get("id"):
+                entry["state"] = "blocked" if holder.get("blocked") else "running"
+                entry["label"] = holder.get("label", "")
+            elif data.get("id") in waiting:
+                entry["state"], entry["label"] = "waiting", waiting[data["id"]].get("label", "")
+            else:
+                entry["state"], entry["label"] = "idle", ""
+            out.append(entry)
+        if holder and holder.get("id") not in {e["id"] for e in out}:  # holds it, not attached any more
+            out.append({**{k: holder.get(k) for k in ("notebook", "kernel", "pid", "host", "since", "id")},
+                        "me": False, "state": "blocked" if holder.get("blocked") else "running",
+                        "label": holder.get("label", "")})
+        return sorted(out, key=lambda e: e.get("since") or 0)
+
+    def session_of(self, session: str) -> dict[str, Any] | None:
+        """The attached client whose ipyparallel session id is *session*, if any."""
+        for path in (self.directory / "clients").glob("*.json"):
+            data = _read_json(path) if path != self._client_path else asdict(self.me)
+            if data and data.get("session") == session:
+                return data
+        return None
+
+    def _holder_phrase(self, holder: dict[str, Any] | None) -> str:
+        if holder is None:
+            return "it is free"
+        if not holder:
+            return "another client holds it"
+        since = holder.get("running_since")
+        for_s = f" (for {time.time() - since:.0f} s)" if since else ""
+        return f"{_info(holder).who()} runs {holder.get('label') or 'a call'}{for_s}"
+
+    def _blocked_message(self, holder: dict[str, Any]) -> str:
+        who = _info(holder).who() if holder else "another client"
+        label = holder.get("label") or "a call"
+        report = holder.get("blocked") or ""
+        head = (f"the MPI world is blocked: {who}'s {label} outlived its timeout and still runs on "
+                f"the ranks (most likely stuck in MPI). Every call waits behind it. ")
+        advice = (f"Ask its owner to restart the world, or restart it yourself: wb.restart() "
+                  f"(everything on the ranks is lost; {who} is told on its next call)")
+        return head + advice + (f"\nIts hang report:\n{report}" if report else "")
+
+    # ------------------------------------------------------------------ the engine set
+    def _world_stamp(self) -> int:
+        try:
+            return (self.directory / "world.json").stat().st_mtime_ns
+        except OSError:
+            return 0
+
+    def engine_set(self) -> dict[str, Any] | None:
+        """The recorded engine set (``ranks``: engine id → rank, ``generation``,
+        ``restarted_by``, ``at``, ``thread_level``), or ``None``."""
+        return _read_json(self.directory / "world.json")
+
+    def record_engine_set(self, ranks: dict[int, int], restarted: bool = False, **facts: Any) -> dict[str, Any]:
+        """Write the engine set now on the ranks (after a start, attach or restart)."""
+        old = self.engine_set() or {}
+        record = {
+            "generation": int(old.get("generation", 0)) + (1 if restarted or not old else 0),
+            "ranks": {str(e): r for e, r in ranks.items()},
+            "restarted_by": asdict(self.me) if restarted else old.get("restarted_by"),
+            "at": time.time() if restarted or not old else old.get("at"),
+            **{k: v for k, v in old.items() if k not in ("generation", "ranks", "restarted_by", "at")},
+            **facts,
+        }
+        _write_json_atomic(self.directory / "world.json", record)
+        self._generation_seen = self._world_stamp()
+        return record
+
+    def changed_since_seen(self) -> dict[str, Any] | None:
+        """The engine set, when someone else recorded a new one since we last looked (cheap:
+        one ``stat``); ``None`` otherwise."""
+        stamp = self._world_stamp()
+        if stamp == self._generation_seen:
+            return None
+        self._generation_seen = stamp
+        return self.engine_set()
+
+    def remove(self) -> None:
+        """Leave the world and remove its directory (its cluster has stopped)."""
+        import shutil
+
+        self.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def close(self) -> None:
+        """Leave the world: give up the turn and the client entry (idempotent)."""
+        with self._mutex:
+            if self._held:
+                self._inflight = 1
+                self.release()
+            if self._client_fd is not None:
+                with contextlib.suppress(OSError):
+                    self._client_path.unlink()
+                os.close(self._client_fd)
+                self._client_fd = None
+                os.close(self._turn)
+
+
+@contextlib.contextmanager
+def turn(world: World | None, label: str, timeout: float | None) -> Iterator[None]:
+    """Hold *world*'s turn for a block of blocking calls (a restart, a rank map); nothing to
+    hold when *world* is ``None`` (ordering switched off)."""
+    if world is None:
+        yield
+        return
+    world.acquire(label, timeout)
+    try:
+        yield
+    finally:
+        world.release()

@@ -1,0 +1,140 @@
+"""The files an MPI process keeps in ``/dev/shm``, and removing them once it is gone.
+
+MPICH maps one segment per host and world (``mpich_shm_<id>_<n>``, about 2 MB) and unlinks
+it in ``MPI_Finalize``; the interposer keeps ``mpiworkbench-<pid>.slot``, ``.stack`` and, while
+tracing, ``.events`` (56 MB), and removes them when its process exits. A rank killed with
+SIGKILL (every restart kills the old world so) does neither, and its files stay until reboot.
+
+A file is never chosen by its name alone. While a process lives, its :func:`footprint` is
+recorded: the ``/dev/shm`` files it maps or holds open, read from ``/proc`` on its own host.
+:func:`remove_left_behind` later removes a recorded file only on the host the record was
+taken on, once every recorded process that had it is gone and no live process maps it or
+holds it open — so files of live processes, of other clusters and of other users' MPI jobs
+are never touched. Only files named like the MPI library's and the interposer's
+(:data:`WORLD_FILE_PREFIXES`) are recorded: a segment the user's own code shares is not.
+
+Linux only (``/proc``); neither MPI nor ipyparallel: ranks and the notebook run the same code.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from typing import Callable, Iterable
+
+SHM_DIR = "/dev/shm"
+#: Name prefixes of the files an MPI world keeps in ``/dev/shm``: MPICH's shared-memory
+#: segments and the interposer's per-process files.
+WORLD_FILE_PREFIXES = ("mpich_shm_", "mpiworkbench-")
+
+
+def is_world_file(path: str) -> bool:
+    """Whether *path* is a file of an MPI world in ``/dev/shm`` (by its name)."""
+    return os.path.dirname(path) == SHM_DIR and os.path.basename(path).startswith(WORLD_FILE_PREFIXES)
+
+
+def files_of(pid: int | str = "self") -> set[str]:
+    """The world files (see :func:`is_world_file`) process *pid* of this host maps or holds
+    open; empty when it is gone or not readable (another user's)."""
+    found: set[str] = set()
+    try:
+        with open(f"/proc/{pid}/maps") as maps:
+            for line in maps:
+                fields = line.split(None, 5)
+                if len(fields) == 6 and fields[5].startswith(SHM_DIR):
+                    found.add(fields[5].rstrip("\n"))
+    except OSError:
+        pass
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        fds = []
+    for fd in fds:
+        try:
+            found.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            continue
+    # a file unlinked while mapped reads "<path> (deleted)": gone already
+    return {path for path in found if is_world_file(path) and not path.endswith(" (deleted)")}
+
+
+def started(pid: int) -> int | None:
+    """When process *pid* of this host started (clock ticks since boot: with the pid, it names
+    one process even after the pid is reused); ``None`` when it is gone or a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()  # the command name may hold ')'
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] in ("Z", "X") else int(fields[19])
+
+
+def footprint(pid: int | None = None) -> dict:
+    """Process *pid* (this process by default) of this host: ``pid``, ``host``, ``started``
+    and ``files``, its world files now. What :func:`remove_left_behind` needs after its death.
+
+    Examples
+    --------
+    >>> sorted(footprint())
+    ['files', 'host', 'pid', 'started']
+    """
+    pid = os.getpid() if pid is None else int(pid)
+    return {"pid": pid, "host": socket.gethostname(), "started": started(pid), "files": sorted(files_of(pid))}
+
+
+def gone(record: dict) -> bool:
+    """Whether the process of *record* (a :func:`footprint` of this host) has ended."""
+    now = started(record["pid"])
+    return now is None or (record.get("started") is not None and now != record["started"])
+
+
+def in_use(paths: Iterable[str]) -> set[str]:
+    """Those of *paths* some live process of this host maps or holds open (processes of other
+    users cannot be read; their files are not ours to remove anyway)."""
+    wanted, found = set(paths), set()
+    if not wanted:
+        return found
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():  # a zombie maps and holds nothing
+            found |= files_of(entry) & wanted
+    return found
+
+
+def remove_left_behind(records: Iterable[dict], also: Callable[[int], Iterable[str]] | None = None) -> list[str]:
+    """Remove the world files of the *records* (:func:`footprint`) of this host whose processes
+    have ended; return the paths removed.
+
+    A file is kept while a recorded process that had it still runs or any live process maps
+    it or holds it open. Records of other hosts are skipped: their files are removed only by
+    a process on their host. *also*: more files of a process, by pid, that it may have
+    created after its record was taken (the interposer's trace buffer).
+    """
+    here, ended, kept = socket.gethostname(), set(), set()
+    for record in records:
+        if record.get("host") != here:
+            continue
+        files = set(record.get("files") or ()) | set(also(record["pid"]) if also else ())
+        (ended if gone(record) else kept).update(path for path in files if is_world_file(path))
+    candidates = {path for path in ended - kept if os.path.lexists(path)}
+    removed = []
+    for path in sorted(candidates - in_use(candidates)):
+        try:
+            os.unlink(path)
+        except OSError:  # removed meanwhile by another rank of this host, or not ours to remove
+            continue
+        removed.append(path)
+    return removed
+
+
+def wait_gone(records: Iterable[dict], timeout: float) -> bool:
+    """Wait up to *timeout* seconds until the processes of the *records* of this host have
+    ended (a killed rank takes a moment to exit); whether they all have."""
+    here = socket.gethostname()
+    local = [record for record in records if record.get("host") == here]
+    deadline = time.monotonic() + timeout
+    while not all(gone(record) for record in local):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
