@@ -73,8 +73,23 @@ def _tree_state(root: str) -> dict[str, tuple] | None:
     return state
 
 
+# -- nothing left in /dev/shm ----------------------------------------------------------------
+# The MPI worlds' files in /dev/shm when the session starts: the tiers' last tests
+# (test_zz_no_leftovers.py) check that no new one outlives the processes that made it.
+_SHM_AT_START: set[str] = set()
+
+
+@pytest.fixture(scope="session")
+def shm_at_start() -> frozenset[str]:
+    """The MPI worlds' files in ``/dev/shm`` when this test session started."""
+    return frozenset(_SHM_AT_START)
+
+
 def pytest_sessionstart(session):
     global _TREE_BEFORE, _TREE_ROOT
+    from tests.process_tree import world_files
+
+    _SHM_AT_START.update(world_files())
     if os.environ.get("MPIWORKBENCH_TREE_CHECK", "1") == "0" or _mpi_rank() != 0:
         return
     import subprocess

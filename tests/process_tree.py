@@ -1,13 +1,19 @@
-"""Find processes a test run left behind: descendants of a pid, read from /proc."""
+"""Find processes a test run left behind (descendants of a pid, read from /proc), and the files
+ended MPI worlds left in /dev/shm."""
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from mpiworkbench.client.processes import alive, cmdline, descendants as _descendants
+from mpiworkbench.core import shm
+
+
 def descendants(pid: int | None = None) -> list[int]:
     return _descendants(os.getpid() if pid is None else pid)
+
 
 #: Command-line fragments of the processes a cluster or a lab server consists of.
 CLUSTER_PARTS = ("ipengine", "ipcontroller", "ipyparallel.engine", "ipyparallel.controller",
@@ -39,6 +45,34 @@ def leftover_cluster_processes(exclude: tuple[int, ...] = ()) -> list[str]:
         if line and any(part in line for part in CLUSTER_PARTS) and alive(pid) and _marked(pid, marker):
             leftovers.append(f"{pid}: {line}")
     return leftovers
+
+
+def world_files() -> set[str]:
+    """The MPI worlds' files in ``/dev/shm`` now: MPICH's segments (``mpich_shm_*``) and the
+    interposer's (``mpiworkbench-*``), by path."""
+    try:
+        names = os.listdir(shm.SHM_DIR)
+    except OSError:
+        return set()
+    return {path for path in (os.path.join(shm.SHM_DIR, name) for name in names) if shm.is_world_file(path)}
+
+
+def leftover_world_files(at_start: set[str]) -> list[str]:
+    """World files in ``/dev/shm`` that were not there *at_start* (:func:`world_files` when the
+    test session began) and that no live process maps or holds open: left behind by processes
+    that have ended since — this run's, or those of any other MPI job on the machine meanwhile
+    (a file does not say who made it: the message gives each one's size and when it was last
+    written)."""
+    new = world_files() - at_start
+    left = []
+    for path in sorted(new - shm.in_use(new)):
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue  # removed meanwhile
+        written = time.strftime("%H:%M:%S", time.localtime(st.st_mtime))
+        left.append(f"{path} ({st.st_size} bytes, last written {written})")
+    return left
 
 
 def _socket_inodes(pid: int) -> set[str]:

@@ -233,7 +233,7 @@ def stop_cluster(cluster, log_level: int = logging.WARNING, client=None) -> list
     return leftovers.after_kill(world, restarting=False)
 
 
-def kill_through_nannies(client, engine_ids: Iterable[int], timeout: float = 5.0) -> None:
+def kill_through_nannies(client, engine_ids: Iterable[int], timeout: float = 2.0) -> None:
     """SIGKILL the engines *engine_ids* through their ipyparallel nannies (a rank blocked in
     MPI dies too; ``mpiexec`` then ends the whole job). Engines already gone are skipped.
 

@@ -69,7 +69,7 @@ def remember_ranks(client, infos: dict[int, dict[str, Any]]) -> None:
     ``rank_info``: ``host``, ``pid``) of *client*, read from ``/proc`` here."""
     here, tag = socket.gethostname(), client_tag(client)
     remember({**shm.footprint(info["pid"]), "client": tag, "engine": engine}
-             for engine, info in infos.items() if info.get("host") == here and shm.started(info["pid"]))
+             for engine, info in infos.items() if info.get("host") == here and shm.started(info["pid"]) is not None)
 
 
 def remember_armed(client, infos: dict[int, dict[str, Any]]) -> None:

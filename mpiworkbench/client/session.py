@@ -282,13 +282,18 @@ class Session(Execution):
         engines otherwise, bounded by :attr:`timeout` on a cluster started elsewhere."""
         known = None if fresh or restarted else self._recorded_engine_set()
         if known is not None:
-            self.ranks, self.thread_level = known
+            self._take_engine_set(*known)
         else:
             self._ask_engines(restarted)
         if self._world is not None:
             self._world.changed_since_seen()
             self._generation = (self._world.engine_set() or {}).get("generation")
         self._build_view()
+
+    def _take_engine_set(self, ranks: dict[int, int], level: str | None) -> None:
+        self.ranks = ranks
+        if not self.owns_cluster:  # our own cluster keeps the level asked for (None: mpi4py's default)
+            self.thread_level = level
 
     def _recorded_engine_set(self) -> tuple[dict[int, int], str | None] | None:
         record = self._world.engine_set() if self._world is not None else None
@@ -316,15 +321,15 @@ class Session(Execution):
                 " or blocked in MPI. Try again when it has finished, raise the timeout "
                 "(Workbench.attach(..., timeout=600)), or restart the world: "
                 "Workbench(profile=..., activate=False) then wb.restart(force=True)") from None
-        self.ranks = {e: info["rank"] for e, info in infos.items()}
         levels = {info["thread_level"] for info in infos.values()}
-        self.thread_level = levels.pop() if len(levels) == 1 else self.thread_level
+        level = levels.pop() if len(levels) == 1 else self.thread_level
+        self._take_engine_set({e: info["rank"] for e, info in infos.items()}, level)
         if self._world is not None:
             uuids = clusters.engine_uuids(self.client)
             self._world.record_engine_set(
                 self.ranks, restarted=restarted,
                 engines={str(e): [r, uuids.get(e, "")] for e, r in self.ranks.items()},
-                thread_level=self.thread_level)
+                thread_level=level)
 
     def _build_view(self) -> None:
         by_rank = sorted(self.ranks, key=self.ranks.__getitem__)
@@ -348,7 +353,7 @@ class Session(Execution):
             time.sleep(0.05)
             known = self._recorded_engine_set()
         if known is not None:
-            self.ranks, self.thread_level = known
+            self._take_engine_set(*known)
             self._generation = record.get("generation")
             self._build_view()
             if not self.owns_cluster and self.profile is not None:

@@ -34,16 +34,17 @@ _ERROR_OUTPUTS = """() => Array.from(document.querySelectorAll(
 WORKSPACE = "mpiwb-widget-tests"
 
 
-def open_fresh(page, server: LabServer, name: str) -> None:
+def open_fresh(page, server: LabServer, name: str, workspace: str = WORKSPACE) -> None:
     """Open notebook *name* as the only document of a freshly reset workspace.
 
     ``conftest.open_notebook`` opens ``/lab/tree/<name>`` in the *default* workspace, whose
     layout JupyterLab keeps in ``~/.jupyter/lab/workspaces`` across servers: notebooks
     another run left open come back as hidden tabs, and ``.jp-NotebookPanel .jp-Cell``
     then finds their cells too. A named workspace reset on load (``?reset``) holds only
-    this notebook.
+    this notebook. Pages open at once (two notebooks side by side) each need a *workspace*
+    of their own.
     """
-    page.goto(f"{server.url}/lab/workspaces/{WORKSPACE}/tree/{name}?reset&token={server.token}")
+    page.goto(f"{server.url}/lab/workspaces/{workspace}/tree/{name}?reset&token={server.token}")
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=120_000)
     page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=120_000)
     panels = page.locator(".jp-NotebookPanel")

@@ -1,6 +1,7 @@
-"""Runs last in the cluster tier: once the shared cluster is stopped, nothing is left."""
+"""Runs last in the cluster tier: once the shared cluster is stopped, nothing is left — no
+process, and no file of an MPI world in /dev/shm (MPICH's segments, the interposer's files)."""
 
-from tests.process_tree import leftover_cluster_processes
+from tests.process_tree import leftover_cluster_processes, leftover_world_files
 
 
 def test_no_engine_controller_or_mpiexec_left_behind(wb):
@@ -8,3 +9,10 @@ def test_no_engine_controller_or_mpiexec_left_behind(wb):
     wb.stop()  # the fixture's own finalizer stop() is then a no-op
     leftovers = leftover_cluster_processes()
     assert leftovers == [], "\n".join(leftovers)
+
+
+def test_no_mpi_world_files_left_in_dev_shm(wb, shm_at_start):
+    wb.stop()  # every cluster of the tier is stopped (no-op after the test above)
+    left = leftover_world_files(set(shm_at_start))
+    assert left == [], ("files of ended MPI worlds left in /dev/shm since the session started "
+                        "(restarts and stops must remove them):\n" + "\n".join(left))

@@ -114,9 +114,11 @@ def _child(directory, action: str) -> subprocess.Popen:
 def test_a_killed_client_frees_the_world_and_leaves_no_trace(directory):
     here = client(directory, "survivor")
     holder = _child(directory, "w.acquire('a long cell', None)")
-    waiter = _child(directory, "import threading; threading.Thread(target=w.acquire, args=('queued', None), daemon=True).start()")
+    waiter = None
     try:
-        assert holder.stdout.readline().strip() == "ready" and waiter.stdout.readline().strip() == "ready"
+        assert holder.stdout.readline().strip() == "ready"  # holds the turn: only then the waiter
+        waiter = _child(directory, "import threading; threading.Thread(target=w.acquire, args=('queued', None), daemon=True).start()")
+        assert waiter.stdout.readline().strip() == "ready"
         wait_until(lambda: len(here.waiting()) == 1, "the second child to queue")
         assert {c["state"] for c in here.clients()} == {"running", "waiting", "idle"}
         os.kill(waiter.pid, signal.SIGKILL)
@@ -127,7 +129,7 @@ def test_a_killed_client_frees_the_world_and_leaves_no_trace(directory):
         assert [c["notebook"] for c in here.clients()] == ["survivor"], "dead clients are dropped"
         here.release()
     finally:
-        for child in (holder, waiter):
+        for child in filter(None, (holder, waiter)):
             if child.poll() is None:
                 child.kill()
                 child.wait(LIMIT)

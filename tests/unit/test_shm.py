@@ -1,0 +1,155 @@
+"""The files an MPI process keeps in /dev/shm, removed once it is gone — and only then, and only
+those: a killed stand-in for a rank (a child process that maps a file, as MPICH's ranks do)
+leaves its file; files of live processes, of other hosts and of other kinds stay."""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from mpiworkbench.client import leftovers
+from mpiworkbench.core import shm
+
+pytestmark = pytest.mark.skipif(not os.path.isdir(shm.SHM_DIR) or not os.path.isdir("/proc"),
+                                reason="needs Linux /dev/shm and /proc")
+
+RANK = """
+import json, mmap, os, sys, time
+from mpiworkbench.core import shm
+maps = []
+for path in sys.argv[1:]:
+    with open(path, "a+b") as f:
+        f.truncate(4096)
+        maps.append(mmap.mmap(f.fileno(), 4096))
+print(json.dumps(shm.footprint()), flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.fixture
+def world_file():
+    """A fresh path named like an MPI world's file in /dev/shm, removed after the test."""
+    made = []
+
+    def make(prefix: str = "mpiworkbench-") -> Path:
+        path = Path(shm.SHM_DIR) / f"{prefix}unittest-{uuid.uuid4().hex}"
+        made.append(path)
+        return path
+
+    yield make
+    for path in made:
+        path.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def killed_rank():
+    """Start a process that maps *paths*, take its footprint, SIGKILL it (as a restart kills a
+    rank) and wait for it: returns the footprint."""
+    started = []
+
+    def run(*paths: Path) -> dict:
+        proc = subprocess.Popen([sys.executable, "-c", RANK, *map(str, paths)], stdout=subprocess.PIPE, text=True)
+        started.append(proc)
+        record = json.loads(proc.stdout.readline())
+        proc.kill()
+        proc.wait(timeout=60)
+        return record
+
+    yield run
+    for proc in started:
+        proc.kill()
+        proc.wait(timeout=60)
+        proc.stdout.close()
+
+
+def test_a_footprint_lists_the_world_files_a_process_maps_or_holds_open(world_file):
+    mapped, opened, other = world_file("mpich_shm_"), world_file(), world_file("psm_")
+    with open(mapped, "w+b") as m, open(opened, "wb") as held, open(other, "wb"):
+        m.truncate(4096)
+        view = mmap.mmap(m.fileno(), 4096)
+        try:
+            record = shm.footprint()
+        finally:
+            view.close()
+        assert held.fileno() >= 0
+    assert {str(mapped), str(opened)} <= set(record["files"])
+    assert str(other) not in record["files"], "only the MPI library's and the interposer's names"
+    assert record["pid"] == os.getpid() and record["started"] == shm.started(os.getpid())
+
+
+def test_a_killed_process_leaves_its_file_and_remove_left_behind_removes_it(world_file, killed_rank):
+    path = world_file("mpich_shm_")
+    record = killed_rank(path)
+    assert str(path) in record["files"] and shm.gone(record)
+    assert path.exists(), "SIGKILL leaves the file: nobody unlinked it"
+    assert shm.remove_left_behind([record]) == [str(path)]
+    assert not path.exists()
+
+
+def test_files_in_use_or_of_live_processes_or_other_hosts_are_kept(world_file, killed_rank):
+    held, shared, elsewhere = world_file(), world_file(), world_file()
+    dead = killed_rank(held, shared, elsewhere)
+    alive = shm.footprint()
+    alive["files"] = [str(shared)]  # a live process recorded with the same file: a world still running
+    other_host = {**dead, "host": dead["host"] + "-elsewhere"}
+    with open(held, "rb"):  # a live process holds it open
+        removed = shm.remove_left_behind([{**dead, "files": [str(held)]}, alive, other_host])
+        assert removed == [] and held.exists() and shared.exists()
+    assert shm.remove_left_behind([other_host]) == [], "another host's record is for that host"
+    assert elsewhere.exists()
+
+
+def test_a_reused_pid_does_not_make_a_dead_process_look_alive():
+    me = shm.footprint()
+    assert not shm.gone(me)
+    assert shm.gone({**me, "started": me["started"] - 1}), "same pid, another start: the recorded one has ended"
+
+
+def test_also_adds_files_the_process_made_after_its_record_and_only_world_files_go(world_file, killed_rank):
+    later, foreign = world_file(), world_file("psm_")
+    record = killed_rank()
+    later.write_bytes(b"x")
+    foreign.write_bytes(b"x")
+    removed = shm.remove_left_behind([record], also=lambda pid: [str(later), str(foreign)])
+    assert removed == [str(later)] and foreign.exists()
+
+
+def test_wait_gone_is_bounded():
+    assert shm.wait_gone([shm.footprint()], timeout=0.1) is False
+    assert shm.wait_gone([{**shm.footprint(), "host": "elsewhere"}], timeout=0.1) is True
+
+
+# ------------------------------------------------------------------ the notebook's records
+class Cluster:
+    engines: dict = {}
+
+
+def test_after_a_kill_this_hosts_files_go_and_other_hosts_wait_for_their_next_ranks(world_file, killed_rank, monkeypatch):
+    monkeypatch.setattr(leftovers, "_known", {})
+    monkeypatch.setattr(leftovers, "_elsewhere", [])
+    here, there = world_file("mpich_shm_"), world_file("mpich_shm_")
+    there.write_bytes(b"x")  # stands for the file on the other host (same name there)
+    local = {**killed_rank(here), "client": "c", "engine": 0}
+    remote = {**local, "pid": local["pid"] + 1, "host": "elsewhere", "files": [str(there)], "engine": 1}
+    leftovers.remember([local, remote])
+    world = leftovers.before_kill(Cluster(), client=None, engine_ids=None)
+    assert world == [], "without a client only the local launchers' ranks are found"
+
+    class Client:
+        class session:
+            session = "c"
+
+    world = leftovers.before_kill(Cluster(), Client(), engine_ids=[0, 1])
+    assert {(r["host"], r["pid"]) for r in world} == {(local["host"], local["pid"]), ("elsewhere", remote["pid"])}
+    assert leftovers.after_kill(world) == [str(here)] and not here.exists()
+    assert there.exists(), "another host's file is removed there, not here"
+    assert leftovers.elsewhere() == [remote | {"files": [str(there)]}]
+    leftovers.handed_over(leftovers.elsewhere(), {"elsewhere"})
+    assert leftovers.elsewhere() == [] and leftovers._known == {}
