@@ -92,7 +92,7 @@ def test_play_in_one_notebook_and_px_collectives_in_another_both_finish(page, la
         run_cells(other, len(CELLS), timeout_ms=LIMIT_MS)
         wait_idle(other)
         texts = other.locator(OUTPUTS).all_inner_texts()
-        done = [m for t in texts for m in re.findall(r"\[stdout:(\d+)\] collectives done: (\d+)", t)]
+        done = [m for t in texts for m in re.findall(r"\[stdout:(\d+)\]\s*collectives done: (\d+)", t)]
         expected = str(_expected_total(N))
         assert sorted(done) == sorted((str(r), expected) for _ in range(3) for r in range(N)), texts
         attached = next(t for t in texts if t.startswith("attached:"))
