@@ -233,13 +233,18 @@ def stop_cluster(cluster, log_level: int = logging.WARNING, client=None) -> list
     return leftovers.after_kill(world, restarting=False)
 
 
-def kill_through_nannies(client, engine_ids: Iterable[int], timeout: float = 2.0) -> None:
-    """SIGKILL the engines *engine_ids* through their ipyparallel nannies (a rank blocked in
-    MPI dies too; ``mpiexec`` then ends the whole job). Engines already gone are skipped.
+def kill_ranks(cluster, client, engine_ids: Iterable[int], timeout: float = 2.0) -> list[dict[str, Any]]:
+    """SIGKILL the engines *engine_ids* of *client* through their ipyparallel nannies (a rank
+    blocked in MPI dies too; ``mpiexec`` then ends the whole job). Engines already gone are
+    skipped. Returns the footprints of the killed ranks, taken just before
+    (:func:`~mpiworkbench.client.leftovers.before_kill`; also remembered there): pass them to
+    :func:`~mpiworkbench.client.leftovers.after_kill` to remove what they leave in ``/dev/shm``.
 
     Waits at most *timeout* seconds for the nannies to confirm: a nanny exits with its engine,
     so one signalled again before its engine has unregistered never answers.
     """
+    engine_ids = list(engine_ids)
+    world = leftovers.before_kill(cluster, client, engine_ids)
     try:
         registered = set(client.ids)
         targets = [engine for engine in engine_ids if engine in registered]
@@ -247,6 +252,7 @@ def kill_through_nannies(client, engine_ids: Iterable[int], timeout: float = 2.0
             client.send_signal("SIGKILL", targets=targets, block=False).result(timeout)
     except Exception:  # noqa: BLE001 - engines already gone (or no answer in time): nothing to kill
         pass
+    return world
 
 
 def kill_engines(cluster, client, engine_ids: Iterable[int], log_level: int = logging.WARNING,
@@ -260,9 +266,7 @@ def kill_engines(cluster, client, engine_ids: Iterable[int], log_level: int = lo
     left in ``/dev/shm`` are removed (the paths removed); the new ranks on other hosts remove
     the old ones' there when they are armed (:mod:`~mpiworkbench.client.leftovers`).
     """
-    engine_ids = list(engine_ids)
-    world = leftovers.before_kill(cluster, client, engine_ids)
-    kill_through_nannies(client, engine_ids)
+    world = kill_ranks(cluster, client, engine_ids)
     with _expected_engine_exit(cluster, log_level):
         cluster.stop_engines_sync()
     deadline = time.monotonic() + timeout

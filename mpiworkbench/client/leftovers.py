@@ -114,11 +114,13 @@ def before_kill(cluster, client=None, engine_ids: Iterable[int] | None = None) -
     when ``None``), their files read again when on this host. Engines with no record are
     asked, for at most :data:`FOOTPRINT_TIMEOUT_S` (ranks blocked in MPI never answer),
     unless the local launchers show as many ranks."""
-    tree = local_tree(cluster)
     tag = client_tag(client) if client is not None else None
+    tree = [{**record, "client": tag} for record in local_tree(cluster)]
     ids = None if engine_ids is None else set(engine_ids)
+    # what was recorded of these engines, and of the ranks below the local launchers (found
+    # by an earlier call of this kill: a restart first kills blocked ranks, then the world)
     world = [record for record in _known.values() if tag is not None and record.get("client") == tag
-             and (ids is None or record.get("engine") in ids)]
+             and (ids is None or record.get("engine") in ids or record.get("engine") is None)]
     missing = sorted((ids or set()) - {record.get("engine") for record in world})
     asked = _ask(client, missing, FOOTPRINT_TIMEOUT_S) if missing and len(tree) < len(ids or ()) else []
     here = socket.gethostname()

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from mpiworkbench.client.clusters import HEARTBEAT_MISSES, HEARTBEAT_MS, ipython_dir
 
-#: Launcher name → extra ``ipcluster_config.py`` lines for it (``{mpiexec}`` is filled in as a
-#: Python literal, ``{mpiexec_sh}`` as a shell word; literal braces are doubled).
+#: Launcher name → extra ``ipcluster_config.py`` lines for it (``{mpiexec}`` and ``{preload}``,
+#: the interposer's mpiexec arguments, are filled in as Python literals, ``{mpiexec_sh}`` and
+#: ``{preload_sh}`` as shell words; literal braces are doubled).
 LAUNCHERS: dict[str, list[str]] = {
     "mpi": [
         'c.Cluster.engine_launcher_class = "mpi"',
@@ -32,13 +33,18 @@ LAUNCHERS: dict[str, list[str]] = {
         "# beside this Python (MPICH's Hydra starts them inside the job's allocation through srun).",
         "# The controller runs where ipcluster runs; the engines must be able to reach its --ip.",
         "# The job's output goes to the profile's log/ (ipcluster shows it from there), not to",
-        "# slurm-<job>.out in the current directory; the batch script itself is still written there.",
+        "# slurm-<job>.out in the current directory, and so does the batch script (a restart from",
+        "# a notebook would otherwise write it into the notebook's directory).",
+        "import os",
+        'c.SlurmEngineSetLauncher.batch_file_name = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log", "slurm_engine.sbatch")',
+        "# every rank runs with mpiworkbench's MPI interposer preloaded (traces, hang reports);",
+        "# its library must be readable at the same path on the compute nodes",
         'c.SlurmEngineSetLauncher.batch_template = """#!/bin/sh',
         "#SBATCH --export=ALL",
         "#SBATCH --job-name=ipengine-{{cluster_id}}",
         "#SBATCH --ntasks={{n}}",
         "#SBATCH --output={{output_file}}",
-        "{mpiexec_sh} -n {{n}} {{program_and_args}}",
+        "{mpiexec_sh} {preload_sh} -n {{n}} {{program_and_args}}",
         '"""',
         "# your site's settings, e.g.:",
         '# c.SlurmEngineSetLauncher.queue = "partition"',
@@ -73,8 +79,10 @@ def create_profile(name: str = "mpi", launcher: str = "mpi", ip: str = "127.0.0.
     profile.mkdir(parents=True, exist_ok=True)
     mpiexec = find_mpiexec()
     from mpiworkbench.trace.library import mpiexec_args
-    launcher_lines = "\n".join(LAUNCHERS[launcher]).format(mpiexec=mpiexec, mpiexec_sh=shlex.quote(mpiexec),
-                                                           preload=mpiexec_args(mpiexec))
+    preload = mpiexec_args(mpiexec)
+    launcher_lines = "\n".join(LAUNCHERS[launcher]).format(
+        mpiexec=mpiexec, mpiexec_sh=shlex.quote(mpiexec), preload=preload,
+        preload_sh=" ".join(map(shlex.quote, preload)).replace("{", "{{").replace("}", "}}"))
     (profile / "ipcluster_config.py").write_text(
         _HEADER + "c = get_config()  # noqa: F821\n" + launcher_lines + "\n"
         "c.Cluster.delay = 0\n"

@@ -14,7 +14,7 @@ import uuid
 from typing import Any, Iterator
 
 from mpiworkbench.core import machine
-from mpiworkbench.client import clusters, owners
+from mpiworkbench.client import clusters, leftovers, owners
 from mpiworkbench.client.errors import WorldBusy, WorldInUse
 from mpiworkbench.client.execution import Execution
 from mpiworkbench.client.watchdog import start_watchdog, stop_watchdog
@@ -467,7 +467,8 @@ class Session(Execution):
         # the JupyterLab server owns this cluster (its sidebar's STOP stops what the server
         # started): ask it for the fresh world, then attach to the cluster it started
         n, client, world = self.n, self.client, self._world
-        clusters.kill_through_nannies(client, self.ranks)
+        left = clusters.kill_ranks(self.cluster, client, self.ranks)
+        leftovers.after_kill(left)  # the server's restart does not know the ranks' /dev/shm files
         self.cluster = self.client = self.view = self._world = None
         self.ranks = {}
         client.close()
@@ -495,7 +496,8 @@ class Session(Execution):
                 + (f" (for {time.time() - since:.0f} s)" if since else "")
                 + "; a restart would end it. Wait until wb.state reads 'running', or restart anyway "
                 "with wb.restart(force=True): that notebook is told why on its next call.")
-        clusters.kill_through_nannies(self.client, self.ranks)
+        # the ranks' footprints are remembered: the restart's kill_engines removes their files
+        clusters.kill_ranks(self.cluster, self.client, self.ranks)
 
     @contextlib.contextmanager
     def _restarting(self) -> Iterator[None]:

@@ -12,10 +12,11 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from mpiworkbench.core import mpi
+from mpiworkbench.core import mpi, shm
 #: Default wall-clock limit (seconds) of an MPI job started by the CLI.
 DEFAULT_TIMEOUT_S = 1800
 
@@ -89,7 +90,10 @@ def run_under_mpiexec(np: int, argv: list[str], timeout_s: float | None = None,
     """Run ``mpiworkbench *argv`` on *np* ranks and return its exit code.
 
     The job gets a wall-clock limit (``MPIEXEC_TIMEOUT``, default
-    :data:`DEFAULT_TIMEOUT_S` unless the caller's environment sets one).
+    :data:`DEFAULT_TIMEOUT_S` unless the caller's environment sets one). Each rank records
+    its ``/dev/shm`` files once MPI is initialised (:func:`mpiworkbench.core.shm.record_footprint`); once ``mpiexec`` has
+    returned, those of ranks that died without removing them (a failing rank's
+    ``MPI_Abort``, the wall-clock limit) are removed (:func:`mpiworkbench.core.shm.remove_left_behind`).
     """
     if np < 1:
         raise ValueError(f"--np must be at least 1; got {np}")
@@ -98,8 +102,25 @@ def run_under_mpiexec(np: int, argv: list[str], timeout_s: float | None = None,
     env["MPIWORKBENCH_UNDER_MPIEXEC"] = "1"
     limit = timeout_s if timeout_s is not None else env.get("MPIEXEC_TIMEOUT", DEFAULT_TIMEOUT_S)
     env["MPIEXEC_TIMEOUT"] = str(int(float(limit)))
-    proc = subprocess.run(mpiexec_command(np, argv, mpi_args), env=env, check=False)
+    with tempfile.TemporaryDirectory(prefix="mpiworkbench-footprints-") as footprints:
+        env[shm.FOOTPRINT_DIR_VARIABLE] = footprints
+        try:
+            proc = subprocess.run(mpiexec_command(np, argv, mpi_args), env=env, check=False)
+        finally:
+            remove_left_behind(footprints)
     return proc.returncode
+
+
+#: Seconds to wait for the ranks of a finished ``mpiexec`` to have exited.
+EXIT_TIMEOUT_S = 10.0
+
+
+def remove_left_behind(directory: str) -> list[str]:
+    """Remove what the ranks that recorded their footprints in *directory* left in
+    ``/dev/shm`` (nothing, when they all finalised); return the paths removed."""
+    records = shm.read_footprints(directory)
+    shm.wait_gone(records, EXIT_TIMEOUT_S)
+    return shm.remove_left_behind(records, also=shm.own_files)
 
 
 def needs_launch(np: int | None) -> bool:

@@ -23,10 +23,24 @@ _LAUNCHER_VARS = (
 )
 
 
+_footprint_recorded = False
+
+
 def MPI():
-    """Return the ``mpi4py.MPI`` module, importing (and initialising MPI) on first use."""
+    """Return the ``mpi4py.MPI`` module, importing (and initialising MPI) on first use.
+
+    In a rank started by :func:`mpiworkbench.core.launch.run_under_mpiexec`, the first call
+    also records the rank's ``/dev/shm`` files (:func:`mpiworkbench.core.shm.record_footprint`),
+    so that they are removed should the rank die without removing them itself.
+    """
+    global _footprint_recorded
     from mpi4py import MPI as _MPI
 
+    if not _footprint_recorded:
+        _footprint_recorded = True
+        from mpiworkbench.core import shm
+
+        shm.record_footprint()
     return _MPI
 
 

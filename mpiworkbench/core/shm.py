@@ -18,6 +18,7 @@ Linux only (``/proc``); neither MPI nor ipyparallel: ranks and the notebook run 
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import time
@@ -59,6 +60,17 @@ def files_of(pid: int | str = "self") -> set[str]:
     return {path for path in found if is_world_file(path) and not path.endswith(" (deleted)")}
 
 
+def own_files(pid: int) -> list[str]:
+    """The files the interposer names after process *pid* (``mpiworkbench-<pid>.*``): it may
+    create them after the process's footprint was taken (the trace buffer)."""
+    prefix = f"mpiworkbench-{int(pid)}."
+    try:
+        names = os.listdir(SHM_DIR)
+    except OSError:
+        return []
+    return [os.path.join(SHM_DIR, name) for name in names if name.startswith(prefix)]
+
+
 def started(pid: int) -> int | None:
     """When process *pid* of this host started (clock ticks since boot: with the pid, it names
     one process even after the pid is reused); ``None`` when it is gone or a zombie."""
@@ -81,6 +93,40 @@ def footprint(pid: int | None = None) -> dict:
     """
     pid = os.getpid() if pid is None else int(pid)
     return {"pid": pid, "host": socket.gethostname(), "started": started(pid), "files": sorted(files_of(pid))}
+
+
+#: Directory in which a process leaves its :func:`footprint` once MPI is initialised
+#: (:func:`record_footprint`), set by :func:`mpiworkbench.core.launch.run_under_mpiexec`.
+FOOTPRINT_DIR_VARIABLE = "MPIWORKBENCH_FOOTPRINT_DIR"
+
+
+def record_footprint() -> str | None:
+    """Write this process's :func:`footprint` into ``$MPIWORKBENCH_FOOTPRINT_DIR`` (as
+    ``<host>-<pid>.json``), for the process that launched it to read after its death; return
+    the path written, ``None`` (nothing done) when the variable names no directory."""
+    directory = os.environ.get(FOOTPRINT_DIR_VARIABLE)
+    if not directory or not os.path.isdir(directory):
+        return None
+    record = footprint()
+    path = os.path.join(directory, f"{record['host']}-{record['pid']}.json")
+    with open(path + ".part", "w") as out:
+        json.dump(record, out)
+    os.replace(path + ".part", path)
+    return path
+
+
+def read_footprints(directory: str) -> list[dict]:
+    """The footprints :func:`record_footprint` left in *directory* (a record half-written by
+    a process killed meanwhile is skipped)."""
+    records = []
+    for name in sorted(os.listdir(directory)):
+        if name.endswith(".json"):
+            try:
+                with open(os.path.join(directory, name)) as record:
+                    records.append(json.load(record))
+            except (OSError, ValueError):
+                continue
+    return records
 
 
 def gone(record: dict) -> bool:

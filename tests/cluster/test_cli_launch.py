@@ -6,6 +6,10 @@ import json
 import subprocess
 import sys
 
+import pytest
+
+from tests.process_tree import leftover_world_files, world_files
+
 
 def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(
@@ -29,11 +33,18 @@ def test_np_must_be_positive():
     assert "--np must be at least 1; got 0" in result.stderr
 
 
-def test_bad_input_is_reported_once_not_per_rank():
-    result = _cli("wave", "--np", "2", "--mesh", "17", "--steps", "-3")
+@pytest.mark.parametrize("np_", [1, 2, 3])
+def test_bad_input_is_reported_once_not_per_rank_and_the_aborted_world_leaves_no_files(np_):
+    before = world_files()
+    result = _cli("wave", "--np", str(np_), "--mesh", "17", "--steps", "-3")
     assert result.returncode != 0
     assert result.stderr.count("error:") == 1, result.stderr
     assert "-3" in result.stderr
+    if np_ > 1:
+        assert "MPI_Abort" in result.stderr  # the world was aborted: its ranks did not finalise
+    # ... and still the MPICH segment it made in /dev/shm is gone (the launching process
+    # removed it after mpiexec returned)
+    assert leftover_world_files(before) == []
 
 
 def test_bench_launches_merges_the_median_over_launches(tmp_path):

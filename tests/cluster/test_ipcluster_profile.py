@@ -85,6 +85,13 @@ def test_ipcluster_starts_local_mpi_engines_from_the_mpi_profile(tmp_path):
         ipcluster.stop()
 
 
+@ipp.interactive  # sent by value: the engines cannot import this module
+def _traced() -> bool:
+    from mpiworkbench.trace import recorder
+
+    return recorder.available()
+
+
 def test_ipcluster_runs_the_slurm_profile_as_one_slurm_job(slurm, tmp_path, monkeypatch):
     ipython_dir = tmp_path / "ipython"
     name = f"slurm-{uuid.uuid4().hex[:8]}"
@@ -115,7 +122,9 @@ def test_ipcluster_runs_the_slurm_profile_as_one_slurm_job(slurm, tmp_path, monk
             (steps0, energy0), (steps1, energy1) = client[:].apply_sync(_wave_steps)
             assert steps0 == steps1 == 5
             assert energy0 == energy1 and energy0 > 0
-        assert (tmp_path / "slurm_engine.sbatch").exists(), "the batch script is written in ipcluster's cwd"
+        assert not list(tmp_path.glob("*.sbatch")), "no batch script in ipcluster's working directory"
+        assert (ipython_dir / f"profile_{name}" / "log" / "slurm_engine.sbatch").exists(), "it is in the profile's log/"
+        assert client[:].apply_sync(_traced) == [True, True], "the ranks run with the MPI interposer (traces)"
         # the user's path: a workbench attaches to the Slurm-launched engines and drives solvers
         monkeypatch.setenv("IPYTHONDIR", str(ipython_dir))
         wb = Workbench.attach(profile=name, activate=False)

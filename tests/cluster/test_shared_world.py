@@ -17,8 +17,10 @@ import pytest
 from mpiworkbench import Workbench
 from mpiworkbench.client.errors import WorldBlocked
 from mpiworkbench.client.profile import create_profile
+from mpiworkbench.core import shm
 from tests.cluster.slurm import wait_until
 from tests.ipcluster import LIMIT, IPCluster
+from tests.process_tree import world_files
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Random collectives per client process.
@@ -91,8 +93,12 @@ def test_a_blocked_world_answers_an_attach_at_once_and_its_notebook_learns_of_th
             # ipcluster tears its cluster down when its engines stop in their first 30 s
             wait_until(lambda: "Engines appear to have started successfully"
                        in ipcluster_mpi.log.read_text(errors="replace"), "ipcluster to consider its engines started", LIMIT)
+            old_world = world_files()
             wb.restart()  # blocked work does not need force: the restart is what it needs
             assert wb.state == "running" and len(set(wb.run(os.getpid))) == ipcluster_mpi.n
+            # the killed ranks' files in /dev/shm went with them (the blocked ones never
+            # answered: they were found below the cluster's mpiexec)
+            assert sorted(path for path in old_world - shm.in_use(old_world) if os.path.lexists(path)) == []
 
             blocker.stdin.write("go\n")
             blocker.stdin.flush()

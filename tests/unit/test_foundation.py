@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -87,8 +88,14 @@ def test_slurm_profile_holds_the_world_in_one_job_and_warns_about_loopback(tmp_p
         profile = create_profile("hpc", launcher="slurm", ipython_dir_=tmp_path)
     cluster = (profile / "ipcluster_config.py").read_text()
     assert 'engine_launcher_class = "slurm"' in cluster and "#SBATCH --ntasks={n}" in cluster
-    assert "mpiexec -n {n} {program_and_args}" in cluster  # one mpiexec: one MPI world
-    compile(cluster, "ipcluster_config.py", "exec")  # valid Python once written
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("ipcluster_config.py", path=str(profile)).load_config()
+    launcher = config.SlurmEngineSetLauncher
+    # one mpiexec: one MPI world, its ranks with the interposer preloaded (when it can be built)
+    assert re.search(r"mpiexec( -genv LD_PRELOAD \S+)? -n \{n\} \{program_and_args\}$", launcher.batch_template, re.M)
+    # the batch script goes into the profile, never into the directory ipcluster or a notebook runs in
+    assert launcher.batch_file_name == str(profile / "log" / "slurm_engine.sbatch")
     import warnings
 
     with warnings.catch_warnings():

@@ -121,6 +121,31 @@ def test_also_adds_files_the_process_made_after_its_record_and_only_world_files_
     assert removed == [str(later)] and foreign.exists()
 
 
+def test_footprints_left_in_a_directory_let_the_launcher_remove_an_aborted_jobs_files(world_file, killed_rank,
+                                                                                     tmp_path, monkeypatch):
+    # what a rank started by `mpiworkbench CMD --np N` does once MPI is initialised, and what
+    # the launching process does once mpiexec has returned (core.launch.run_under_mpiexec)
+    monkeypatch.delenv(shm.FOOTPRINT_DIR_VARIABLE, raising=False)
+    assert shm.record_footprint() is None, "outside such a job it does nothing"
+    monkeypatch.setenv(shm.FOOTPRINT_DIR_VARIABLE, str(tmp_path))
+    mine = json.loads(Path(shm.record_footprint()).read_text())
+    assert mine == {**shm.footprint(), "files": mine["files"]}
+    segment = world_file("mpich_shm_")
+    dead = killed_rank(segment)
+    trace = Path(shm.SHM_DIR) / f"mpiworkbench-{dead['pid']}.events"  # made after the record
+    trace.write_bytes(b"x")
+    try:
+        (tmp_path / f"{dead['host']}-{dead['pid']}.json").write_text(json.dumps(dead))
+        (tmp_path / "half-written.json").write_text('{"pid": ')
+        records = shm.read_footprints(str(tmp_path))
+        assert sorted(r["pid"] for r in records) == sorted([dead["pid"], os.getpid()])
+        assert shm.own_files(dead["pid"]) == [str(trace)]
+        assert shm.remove_left_behind(records, also=shm.own_files) == sorted([str(segment), str(trace)])
+        assert not trace.exists() and not segment.exists()
+    finally:
+        trace.unlink(missing_ok=True)
+
+
 def test_wait_gone_is_bounded():
     assert shm.wait_gone([shm.footprint()], timeout=0.1) is False
     assert shm.wait_gone([{**shm.footprint(), "host": "elsewhere"}], timeout=0.1) is True
