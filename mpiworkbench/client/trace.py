@@ -87,17 +87,60 @@ def arm_engines(wb) -> dict[int, dict[str, Any]]:
     return processes
 
 
-def _rank_states(wb, statuses, since: float | None) -> list[hang.RankState]:
+#: Seconds a hang report waits for the reports of ranks on other hosts
+#: (:data:`mpiworkbench.trace.hang.REPORT_AFTER_S` after a rank got stuck, plus the way here).
+REPORT_WAIT_S = 2.0
+
+
+def _rank_states(wb, statuses, since: float | None, ar=None) -> list[hang.RankState]:
+    """What the hang report knows of each rank: read from its slot and stack here when it runs
+    on this host, else what its reporter thread published with the execution *ar*."""
     processes = getattr(wb, "_rank_processes", {}) or {}
     here = socket.gethostname()
+    remote = {s.rank for s in statuses if s.state == "running"
+              and (processes.get(s.rank) or {}).get("host", here) != here}
+    reports = published(wb, ar, remote)
     states = []
     for status in statuses:
         info = processes.get(status.rank)
         local = info is not None and info.get("host") == here
-        inflight = hang.read_slot(info["pid"], since) if local else None
-        stack = hang.python_stack(info["pid"]) if local and status.state == "running" else []
+        inflight, stack = None, []
+        if local:
+            inflight = hang.read_slot(info["pid"], since)
+            stack = hang.python_stack(info["pid"]) if status.state == "running" else []
+        elif status.rank in reports and status.state == "running":
+            inflight, stack = hang.from_report(reports[status.rank],
+                                               None if since is None else time.monotonic() - since)
         states.append(hang.RankState(status.rank, status.state, status.error, inflight, stack))
     return states
+
+
+def published(wb, ar, wanted: set[int] = frozenset(), timeout: float = REPORT_WAIT_S) -> dict[int, dict[str, Any]]:
+    """Rank → the in-flight report its engine published during the execution *ar*
+    (:func:`mpiworkbench.trace.hang.report`: ranks blocked in an MPI call on any host); waits
+    up to *timeout* seconds for the ranks *wanted* (a rank that just got stuck has not yet)."""
+    if ar is None:
+        return {}
+    deadline = time.monotonic() + timeout
+    while True:
+        found = _published(wb, ar)
+        if wanted <= set(found) or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
+def _published(wb, ar) -> dict[int, dict[str, Any]]:
+    with contextlib.suppress(Exception):
+        wb.client.spin()  # take in what has arrived
+    # the execution's own metadata (what the client's IOPub handler updates), not the
+    # client's table: that one may have handed its entries over to the result already
+    metadata = getattr(ar, "_metadata", None) or [wb.client.metadata.get(m) for m in getattr(ar, "msg_ids", ())]
+    found = {}
+    for md in metadata:
+        report = ((md or {}).get("data") or {}).get(hang.REPORT_KEY)
+        if report is not None:
+            found[int(report["rank"])] = report
+    return found
 
 
 def submitted(submit):
@@ -117,14 +160,14 @@ def explain_timeout(wb, exc: ExecutionTimeout, since: float | None = None, ar=No
     was submitted (sends before it do not count as "sent"). With the execution *ar*, say which
     notebook it came from, and whose other work is on the same ranks."""
     try:
-        states = _rank_states(wb, exc.statuses, since)
+        states = _rank_states(wb, exc.statuses, since, ar)
     except Exception as err:  # the report must never hide the timeout itself
         exc.attach_hang_report([f"  (no hang report: {type(err).__name__}: {err})"], [], [])
         return exc
     lines = hang.report_lines(states)
     if not any(s.inflight for s in states):
         lines.append("  (no in-flight records: the engines run without the interposer, e.g. a cluster "
-                     "started elsewhere, or on other hosts)")
+                     "started elsewhere, or were not armed)")
     causes = hang.diagnose(states)
     world = getattr(wb, "_world", None)
     if world is not None and ar is not None:

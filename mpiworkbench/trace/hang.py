@@ -1,7 +1,7 @@
 """Where is each rank stuck? Read from outside the blocked processes, and the likely cause.
 
-A rank blocked inside MPI runs no Python, so nothing can be asked of it. Two things can still
-be read from another process on the same host:
+A rank blocked inside MPI runs no Python on its main thread, so nothing can be asked of it.
+Two things can still be read from another process on the same host:
 
 * its **in-flight record** — the interposer's shared-memory slot
   (``/dev/shm/mpiworkbench-<pid>.slot``): the MPI call it is in, peer, tag, bytes, since when,
@@ -9,6 +9,13 @@ be read from another process on the same host:
 * its **Python stack** — :func:`arm` registers :mod:`faulthandler` on ``SIGUSR2`` in the rank
   beforehand; :func:`python_stack` sends the signal, and faulthandler writes every thread's
   stack from the signal handler, which runs even while the rank sits in an MPI call.
+
+On another host, nobody can read them; so the rank reports them itself: :func:`arm` starts a
+**reporter** thread (mpi4py releases the GIL inside blocking MPI calls, so it runs while the
+main thread waits) that, once the rank has been inside one MPI call for
+:data:`REPORT_AFTER_S`, publishes the record and the main thread's Python stack (again every
+:data:`REPORT_PERIOD_S` while it stays there) through the engine's IOPub channel (ipyparallel's ``data_message``,
+attached to the request being run): :func:`published` reads it back on the client.
 
 :func:`diagnose` names the usual causes from those records: a rank raised before a collective,
 a send–send deadlock, a receive with a tag nobody sent. No MPI, no ipyparallel here.
@@ -30,6 +37,14 @@ from mpiworkbench.trace.events import (
 )
 
 STACK_SIGNAL = signal.SIGUSR2
+#: Seconds a rank must have been inside one MPI call before its reporter publishes it.
+REPORT_AFTER_S = 0.2
+#: Seconds between two looks of the reporter at its rank's slot.
+REPORT_POLL_S = 0.1
+#: Seconds between two publications of one blocked call (its duration grows meanwhile).
+REPORT_PERIOD_S = 1.0
+#: Key of the reporter's record in the request's published data (``AsyncResult.data``).
+REPORT_KEY = "mpiworkbench_inflight"
 _BLOCKING_SENDS = {KIND["MPI_Send"], KIND["MPI_Ssend"]}
 _RECEIVES = {KIND["MPI_Recv"], KIND["MPI_Probe"], KIND["MPI_Mprobe"]}
 
@@ -75,10 +90,87 @@ def arm(left_behind: list[dict] | None = None) -> dict:
         faulthandler.register(STACK_SIGNAL, file=stream, all_threads=True, chain=False)
         atexit.register(_remove, stack_path(pid))
         _armed.update(pid=pid, stream=stream)
+        publisher = _data_publisher()
+        if publisher is not None:
+            _start_reporter(pid, publisher)
     if left_behind:
         shm.remove_left_behind(left_behind, also=interposer_paths)
     record = read_slot(pid)
     return {**shm.footprint(pid), "rank": None if record is None else record.rank, "interposer": record is not None}
+
+
+def _data_publisher():
+    """The engine's data publisher (``None`` outside an ipyparallel engine). Taken once here, it
+    follows every request from then on: the kernel sets its parent only once it exists."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    try:
+        return shell.data_pub if shell is not None else None
+    except Exception:  # noqa: BLE001 - not an ipyparallel engine's shell
+        return None
+
+
+def main_stack() -> list[str]:
+    """The main thread's Python stack, most recent call first, in :mod:`faulthandler`'s format
+    (what :func:`user_line` reads), read from another thread of this process."""
+    import sys
+    import threading
+    import traceback
+
+    frame = sys._current_frames().get(threading.main_thread().ident)
+    if frame is None:
+        return []
+    lines = [f"Current thread 0x{threading.main_thread().ident:016x} (most recent call first):"]
+    lines += [f'  File "{f.filename}", line {f.lineno} in {f.name}' for f in reversed(traceback.extract_stack(frame))]
+    return lines
+
+
+def report(pid: int) -> dict | None:
+    """What a reader on another host needs of this rank's in-flight record (:func:`from_report`
+    turns it back): ``None`` unless it has been inside one MPI call for :data:`REPORT_AFTER_S`.
+    Send times become ages (each host has its own monotonic clock)."""
+    record = read_slot(pid)
+    if record is None or record.call is None or record.seconds < REPORT_AFTER_S:
+        return None
+    now = time.clock_gettime(time.CLOCK_MONOTONIC)
+    fields = {k: v for k, v in record.__dict__.items() if k != "sent"}
+    return {**fields, "sent_ages": [(d, t, b, now - when) for d, t, b, when in record.sent],
+            "stack": main_stack(), "host": os.uname().nodename}
+
+
+def from_report(data: dict, since_s: float | None = None) -> tuple["InFlight", list[str]]:
+    """The :class:`InFlight` record and stack of a :func:`report` read on another host; keep
+    only the sends of the last *since_s* seconds (``None``: all)."""
+    now = time.clock_gettime(time.CLOCK_MONOTONIC)
+    sent = [(int(d), int(t), int(b), now - float(age)) for d, t, b, age in data.get("sent_ages", ())
+            if since_s is None or float(age) <= since_s]
+    names = [f.name for f in InFlight.__dataclass_fields__.values() if f.name != "sent"]
+    return InFlight(**{name: data[name] for name in names}, sent=sent), list(data.get("stack", ()))
+
+
+def _start_reporter(pid: int, publisher) -> None:
+    import threading
+
+    def watch() -> None:
+        last_call, last_at = None, 0.0
+        while True:
+            time.sleep(REPORT_POLL_S)
+            try:
+                data = report(pid)
+                if data is None:
+                    last_call = None
+                    continue
+                now = time.monotonic()
+                if data["calls"] != last_call or now - last_at >= REPORT_PERIOD_S:
+                    publisher.publish_data({REPORT_KEY: data})
+                    last_call, last_at = data["calls"], now
+            except Exception:  # noqa: BLE001 - a report lost is a report lost; the rank goes on
+                continue
+
+    threading.Thread(target=watch, name="mpiworkbench-hang-reporter", daemon=True).start()
 
 
 def _remove(path: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from mpiworkbench import ExecutionTimeout, Workbench
+from mpiworkbench.client import trace as client_trace
 
 
 @pytest.fixture(scope="module")
@@ -15,6 +16,15 @@ def wb():
     bench.start()
     yield bench
     bench.stop()
+
+
+@pytest.fixture(params=["this host", "another host"])
+def seen_from(request, monkeypatch):
+    """The hang report read as on the ranks' host (their slots and stacks read directly), and
+    as from another host (what each rank's reporter thread published with the execution)."""
+    if request.param == "another host":
+        monkeypatch.setattr(client_trace.socket, "gethostname", lambda: "not-the-ranks-host")
+    return request.param
 
 
 def _hang(wb, code: str) -> ExecutionTimeout:
@@ -29,7 +39,7 @@ def _rank(exc, rank):
     return next(r for r in exc.ranks if r.rank == rank)
 
 
-def test_rank_raising_before_a_barrier(wb):
+def test_rank_raising_before_a_barrier(wb, seen_from):
     exc = _hang(wb, (
         "from mpi4py import MPI\n"
         "if MPI.COMM_WORLD.rank == 0:\n"
@@ -44,7 +54,7 @@ def test_rank_raising_before_a_barrier(wb):
     assert "Where each rank is" in str(exc) and "blocked in MPI_Barrier" in str(exc)
 
 
-def test_send_send_deadlock_of_large_messages(wb):
+def test_send_send_deadlock_of_large_messages(wb, seen_from):
     exc = _hang(wb, (
         "import numpy as np\n"
         "from mpi4py import MPI\n"
@@ -61,7 +71,7 @@ def test_send_send_deadlock_of_large_messages(wb):
     assert any("send–send deadlock" in c and "ranks 0 and 1" in c for c in exc.causes)
 
 
-def test_receive_with_a_wrong_tag(wb):
+def test_receive_with_a_wrong_tag(wb, seen_from):
     exc = _hang(wb, (
         "from mpi4py import MPI\n"
         "comm = MPI.COMM_WORLD\n"

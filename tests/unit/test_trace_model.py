@@ -194,3 +194,27 @@ def test_unfinished_calls_are_drawn_as_still_blocked():
     assert t.window(1.15, 40).unfinished == [0]
     fig = plot.timeline(t)
     assert any(x.get_text() == "still in MPI_Barrier" for x in fig.axes[0].texts)
+
+
+def test_a_report_published_on_another_host_reads_back_with_ages_for_times():
+    # what a rank's reporter thread publishes (hang.report) carries send *ages*: each host has
+    # its own monotonic clock; read back, only the sends of the hanging execution are kept
+    record = _inflight(1, "MPI_Recv", 0, 7, sent=[])
+    data = {**{k: v for k, v in record.__dict__.items() if k != "sent"},
+            "sent_ages": [(0, 5, 12, 9.0), (0, 6, 12, 0.5)], "stack": ['  File "x.py", line 3 in f']}
+    inflight, stack = hang.from_report(json.loads(json.dumps(data)), since_s=2.0)
+    assert (inflight.call, inflight.peer, inflight.tag, inflight.rank) == ("MPI_Recv", 0, 7, 1)
+    assert [(d, t, b) for d, t, b, _ in inflight.sent] == [(0, 6, 12)], "the send of 9 s ago came before"
+    assert stack == ['  File "x.py", line 3 in f']
+    assert len(hang.from_report(data)[0].sent) == 2
+
+
+def test_main_stack_is_read_from_another_thread_in_faulthandlers_format():
+    import threading
+
+    seen = []
+    reader = threading.Thread(target=lambda: seen.extend(hang.main_stack()))
+    reader.start()
+    reader.join()
+    assert seen[0].startswith("Current thread") and "most recent call first" in seen[0]
+    assert hang.user_line(seen).split(" in ")[-1] == "test_main_stack_is_read_from_another_thread_in_faulthandlers_format"
