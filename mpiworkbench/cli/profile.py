@@ -19,6 +19,11 @@ def register(subparsers) -> None:
                         help="engines started by mpiexec here (mpi, default) or as one Slurm job (slurm)")
     create.add_argument("--ip", default="127.0.0.1", help="controller interface (default: loopback only)")
     create.add_argument("--ipython-dir", default=None, help="IPython directory (default: IPython's)")
+    encrypt = create.add_mutually_exclusive_group()
+    encrypt.add_argument("--encrypt", dest="encrypt", action="store_true", default=None,
+                         help="encrypt the cluster's traffic (CurveZMQ); the default beyond loopback")
+    encrypt.add_argument("--no-encrypt", dest="encrypt", action="store_false",
+                         help="only sign every message with the connection files' key (the default on loopback)")
     create.set_defaults(func=run_create)
 
 
@@ -29,7 +34,8 @@ def run_create(args: argparse.Namespace) -> int:
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        path = create_profile(args.name, launcher=args.launcher, ip=args.ip, ipython_dir_=args.ipython_dir)
+        path = create_profile(args.name, launcher=args.launcher, ip=args.ip, ipython_dir_=args.ipython_dir,
+                              encrypt=args.encrypt)
     for warning in caught:
         print(f"warning: {warning.message}", file=sys.stderr)
     print(f"profile {args.name!r} written to {path}")

@@ -58,15 +58,29 @@ REMOTE_ENGINES = frozenset({"slurm"})
 _HEADER = "# Written by `mpiworkbench profile create`; edit freely, re-running overwrites it.\n"
 
 
-def create_profile(name: str = "mpi", launcher: str = "mpi", ip: str = "127.0.0.1", ipython_dir_: str | os.PathLike | None = None) -> Path:
-    """Write ``profile_<name>`` (ipcluster, ipcontroller and ipengine configs); return its path."""
+#: Addresses that reach only this host.
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def create_profile(name: str = "mpi", launcher: str = "mpi", ip: str = "127.0.0.1",
+                   ipython_dir_: str | os.PathLike | None = None, encrypt: bool | None = None) -> Path:
+    """Write ``profile_<name>`` (ipcluster, ipcontroller and ipengine configs); return its path.
+
+    *ip*: the interface the controller listens on (loopback by default). Every message is signed
+    with the key of the cluster's connection files (HMAC-SHA256, files of mode 600): a process
+    without it gets nothing executed. With *encrypt* (default: when *ip* is not loopback) the
+    traffic is also encrypted with CurveZMQ, ipyparallel's option, the controller's key taking
+    the place of the signing key: a client without the connection file cannot connect.
+    """
     if launcher not in LAUNCHERS:
         raise ValueError(
             f"unknown launcher {launcher!r}; available: {', '.join(sorted(LAUNCHERS))}"
         )
     if not name or os.sep in name:
         raise ValueError(f"profile name must be a plain name like 'mpi'; got {name!r}")
-    if launcher in REMOTE_ENGINES and ip in ("127.0.0.1", "localhost", "::1"):
+    if encrypt is None:
+        encrypt = ip not in LOOPBACK
+    if launcher in REMOTE_ENGINES and ip in LOOPBACK:
         warnings.warn(
             f"the {launcher} profile's controller listens on {ip} only, so engines on other hosts "
             "cannot reach it; if the batch jobs run on compute nodes, create the profile again with "
@@ -91,7 +105,10 @@ def create_profile(name: str = "mpi", launcher: str = "mpi", ip: str = "127.0.0.
         _HEADER + "c = get_config()  # noqa: F821\n"
         f"# loopback only unless you change it (engines on other hosts need an external interface)\n"
         f"c.IPController.ip = {ip!r}\n"
-        f"c.HeartMonitor.period = {HEARTBEAT_MS}\n"
+        + ("# beyond loopback: traffic encrypted (CurveZMQ); the connection files hold the key\n"
+           "c.IPController.enable_curve = True\n" if encrypt else
+           "# messages are signed with the connection files' key; encrypt with `mpiworkbench profile create --encrypt`\n")
+        + f"c.HeartMonitor.period = {HEARTBEAT_MS}\n"
         f"c.HeartMonitor.max_heartmonitor_misses = {HEARTBEAT_MISSES}\n"
     )
     (profile / "ipengine_config.py").write_text(

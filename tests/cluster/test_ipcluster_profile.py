@@ -8,12 +8,14 @@ current directory.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
 import uuid
 
 import ipyparallel as ipp
+import pytest
 
 from mpiworkbench import Workbench
 from mpiworkbench.client.profile import create_profile
@@ -83,6 +85,54 @@ def test_ipcluster_starts_local_mpi_engines_from_the_mpi_profile(tmp_path):
         if client is not None:
             client.close()
         ipcluster.stop()
+
+
+@pytest.mark.parametrize("encrypt", [False, True], ids=["signed", "encrypted"])
+def test_a_client_without_the_connection_files_key_gets_nothing_executed(tmp_path, monkeypatch, encrypt):
+    ipython_dir = tmp_path / "ipython"
+    profile = create_profile("mpi", launcher="mpi", ipython_dir_=ipython_dir, encrypt=encrypt)
+    assert ("c.IPController.enable_curve = True" in (profile / "ipcontroller_config.py").read_text()) is encrypt
+    ipcluster = IPCluster("mpi", ipython_dir, tmp_path, dict(os.environ))
+    client = None
+    try:
+        client = ipcluster.start(2)
+        security = ipython_dir / "profile_mpi" / "security"
+        for name in ("ipcontroller-client.json", "ipcontroller-engine.json"):
+            assert (security / name).stat().st_mode & 0o077 == 0, f"{name} is readable by others"
+        facts = json.loads((security / "ipcontroller-client.json").read_text())
+        assert bool(facts.get("curve_serverkey")) is encrypt and (facts["key"] == "") is encrypt
+        # the same file with another key: what anyone on the network without the file has
+        forged = {**facts, **({"curve_serverkey": _other_curve_key()} if encrypt else {"key": uuid.uuid4().hex})}
+        (tmp_path / "forged.json").write_text(json.dumps(forged))
+        marker = tmp_path / "executed"
+        with pytest.raises(TimeoutError):  # the controller never answers it
+            stranger = ipp.Client(str(tmp_path / "forged.json"), timeout=5)
+            try:
+                stranger[:].apply_sync(_touch, str(marker))
+            finally:
+                stranger.close()
+        # ... while the key's holder is served: the workbench attaches and computes
+        monkeypatch.setenv("IPYTHONDIR", str(ipython_dir))
+        wb = Workbench.attach(profile="mpi", activate=False)
+        try:
+            assert wb.run(_allreduce) == [3, 3]
+        finally:
+            wb.stop()
+        assert not marker.exists(), "the forged client got something executed"
+    finally:
+        if client is not None:
+            client.close()
+        ipcluster.stop()
+
+
+def _other_curve_key() -> str:
+    import zmq
+
+    return zmq.curve_keypair()[0].decode("ascii")
+
+
+def _touch(path: str) -> None:
+    open(path, "w").close()
 
 
 @ipp.interactive  # sent by value: the engines cannot import this module
