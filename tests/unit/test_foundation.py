@@ -109,6 +109,16 @@ def test_profile_command(tmp_path, capsys):
     assert "ipcluster start -n 2 --profile=demo" in capsys.readouterr().out
     assert (tmp_path / "profile_demo" / "ipcluster_config.py").exists()
 
+    def encrypted(*options: str) -> bool:
+        assert main(["profile", "create", "--name", "demo", "--ipython-dir", str(tmp_path), *options]) == 0
+        return "c.IPController.enable_curve = True" in (tmp_path / "profile_demo" / "ipcontroller_config.py").read_text()
+
+    # signed always; encrypted beyond loopback unless asked otherwise, on loopback when asked
+    assert [encrypted(), encrypted("--ip", "10.1.2.3"), encrypted("--ip", "10.1.2.3", "--no-encrypt"),
+            encrypted("--encrypt")] == [False, True, False, True]
+    with pytest.raises(SystemExit):
+        main(["profile", "create", "--encrypt", "--no-encrypt"])
+
 
 def test_timeout_report_names_ranks_and_the_way_out():
     report = ExecutionTimeout(
