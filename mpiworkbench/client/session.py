@@ -104,6 +104,8 @@ class Session(Execution):
         self.client = None
         self.view = None
         self.ranks: dict[int, int] = {}
+        #: Rank → the host it runs on (from the rank map).
+        self.hosts: dict[int, str] = {}
         self._magics = None
         self._watchdog = None
         #: This session's place in the cluster's shared MPI world (:mod:`~mpiworkbench.client.world`).
@@ -290,12 +292,13 @@ class Session(Execution):
             self._generation = (self._world.engine_set() or {}).get("generation")
         self._build_view()
 
-    def _take_engine_set(self, ranks: dict[int, int], level: str | None) -> None:
+    def _take_engine_set(self, ranks: dict[int, int], level: str | None, hosts: dict[int, str] | None = None) -> None:
         self.ranks = ranks
+        self.hosts = dict(hosts or {})
         if not self.owns_cluster:  # our own cluster keeps the level asked for (None: mpi4py's default)
             self.thread_level = level
 
-    def _recorded_engine_set(self) -> tuple[dict[int, int], str | None] | None:
+    def _recorded_engine_set(self) -> tuple[dict[int, int], str | None, dict[int, str]] | None:
         record = self._world.engine_set() if self._world is not None else None
         if not record:
             return None
@@ -304,7 +307,8 @@ class Session(Execution):
         engines = {int(e): tuple(v) for e, v in (record.get("engines") or {}).items()}
         if len(engines) != self.n or any(uuids.get(e) != u for e, (_rank, u) in engines.items()):
             return None  # another engine set (restarted, or a new cluster of the same id)
-        return {e: rank for e, (rank, _u) in engines.items()}, record.get("thread_level")
+        hosts = {int(rank): host for rank, host in (record.get("hosts") or {}).items()}
+        return {e: rank for e, (rank, _u) in engines.items()}, record.get("thread_level"), hosts
 
     def _ask_engines(self, restarted: bool) -> None:
         limit = self.cluster.engine_timeout if self.owns_cluster or restarted else self.timeout
@@ -323,13 +327,14 @@ class Session(Execution):
                 "Workbench(profile=..., activate=False) then wb.restart(force=True)") from None
         levels = {info["thread_level"] for info in infos.values()}
         level = levels.pop() if len(levels) == 1 else self.thread_level
-        self._take_engine_set({e: info["rank"] for e, info in infos.items()}, level)
+        self._take_engine_set({e: info["rank"] for e, info in infos.items()}, level,
+                              {info["rank"]: info.get("host", "") for info in infos.values()})
         if self._world is not None:
             uuids = clusters.engine_uuids(self.client)
             self._world.record_engine_set(
                 self.ranks, restarted=restarted,
                 engines={str(e): [r, uuids.get(e, "")] for e, r in self.ranks.items()},
-                thread_level=level)
+                thread_level=level, hosts={str(r): h for r, h in self.hosts.items()})
 
     def _build_view(self) -> None:
         by_rank = sorted(self.ranks, key=self.ranks.__getitem__)
