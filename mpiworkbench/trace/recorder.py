@@ -140,6 +140,7 @@ def finish(comm, estimate_offsets: bool | None = None) -> Trace | None:
         hosts=hosts,
         dropped=[p["dropped"] for p in parts],
         windows=[p["window"] for p in parts],
+        causal=not global_clock,
     )
 
 

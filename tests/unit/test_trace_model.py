@@ -218,3 +218,24 @@ def test_main_stack_is_read_from_another_thread_in_faulthandlers_format():
     reader.join()
     assert seen[0].startswith("Current thread") and "most recent call first" in seen[0]
     assert hang.user_line(seen).split(" in ")[-1] == "test_main_stack_is_read_from_another_thread_in_faulthandlers_format"
+
+
+def test_estimated_clock_offsets_are_corrected_so_no_message_is_received_before_its_send():
+    # rank 1's clock estimated 30 µs off: its receive of rank 0's message (sent at 100 µs,
+    # 20 µs on the way) reads 90 µs, before the send; its reply, sent at 130, arrives at 185
+    us = 1e-6
+    rank0 = np.array([ev("MPI_Send", 100 * us, 101 * us, peer=1, tag=3),
+                      ev("MPI_Recv", 101 * us, 185 * us, peer=1, tag=4, peer2=1, tag2=4)], EVENT_DTYPE)
+    rank1 = np.array([ev("MPI_Recv", 50 * us, 90 * us, peer=0, tag=3, peer2=0, tag2=3),
+                      ev("MPI_Send", 130 * us, 131 * us, peer=0, tag=4)], EVENT_DTYPE)
+    plain = Trace.from_ranks([rank0, rank1], offsets=[0.0, 0.0], hosts=["a", "b"])
+    assert (plain.messages()["t_recv"] < plain.messages()["t_send"]).any()
+    fixed = Trace.from_ranks([rank0, rank1], offsets=[0.0, 0.0], hosts=["a", "b"], causal=True)
+    messages = fixed.messages()
+    assert len(messages) == 2 and (messages["t_recv"] >= messages["t_send"]).all()
+    # contradictory messages (each faster than zero in turn) are left as they are
+    late = rank0.copy()
+    late["t1"][1] = 125 * us
+    assert Trace.from_ranks([late, rank1], hosts=["a", "b"], causal=True).offsets == [0.0, 0.0]
+    assert fixed.offsets[0] == 0.0 and fixed.offsets[1] == pytest.approx(-10e-6), "the smallest shift that does it"
+    assert fixed.estimated_offsets == [0.0, 0.0]
