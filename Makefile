@@ -17,8 +17,8 @@ PROFILE_STAMP := $(VENV)/.profile-created
 
 # Debian packages for the cluster tier (a private single-node Slurm: slurm-wlm, munge) and the
 # browser tier (chromium), and the programs whose presence says they are installed.
-SYSTEM_PACKAGES := chromium slurm-wlm munge
-SYSTEM_PROGRAMS := chromium slurmctld slurmd munged sinfo squeue sbatch
+SYSTEM_PACKAGES := chromium slurm-wlm munge iproute2
+SYSTEM_PROGRAMS := chromium slurmctld slurmd munged sinfo squeue sbatch ip nsenter unshare
 
 .PHONY: lab test install install-test install-ecosystem install-mpi4jax profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
 
