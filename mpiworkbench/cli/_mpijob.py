@@ -22,6 +22,7 @@ def add_mpi_arguments(parser: argparse.ArgumentParser, default_np: int | None = 
         default=default_np,
         help="number of MPI ranks; starts mpiexec unless already running under one",
     )
+    add_transport_argument(parser)
     parser.add_argument(
         "--timeout",
         type=float,
@@ -30,12 +31,28 @@ def add_mpi_arguments(parser: argparse.ArgumentParser, default_np: int | None = 
     )
 
 
+def add_transport_argument(parser: argparse.ArgumentParser) -> None:
+    """``--transport`` (:data:`mpiworkbench.core.launch.TRANSPORTS`)."""
+    parser.add_argument(
+        "--transport",
+        choices=tuple(launch.TRANSPORTS),
+        default="auto",
+        help="how the ranks talk: auto (shared memory within a host, the default) or network "
+             "(TCP between every pair of ranks, as across nodes: over loopback on one host)",
+    )
+
+
 def run(args: argparse.Namespace, body: Callable[[Any], int | None]) -> int:
     """Run ``body(comm)`` on every rank, launching ``mpiexec`` first when needed."""
     if args.np is not None and args.np < 1:
         raise ValueError(f"--np must be at least 1; got {args.np}")
     if launch.needs_launch(args.np):
-        return launch.run_under_mpiexec(args.np, args.argv, timeout_s=args.timeout)
+        return launch.run_under_mpiexec(args.np, args.argv, timeout_s=args.timeout, transport=transport(args))
+    if transport(args) != launch.transport():
+        variables = " ".join(f"-genv {k} {v}" for k, v in launch.TRANSPORTS[transport(args)].items())
+        raise ValueError(
+            f"--transport {transport(args)} must be chosen when mpiexec starts the ranks: pass --np N "
+            f"to let this command start them, or start them with `mpiexec {variables} ...`")
     comm = mpi.world()
     if args.np is not None and args.np != comm.size:
         raise ValueError(
@@ -43,6 +60,11 @@ def run(args: argparse.Namespace, body: Callable[[Any], int | None]) -> int:
             "runs in; drop --np or launch with the same count"
         )
     return int(body(comm) or 0)
+
+
+def transport(args: argparse.Namespace) -> str:
+    """The ``--transport`` of a command's arguments (``auto`` for commands without it)."""
+    return getattr(args, "transport", None) or "auto"
 
 
 def report(text: str, payload: Any, json_path: str | Path | None, save_path: str | Path | None = None, field: Any = None) -> None:

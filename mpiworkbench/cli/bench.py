@@ -92,7 +92,8 @@ def _several_launches(args: argparse.Namespace) -> int:
             extra = {PART_ENV: str(part), LAUNCH_ENV: f"{k}/{args.launches}"}
             os.environ.update(extra)
             try:
-                code = launch.run_under_mpiexec(args.np, args.argv, timeout_s=args.timeout)
+                code = launch.run_under_mpiexec(args.np, args.argv, timeout_s=args.timeout,
+                                                transport=_mpijob.transport(args))
             finally:
                 for name in extra:
                     os.environ.pop(name, None)

@@ -18,6 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from mpiworkbench.cli import _mpijob
 from mpiworkbench.speedup import experiments
 
 #: Set in the environment of the ``mpiexec`` of one rank count when every count runs in
@@ -63,6 +64,7 @@ def register(subparsers) -> None:
         sub.add_argument("--scaling", choices=experiments.SCALINGS, default=experiments.SCALINGS[0])
         sub.add_argument("--json", default=None, metavar="FILE", help="write the result to FILE ('-' for stdout)")
         sub.add_argument("--timeout", type=float, default=None, help="wall-clock limit of the MPI job in seconds")
+        _mpijob.add_transport_argument(sub)
         sub.add_argument(
             "--yield-while-waiting",
             action="store_true",
@@ -104,7 +106,8 @@ def main(args: argparse.Namespace) -> int:
             os.environ[launch.YIELD_VARIABLE] = "1"
         if spec.world_bound() and len(spec.nranks) > 1:
             return _world_per_count(args, spec)
-        return launch.run_under_mpiexec(largest, args.argv, timeout_s=args.timeout)
+        return launch.run_under_mpiexec(largest, args.argv, timeout_s=args.timeout,
+                                        transport=_mpijob.transport(args))
     return _run_in_world(args, spec)
 
 
@@ -143,7 +146,8 @@ def _world_per_count(args: argparse.Namespace, spec) -> int:
             path = str(Path(tmp) / f"world{n}.json")
             os.environ[WORLD_PART_VARIABLE] = str(n)
             try:
-                code = launch.run_under_mpiexec(n, _part_argv(args.argv, path), timeout_s=args.timeout)
+                code = launch.run_under_mpiexec(n, _part_argv(args.argv, path), timeout_s=args.timeout,
+                                                transport=_mpijob.transport(args))
             finally:
                 os.environ.pop(WORLD_PART_VARIABLE, None)
             if code != 0:

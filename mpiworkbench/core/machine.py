@@ -219,6 +219,12 @@ def _read(path: str) -> str | None:
 
 
 # -- the snapshot -----------------------------------------------------------------------
+def _transport() -> str:
+    from mpiworkbench.core.launch import transport
+
+    return transport()
+
+
 def capture(comm=None, measure_load: bool = True) -> dict[str, Any]:
     """Collective: the environment of a run; every rank contributes and all get it.
 
@@ -235,7 +241,8 @@ def capture(comm=None, measure_load: bool = True) -> dict[str, Any]:
     -------
     dict
         Results keys: ``mpi_library``, ``mpi_standard``, ``mpi_vendor``, ``thread_level``,
-        ``python``, ``packages``, ``np``, ``hosts`` (host → ranks), ``binding`` (rank →
+        ``python``, ``packages``, ``np``, ``transport``
+        (:data:`mpiworkbench.core.launch.TRANSPORTS`), ``hosts`` (host → ranks), ``binding`` (rank →
         CPUs), ``cores_online``, ``cores_available`` (this host), ``cpu``, ``thp``,
         ``malloc_env``, ``foreign_load_cores``, ``oversubscribed``, ``timestamp`` and
         ``warnings`` (:func:`contamination_warnings`). Also the facts of
@@ -264,6 +271,7 @@ def capture(comm=None, measure_load: bool = True) -> dict[str, Any]:
         "library_version": library["library_version"],
         "packages": package_versions(),
         "np": comm.Get_size(),
+        "transport": _transport(),
         "hosts": {h: item["ranks"] for h, item in hosts.items()},
         "binding": {str(r): p["affinity"] for r, p in enumerate(per_rank)},
         "cores_online": os.cpu_count(),

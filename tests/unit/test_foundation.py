@@ -166,3 +166,23 @@ def test_workbench_validates_before_starting_anything():
     assert Workbench(n=1).cluster_id != wb.cluster_id  # two notebooks never share engines
     with pytest.raises(RuntimeError, match="call wb.start"):
         wb.run(print)
+
+
+def test_transport_is_chosen_when_mpiexec_starts_the_ranks(monkeypatch, capsys):
+    from mpiworkbench.core import launch
+
+    for name in ("MPIR_CVAR_NOLOCAL", "UCX_TLS"):
+        monkeypatch.delenv(name, raising=False)
+    assert launch.transport() == "auto"
+    monkeypatch.setenv("MPIR_CVAR_NOLOCAL", "1")
+    assert launch.transport() == "auto", "every variable of a transport, or it is not that one"
+    monkeypatch.setenv("UCX_TLS", "tcp,self")
+    assert launch.transport() == "network"
+    with pytest.raises(ValueError, match=r"unknown transport 'infiniband'.*auto, network"):
+        launch.run_under_mpiexec(2, ["info"], transport="infiniband")
+    # inside ranks already started (here: as if by mpiexec) the transport cannot change any more
+    monkeypatch.delenv("UCX_TLS")
+    monkeypatch.setenv("PMI_SIZE", "1")
+    assert main(["info", "--transport", "network"]) == 2
+    err = capsys.readouterr().err
+    assert "--transport network must be chosen when mpiexec starts the ranks" in err and "-genv UCX_TLS tcp,self" in err
