@@ -72,7 +72,7 @@ def arm_engines(wb) -> dict[int, dict[str, Any]]:
     if getattr(wb, "_armed_for", None) == key:
         return wb._rank_processes
     left_behind = leftovers.elsewhere()
-    ar = wb.view.apply_async(hang.arm, left_behind)
+    ar = wb.view.apply_async(arm_engine, left_behind)
     processes: dict[int, dict[str, Any]] = {}
     if ar.wait(ARM_TIMEOUT_S):
         targets = getattr(ar, "_targets", None) or list(wb.ranks)
@@ -90,6 +90,15 @@ def arm_engines(wb) -> dict[int, dict[str, Any]]:
 #: Seconds a hang report waits for the reports of ranks on other hosts
 #: (:data:`mpiworkbench.trace.hang.REPORT_AFTER_S` after a rank got stuck, plus the way here).
 REPORT_WAIT_S = 2.0
+
+
+def arm_engine(left_behind: list[dict[str, Any]]) -> dict[str, Any]:
+    """On an engine: :func:`mpiworkbench.trace.hang.arm`, with the engine's data publisher for
+    the reporter thread (ranks on other hosts report themselves through it)."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    return hang.arm(left_behind, publisher=getattr(shell, "data_pub", None) if shell is not None else None)
 
 
 def _rank_states(wb, statuses, since: float | None, ar=None) -> list[hang.RankState]:
@@ -111,7 +120,8 @@ def _rank_states(wb, statuses, since: float | None, ar=None) -> list[hang.RankSt
         elif status.rank in reports and status.state == "running":
             inflight, stack = hang.from_report(reports[status.rank],
                                                None if since is None else time.monotonic() - since)
-        states.append(hang.RankState(status.rank, status.state, status.error, inflight, stack))
+        host = (info or {}).get("host") or getattr(wb, "hosts", {}).get(status.rank, "")
+        states.append(hang.RankState(status.rank, status.state, status.error, inflight, stack, host))
     return states
 
 

@@ -70,7 +70,7 @@ def interposer_paths(pid: int) -> list[str]:
 _armed: dict[str, object] = {}
 
 
-def arm(left_behind: list[dict] | None = None) -> dict:
+def arm(left_behind: list[dict] | None = None, publisher=None) -> dict:
     """In a rank: let :func:`python_stack` read this process's Python stack later. Returns
     what a reader needs: ``pid``, ``host``, ``rank`` and whether the interposer is loaded, and
     what removing this process's ``/dev/shm`` files after its death needs: ``started`` and
@@ -79,6 +79,10 @@ def arm(left_behind: list[dict] | None = None) -> dict:
     *left_behind*: footprints of ranks of a world killed before this one; those of this host
     whose processes have ended leave their files to be removed here
     (:func:`mpiworkbench.core.shm.remove_left_behind`; other hosts' are skipped).
+
+    *publisher*: something with ``publish_data(dict)`` (an ipyparallel engine's data publisher,
+    which sends on the request being run): starts the reporter thread that publishes this rank's
+    in-flight record while it is stuck in MPI (:func:`report`), for readers on other hosts.
     """
     import atexit
     import faulthandler
@@ -90,27 +94,13 @@ def arm(left_behind: list[dict] | None = None) -> dict:
         faulthandler.register(STACK_SIGNAL, file=stream, all_threads=True, chain=False)
         atexit.register(_remove, stack_path(pid))
         _armed.update(pid=pid, stream=stream)
-        publisher = _data_publisher()
-        if publisher is not None:
-            _start_reporter(pid, publisher)
+    if publisher is not None and _armed.get("reporter") != pid:
+        _start_reporter(pid, publisher)
+        _armed["reporter"] = pid
     if left_behind:
         shm.remove_left_behind(left_behind, also=interposer_paths)
     record = read_slot(pid)
     return {**shm.footprint(pid), "rank": None if record is None else record.rank, "interposer": record is not None}
-
-
-def _data_publisher():
-    """The engine's data publisher (``None`` outside an ipyparallel engine). Taken once here, it
-    follows every request from then on: the kernel sets its parent only once it exists."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return None
-    shell = get_ipython()
-    try:
-        return shell.data_pub if shell is not None else None
-    except Exception:  # noqa: BLE001 - not an ipyparallel engine's shell
-        return None
 
 
 def main_stack() -> list[str]:
@@ -325,6 +315,7 @@ class RankState:
     error: str = ""
     inflight: InFlight | None = None
     stack: list[str] = field(default_factory=list)
+    host: str = ""              # named in the report when the world spans several hosts
 
     @property
     def line(self) -> str | None:
@@ -390,15 +381,19 @@ def diagnose(ranks: list[RankState]) -> list[str]:
 def report_lines(ranks: list[RankState]) -> list[str]:
     """The rank-by-rank part of a hang report: call, peer, tag, bytes, how long, Python line."""
     lines = []
+    several = len({r.host for r in ranks if r.host}) > 1
     for r in sorted(ranks, key=lambda r: r.rank):
+        who = f"rank {r.rank}" + (f" on {r.host}" if several and r.host else "")
         if r.state == "failed":
-            lines.append(f"  rank {r.rank}: raised {r.error}")
+            lines.append(f"  {who}: raised {r.error}")
             continue
         if r.state == "ok":
-            lines.append(f"  rank {r.rank}: finished")
+            lines.append(f"  {who}: finished")
             continue
-        where = r.inflight.describe() if r.inflight else "no in-flight record (no interposer in this rank, or another host)"
-        text = f"  rank {r.rank}: blocked in {where}" if r.inflight and r.inflight.call else f"  rank {r.rank}: {where}"
+        where = r.inflight.describe() if r.inflight else (
+            "no in-flight record (no interposer in this rank, or it did not report: cut off from the "
+            "controller, or busy outside MPI)")
+        text = f"  {who}: blocked in {where}" if r.inflight and r.inflight.call else f"  {who}: {where}"
         if r.line:
             text += f"\n      at {r.line}"
         lines.append(text)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import sys
 import uuid
@@ -160,6 +161,35 @@ try:
     wb.timeout = 60.0
     wb.restart()
     report["after_restart"] = {"hosts": sorted(wb.hosts.values()), "allreduce": wb.run(allreduce_ranks)}
+
+    # faults: an engine on the second node killed, then the engines' job cancelled; each time the
+    # workbench says which ranks are gone and where, and a restart gives a working world again
+    import subprocess
+    import time
+
+    def dead_world(what):
+        deadline = time.monotonic() + 120
+        while wb.state != "dead":
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the workbench did not see the world die after {what}")
+            time.sleep(0.1)
+        try:
+            wb.run(allreduce_ranks)
+        except RuntimeError as exc:
+            said = str(exc)
+        else:
+            said = "(no error)"
+        wb.restart()
+        return {"said": said, "allreduce": wb.run(allreduce_ranks), "hosts": sorted(wb.hosts.values())}
+
+    victim = next(engine for engine, rank in wb.ranks.items() if rank == wb.n - 1)
+    wb.client.send_signal("SIGKILL", targets=[victim], block=True)
+    report["engine_killed"] = dead_world("SIGKILL to an engine")
+    # the test's private Slurm runs only this cluster's engines' job
+    jobs = subprocess.run(["squeue", "--noheader", "--format=%i"], capture_output=True,
+                          text=True, check=True).stdout.split()
+    subprocess.run(["scancel", *jobs], check=True)
+    report["job_cancelled"] = dead_world("scancel of the engines' job")
 finally:
     report["stop"] = wb.stop()
 print(json.dumps(report), flush=True)
@@ -293,6 +323,12 @@ def test_workbench_attaches_to_engines_on_both_nodes(multinode, tmp_path):
         again = report["after_restart"]
         assert again["allreduce"] == [ranks * (ranks + 1) // 2] * ranks, again
         assert again["hosts"] == sorted(multinode.compute * (ranks // len(multinode.compute))), again
+        for fault in ("engine_killed", "job_cancelled"):
+            seen = report[fault]
+            assert "MPI world has died" in seen["said"] and "wb.restart()" in seen["said"], seen
+            assert re.search(rf"rank {ranks - 1} \(on {multinode.compute[-1]}\)", seen["said"]), seen
+            assert seen["allreduce"] == [ranks * (ranks + 1) // 2] * ranks, (fault, seen)
+            assert seen["hosts"] == again["hosts"], (fault, seen)
         assert "detached" in report["stop"], report
         # the restart replaced the engines' job (the old one leaves the queue once it has ended)
         wait_until(lambda: len(multinode.jobs()) == 1, "one engines' job after the restart", LIMIT)

@@ -239,3 +239,12 @@ def test_estimated_clock_offsets_are_corrected_so_no_message_is_received_before_
     assert Trace.from_ranks([late, rank1], hosts=["a", "b"], causal=True).offsets == [0.0, 0.0]
     assert fixed.offsets[0] == 0.0 and fixed.offsets[1] == pytest.approx(-10e-6), "the smallest shift that does it"
     assert fixed.estimated_offsets == [0.0, 0.0]
+
+
+def test_report_lines_name_the_host_when_the_world_spans_several():
+    states = [hang.RankState(0, "ok", host="node1"),
+              hang.RankState(1, "running", "", _inflight(1, "MPI_Recv", 0, 77), host="node2")]
+    lines = hang.report_lines(states)
+    assert lines[0] == "  rank 0 on node1: finished" and lines[1].startswith("  rank 1 on node2: blocked in MPI_Recv(")
+    one_host = [hang.RankState(r.rank, r.state, r.error, r.inflight, host="vm") for r in states]
+    assert hang.report_lines(one_host)[0] == "  rank 0: finished", "one host: nothing to tell apart"
