@@ -516,10 +516,10 @@ def client_json(result: subprocess.CompletedProcess) -> dict:
     return json.loads(lines[-1])
 
 
-@pytest.fixture(scope="module")
-def multinode():
-    """A started :class:`Nodes` cluster (head, node1, node2; 2 Slurm CPUs per compute node)
-    shared by the module's tests; torn down afterwards, and checked that nothing is left."""
+def simulated_cluster(compute: int = 2, cpus: int = 2):
+    """A started :class:`Nodes` cluster (head and *compute* nodes of *cpus* Slurm CPUs each),
+    torn down when the generator is closed, and checked that nothing is left; skips where it
+    cannot be built."""
     missing = missing_programs()
     if missing:
         pytest.skip(f"programs for the simulated cluster not installed ({', '.join(missing)}); "
@@ -532,7 +532,7 @@ def multinode():
         pytest.skip(f"cannot create network namespaces here: ip netns add: {added.stderr.strip()}")
     _ip("netns", "del", probe)
     root = Path(tempfile.mkdtemp(prefix="mpiwb-nodes-"))  # short: munge's socket path
-    nodes = Nodes(root)
+    nodes = Nodes(root, compute=compute, cpus=cpus)
     try:
         nodes.start()
     except BaseException:  # the error already carries the logs' tails
@@ -551,3 +551,16 @@ def multinode():
     assert not nodes.cancelled, f"jobs still in squeue when the tests ended (cancelled then): {nodes.cancelled}"
     assert not nodes.forced, (f"teardown had to kill processes nobody stopped: {nodes.forced}; "
                               f"files kept in {root}")
+
+
+@pytest.fixture(scope="module")
+def multinode():
+    """A started :class:`Nodes` cluster (head, node1, node2; 2 Slurm CPUs per compute node)
+    shared by the module's tests; torn down afterwards, and checked that nothing is left."""
+    yield from simulated_cluster(compute=2, cpus=2)
+
+
+@pytest.fixture
+def three_nodes():
+    """Head and node1..node3 of one Slurm CPU each, for one test."""
+    yield from simulated_cluster(compute=3, cpus=1)

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.slurm import processes_with_env, wait_until
-from tests.multinode import HeadIPCluster, client_json, multinode  # noqa: F401 - fixture
+from tests.multinode import HeadIPCluster, client_json, multinode, three_nodes  # noqa: F401 - fixtures
 
 #: A hung MPI job or client fails its test instead of the run (teardown still cleans up).
 pytestmark = pytest.mark.timeout(600)
@@ -280,6 +280,21 @@ def test_mpi_world_spans_both_nodes(multinode, tmp_path, starter, ranks):
     multinode.wait_for_no_jobs()
     wait_until(lambda: not [p for p in processes_with_env(f"SLURM_CONF={multinode.conf}") if _job_pid(p)],
                "the MPI job's processes to end", LIMIT)
+
+
+def test_a_world_of_three_ranks_on_three_nodes(three_nodes, tmp_path):
+    # one rank per node (one Slurm CPU each): every message of the world crosses the network
+    program = tmp_path / "world.py"
+    program.write_text(MPI_PROGRAM)
+    facts = tmp_path / "world.json"
+    result = three_nodes.run("srun", "--mpi=pmi2", "--nodes=3", "--ntasks=3", f"--time={JOB_MINUTES}",
+                             PYTHON, "-m", "mpi4py", str(program), str(facts),
+                             cwd=tmp_path, check=False, timeout=LIMIT)
+    assert result.returncode == 0, f"srun exited {result.returncode}\n{result.stdout}{result.stderr}\n{three_nodes.diagnose()}"
+    world = json.loads(facts.read_text())
+    assert world["size"] == 3 and world["total"] == 6 and world["buffer_ok"], world
+    assert sorted(world["hosts"]) == three_nodes.compute == ["node1", "node2", "node3"], world
+    three_nodes.wait_for_no_jobs()
 
 
 def test_workbench_attaches_to_engines_on_both_nodes(multinode, tmp_path):
