@@ -564,3 +564,4 @@ def multinode():
 def three_nodes():
     """Head and node1..node3 of one Slurm CPU each, for one test."""
     yield from simulated_cluster(compute=3, cpus=1)
+
