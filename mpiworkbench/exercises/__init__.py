@@ -9,7 +9,7 @@ One convention, read by the notebooks, the test suite and ``mpiworkbench exercis
   :class:`WrongAnswer` with a hint; while the blank is still there it only says so (the notebook
   runs through, so a learner can work at their own pace).
 * The **reference solution** (and a deliberately **wrong answer**, used by the test suite to
-  prove the check can fail) live outside the notebook, in ``solutions/<notebook>.py`` of this
+  prove the check can fail) live outside the notebook, in ``solutions/<notebook>.ipy`` of this
   package: one ``# %% NAME`` section per answer cell, ``# %% NAME wrong`` for the wrong one.
 
 :func:`inject` puts solutions (or wrong answers) into a notebook's answer cells; the teachers'
@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 SOLUTIONS = Path(__file__).with_name("solutions")
+#: Solutions files are IPython scripts (``.ipy``): an answer cell may be a ``%%px`` cell, which is
+#: not Python.
+SUFFIX = ".ipy"
 TAG = "exercise"
 _SECTION = re.compile(r"^# %% (?P<name>\S+)(?P<wrong> wrong)?\s*$", re.MULTILINE)
 
@@ -76,7 +79,7 @@ def check(name: str, answer: Any, test: Callable[[Any], object], hint: str, righ
 def solutions(notebook: str) -> dict[str, dict[str, str]]:
     """``{NAME: {"solution": code, "wrong": code}}`` for the notebook named *notebook*
     (its file stem, e.g. ``"02_microbenchmarks"``); empty when it has no exercises."""
-    path = SOLUTIONS / f"{notebook}.py"
+    path = SOLUTIONS / f"{notebook}{SUFFIX}"
     if not path.exists():
         return {}
     text = path.read_text()
@@ -108,7 +111,7 @@ def inject(nb, notebook: str, kind: str = "solution"):
         code = known.get(name, {}).get(kind)
         if code is None:
             raise KeyError(f"{notebook}: answer cell {index} ({name!r}) has no {kind} in "
-                           f"{SOLUTIONS / (notebook + '.py')}; add a '# %% {name}"
+                           f"{SOLUTIONS / (notebook + SUFFIX)}; add a '# %% {name}"
                            f"{' wrong' if kind == 'wrong' else ''}' section")
         nb.cells[index].source = code.rstrip("\n")
     return nb

@@ -103,6 +103,6 @@ def test_the_teachers_export_writes_both_versions(tmp_path):
 
 def test_every_solutions_file_belongs_to_a_notebook_with_answer_cells():
     stems = {p.stem for p in WITH_EXERCISES}
-    files = {p.stem for p in exercises.SOLUTIONS.glob("*.py")}
+    files = {p.stem for p in exercises.SOLUTIONS.glob(f"*{exercises.SUFFIX}")}
     assert files == stems, f"solutions without answer cells: {sorted(files - stems)}; " \
                            f"answer cells without solutions: {sorted(stems - files)}"
