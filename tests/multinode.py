@@ -36,7 +36,7 @@ from typing import Callable
 
 import pytest
 
-from tests.cluster.slurm import (STOP_LIMIT, Slurm, _memory_mb, _which, missing_binaries,
+from tests.cluster.slurm import (STOP_LIMIT, Slurm, _memory_mb, _which, missing_binaries, slurm_conf,
                                  processes_with_env, wait_until)
 
 #: Programs the namespaces need besides Slurm's and munge's.
@@ -248,42 +248,10 @@ class Nodes(Slurm):
         nodes = "\n".join(f"NodeName={name} NodeAddr={self.hosts[name]} CPUs={self.cpus} "
                           f"RealMemory={_memory_mb()} State=UNKNOWN" for name in self.compute)
         # every daemon sits in a network namespace of its own: Slurm's default ports never clash
-        self.conf.write_text(f"""\
-# private multi-node Slurm for the mpiworkbench test suite; every path below is temporary
-ClusterName=mpiwb
-SlurmctldHost={self.head}({self.head_addr})
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket={self.munge_socket}
-CredType=cred/munge
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SwitchType=switch/none
-MpiDefault=none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-SchedulerType=sched/backfill
-AccountingStorageType=accounting_storage/none
-JobAcctGatherType=jobacct_gather/none
-JobCompType=jobcomp/none
-PlugStackConfig={r}/plugstack.conf
-SlurmdParameters=config_overrides
-StateSaveLocation={r}/state
-SlurmdSpoolDir={r}/spool-%n
-SlurmctldPidFile={r}/run/slurmctld.pid
-SlurmdPidFile={r}/run/slurmd-%n.pid
-SlurmctldLogFile={r}/log/slurmctld.log
-SlurmdLogFile={r}/log/slurmd-%n.log
-SlurmctldDebug=info
-SlurmdDebug=info
-ReturnToService=2
-InactiveLimit=0
-KillWait=5
-MinJobAge=2
-{nodes}
-PartitionName={self.partition} Nodes={self.node} Default=YES MaxTime=30 State=UP OverSubscribe=YES
-""")
+        self.conf.write_text(slurm_conf(
+            "multi-node", r, self.munge_socket, f"SlurmctldHost={self.head}({self.head_addr})", nodes,
+            f"PartitionName={self.partition} Nodes={self.node}", per_node="-%n",
+            extra=f"PlugStackConfig={r}/plugstack.conf\nSlurmdParameters=config_overrides\n"))
 
     def _daemon(self, key: str, node: str, *args: str) -> None:
         """Start a Slurm daemon on *node* (foreground, so its pid is the one we hold)."""

@@ -28,7 +28,7 @@ from importlib import metadata
 from typing import Any, Iterable
 
 from mpiworkbench import __version__
-from mpiworkbench.core import mpi
+from mpiworkbench.core import launch, mpi
 from mpiworkbench.core.load import LOADED_CORES, foreign_load, sample_load
 
 _PACKAGES = ("mpi4py", "mpich", "numpy", "scipy", "numba", "numba-mpi", "ipyparallel", "matplotlib")
@@ -219,12 +219,6 @@ def _read(path: str) -> str | None:
 
 
 # -- the snapshot -----------------------------------------------------------------------
-def _transport() -> str:
-    from mpiworkbench.core.launch import transport
-
-    return transport()
-
-
 def capture(comm=None, measure_load: bool = True) -> dict[str, Any]:
     """Collective: the environment of a run; every rank contributes and all get it.
 
@@ -271,7 +265,7 @@ def capture(comm=None, measure_load: bool = True) -> dict[str, Any]:
         "library_version": library["library_version"],
         "packages": package_versions(),
         "np": comm.Get_size(),
-        "transport": _transport(),
+        "transport": launch.transport(),
         "hosts": {h: item["ranks"] for h, item in hosts.items()},
         "binding": {str(r): p["affinity"] for r, p in enumerate(per_rank)},
         "cores_online": os.cpu_count(),

@@ -27,7 +27,7 @@ import os
 import re
 import signal
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -126,9 +126,9 @@ def report(pid: int) -> dict | None:
     if record is None or record.call is None or record.seconds < REPORT_AFTER_S:
         return None
     now = time.clock_gettime(time.CLOCK_MONOTONIC)
-    fields = {k: v for k, v in record.__dict__.items() if k != "sent"}
-    return {**fields, "sent_ages": [(d, t, b, now - when) for d, t, b, when in record.sent],
-            "stack": main_stack(), "host": os.uname().nodename}
+    values = {f.name: getattr(record, f.name) for f in fields(InFlight) if f.name != "sent"}
+    return {**values, "sent_ages": [(d, t, b, now - when) for d, t, b, when in record.sent],
+            "stack": main_stack()}
 
 
 def from_report(data: dict, since_s: float | None = None) -> tuple["InFlight", list[str]]:
@@ -137,8 +137,8 @@ def from_report(data: dict, since_s: float | None = None) -> tuple["InFlight", l
     now = time.clock_gettime(time.CLOCK_MONOTONIC)
     sent = [(int(d), int(t), int(b), now - float(age)) for d, t, b, age in data.get("sent_ages", ())
             if since_s is None or float(age) <= since_s]
-    names = [f.name for f in InFlight.__dataclass_fields__.values() if f.name != "sent"]
-    return InFlight(**{name: data[name] for name in names}, sent=sent), list(data.get("stack", ()))
+    values = {f.name: data[f.name] for f in fields(InFlight) if f.name != "sent"}
+    return InFlight(**values, sent=sent), list(data.get("stack", ()))
 
 
 def _start_reporter(pid: int, publisher) -> None:

@@ -39,7 +39,7 @@ class Trace:
     offsets : list of float
         Seconds subtracted from each rank's clock (0 when every rank is on one host, whose
         processes share one clock; across hosts the estimate, corrected so that no message is
-        received before it was sent: :meth:`made_causal`).
+        received before it was sent: :func:`causal_shifts`).
     estimated_offsets : list of float
         What the ping-pong estimate said.
     dropped : list of int
@@ -66,7 +66,7 @@ class Trace:
         """Combine each rank's raw events (``EVENT_DTYPE``, the rank's own clock); *open_last*
         says per rank whether its last event is a call that had not returned yet. With *causal*
         (clocks of several hosts, *offsets* estimated), the offsets are then corrected so that
-        no message is received before it was sent (:meth:`made_causal`)."""
+        no message is received before it was sent (:func:`causal_shifts`)."""
         n = len(per_rank)
         offsets = list(offsets) if offsets is not None else [0.0] * n
         windows = list(windows) if windows is not None else [(0.0, 0.0)] * n
@@ -99,46 +99,11 @@ class Trace:
             dropped=list(dropped or [0] * n),
             windows=[(a - origin, b - origin) for a, b in shifted], unfinished=unfinished,
         )
-        return trace.made_causal() if causal else trace
-
-    def made_causal(self) -> "Trace":
-        """This trace with each rank's clock shifted (as little as it takes, later only) so that
-        every message is received after it was sent. An estimate of clock offsets (a ping-pong
-        round trip) errs by up to half a round trip, about as long as a message across a
-        network takes, so some receives would be drawn before their sends. Each message from
-        rank s to rank r asks ``shift[r] - shift[s] >= t_send - t_recv``; the smallest shifts
-        that satisfy them all are the longest paths of that constraint graph (Bellman-Ford, from
-        zero shifts). The shifts are added to :attr:`offsets` (subtracted from the clocks);
-        :attr:`estimated_offsets` keep the estimate. Unchanged when the constraints contradict
-        each other (a message would have to take negative time both ways)."""
-        messages = self.messages()
-        need: dict[tuple[int, int], float] = {}
-        for m in messages:
-            key = (int(m["src"]), int(m["dst"]))
-            need[key] = max(need.get(key, -np.inf), float(m["t_send"] - m["t_recv"]))
-        shift = [0.0] * self.nranks
-        for _ in range(self.nranks + 1):
-            changed = False
-            for (src, dst), gap in need.items():
-                if shift[dst] < shift[src] + gap:
-                    shift[dst], changed = shift[src] + gap, True
-            if not changed:
-                break
-        else:
-            return self  # contradictory: a cycle of messages faster than zero
-        if not any(shift):
-            return self
-        events = self.events.copy()
-        per_event = np.asarray(shift)[events["rank"]]
-        events["t0"] += per_event
-        events["t1"] += per_event
-        done = events["t_done"] != 0
-        events["t_done"][done] += per_event[done]
-        return Trace(events=events, nranks=self.nranks, hosts=self.hosts,
-                     offsets=[o - d for o, d in zip(self.offsets, shift)],
-                     estimated_offsets=self.estimated_offsets, dropped=self.dropped,
-                     windows=[(a + d, b + d) for (a, b), d in zip(self.windows, shift)],
-                     unfinished=self.unfinished)
+        shift = causal_shifts(trace.messages(), n) if causal else None
+        if not shift or not any(shift):
+            return trace
+        return cls.from_ranks(per_rank, [o - d for o, d in zip(offsets, shift)], trace.estimated_offsets,
+                              hosts, dropped, windows, open_last)
 
     # ------------------------------------------------------------------ reading
     def __len__(self) -> int:
@@ -290,6 +255,32 @@ class Trace:
         return {"traceEvents": out, "displayTimeUnit": "ms",
                 "otherData": {"producer": "mpiworkbench", "clock_offsets_s": list(map(float, self.offsets)),
                               "dropped": list(map(int, self.dropped))}}
+
+
+def causal_shifts(messages: np.ndarray, nranks: int) -> list[float] | None:
+    """Seconds to add to each rank's clock (as few as it takes, later only) so that every one of
+    the *messages* (:meth:`Trace.messages`) is received after it was sent; ``None`` when no such
+    shifts exist (a cycle of messages that would each take negative time).
+
+    An estimate of clock offsets (a ping-pong round trip) errs by up to half a round trip, about
+    as long as a message across a network takes, so some receives would be drawn before their
+    sends. Each message from rank s to rank r asks ``shift[r] - shift[s] >= t_send - t_recv``;
+    the smallest shifts that satisfy them all are the longest paths of that constraint graph
+    (Bellman-Ford from zero shifts).
+    """
+    need: dict[tuple[int, int], float] = {}
+    for m in messages:
+        key = (int(m["src"]), int(m["dst"]))
+        need[key] = max(need.get(key, -np.inf), float(m["t_send"] - m["t_recv"]))
+    shift = [0.0] * nranks
+    for _ in range(nranks + 1):
+        changed = False
+        for (src, dst), gap in need.items():
+            if shift[dst] < shift[src] + gap:
+                shift[dst], changed = shift[src] + gap, True
+        if not changed:
+            return shift
+    return None
 
 
 def _source_of_matched_receives(part: np.ndarray) -> None:

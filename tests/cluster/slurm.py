@@ -65,6 +65,49 @@ def _memory_mb() -> int:
     return 1
 
 
+def slurm_conf(what: str, root: Path, munge_socket: Path, controller: str, nodes: str, partition: str,
+               per_node: str = "", extra: str = "") -> str:
+    """``slurm.conf`` of a private Slurm of the test suite (every path under *root*): the
+    *controller* and *nodes* lines given, the settings every such Slurm shares, and *partition*
+    (its name and nodes) with a 30-minute limit. *per_node*: suffix of each slurmd's spool, pid
+    and log files (``-%n`` when several slurmd share *root*); *extra*: more lines."""
+    r = root
+    return f"""\
+# private {what} Slurm for the mpiworkbench test suite; every path below is temporary
+ClusterName=mpiwb
+{controller}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket={munge_socket}
+CredType=cred/munge
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SwitchType=switch/none
+MpiDefault=none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/backfill
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+JobCompType=jobcomp/none
+{extra}StateSaveLocation={r}/state
+SlurmdSpoolDir={r}/spool{per_node}
+SlurmctldPidFile={r}/run/slurmctld.pid
+SlurmdPidFile={r}/run/slurmd{per_node}.pid
+SlurmctldLogFile={r}/log/slurmctld.log
+SlurmdLogFile={r}/log/slurmd{per_node}.log
+SlurmctldDebug=info
+SlurmdDebug=info
+ReturnToService=2
+InactiveLimit=0
+KillWait=5
+MinJobAge=2
+{nodes}
+{partition} Default=YES MaxTime=30 State=UP OverSubscribe=YES
+"""
+
+
 def wait_until(condition: Callable[[], object], what: str, limit: float = START_LIMIT,
                interval: float = 0.1, diagnose: Callable[[], str] = lambda: "") -> object:
     """Poll *condition* until it returns something true; fail after *limit* seconds."""
@@ -159,42 +202,11 @@ class Slurm:
         key.chmod(0o400)
         r = self.root
         ctld_port, slurmd_port = _free_ports(2)
-        self.conf.write_text(f"""\
-# private single-node Slurm for the mpiworkbench test suite; every path below is temporary
-ClusterName=mpiwb
-SlurmctldHost={self.node}(127.0.0.1)
-SlurmctldPort={ctld_port}
-SlurmdPort={slurmd_port}
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket={self.munge_socket}
-CredType=cred/munge
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SwitchType=switch/none
-MpiDefault=none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-SchedulerType=sched/backfill
-AccountingStorageType=accounting_storage/none
-JobAcctGatherType=jobacct_gather/none
-JobCompType=jobcomp/none
-StateSaveLocation={r}/state
-SlurmdSpoolDir={r}/spool
-SlurmctldPidFile={r}/run/slurmctld.pid
-SlurmdPidFile={r}/run/slurmd.pid
-SlurmctldLogFile={r}/log/slurmctld.log
-SlurmdLogFile={r}/log/slurmd.log
-SlurmctldDebug=info
-SlurmdDebug=info
-ReturnToService=2
-InactiveLimit=0
-KillWait=5
-MinJobAge=2
-NodeName={self.node} NodeAddr=127.0.0.1 CPUs={self.cpus} RealMemory={_memory_mb()} State=UNKNOWN
-PartitionName={self.partition} Nodes={self.node} Default=YES MaxTime=30 State=UP OverSubscribe=YES
-""")
+        self.conf.write_text(slurm_conf(
+            "single-node", r, self.munge_socket,
+            f"SlurmctldHost={self.node}(127.0.0.1)\nSlurmctldPort={ctld_port}\nSlurmdPort={slurmd_port}",
+            f"NodeName={self.node} NodeAddr=127.0.0.1 CPUs={self.cpus} RealMemory={_memory_mb()} State=UNKNOWN",
+            f"PartitionName={self.partition} Nodes={self.node}"))
 
     def _start(self, name: str, *args: str) -> None:
         log = open(self.root / "log" / f"{name}.stdout", "ab")
