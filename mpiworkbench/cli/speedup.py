@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from mpiworkbench.cli import _mpijob
+from mpiworkbench.core.machine import PLACEMENTS
 from mpiworkbench.speedup import experiments
 
 #: Set in the environment of the ``mpiexec`` of one rank count when every count runs in
@@ -62,6 +63,13 @@ def register(subparsers) -> None:
         sub.add_argument("--repeats", type=int, default=5, help="timed repetitions per point (median reported)")
         sub.add_argument("--warmup", type=int, default=1, help="untimed runs before the repetitions")
         sub.add_argument("--scaling", choices=experiments.SCALINGS, default=experiments.SCALINGS[0])
+        sub.add_argument(
+            "--place",
+            default=None,
+            help=f"which ranks a point of fewer ranks takes, comma-separated from {', '.join(PLACEMENTS)} "
+                 f"(default {PLACEMENTS[0]}): packed fills one node first, spread goes across the nodes; "
+                 "both measure intra- against inter-node (the same on one host)",
+        )
         sub.add_argument("--json", default=None, metavar="FILE", help="write the result to FILE ('-' for stdout)")
         sub.add_argument("--timeout", type=float, default=None, help="wall-clock limit of the MPI job in seconds")
         _mpijob.add_transport_argument(sub)
@@ -92,6 +100,7 @@ def build_spec(args: argparse.Namespace):
         scaling=args.scaling,
         params=params,
         backends=[b for b in args.backend.split(",") if b] if getattr(args, "backend", None) else None,
+        placements=[p for p in args.place.split(",") if p] if args.place else None,
     )
     return spec.resolved()
 
@@ -205,8 +214,11 @@ def _run_in_world(args: argparse.Namespace, spec) -> int:
     def progress(result, point, i, total):
         if root:
             mark = " (oversubscribed)" if point.get("oversubscribed") else ""
+            spans = analysis.nodes(point)
+            where = f" on {spans} nodes" if spans > 1 else ""
             print(
-                f"[{i}/{total}] {point['variant']} {exp.size_name}={point['size']} on {point['nranks']} rank(s): "
+                f"[{i}/{total}] {analysis.placed(point['variant'], point)} {exp.size_name}={point['size']} on "
+                f"{point['nranks']} rank(s){where}: "
                 f"median {point['median']:.4g} s, speedup {point['speedup']:.3f}{mark}",
                 file=sys.stderr,
                 flush=True,

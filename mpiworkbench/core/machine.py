@@ -171,6 +171,34 @@ def oversubscribed(hosts: dict[str, dict[str, Any]]) -> bool:
     return any(h["active_ranks"] > h["cores"] for h in hosts.values())
 
 
+#: Which ranks of the world a point of fewer ranks takes (:func:`rank_order`): ``packed`` fills
+#: one host before the next (its messages stay within a node: shared memory), ``spread`` takes
+#: one rank of each host in turn (they cross the nodes: the network). On one host both take
+#: the same ranks.
+PLACEMENTS = ("packed", "spread")
+
+
+def rank_order(hosts: list[str], place: str = PLACEMENTS[0]) -> list[int]:
+    """The world's ranks in the order a point of fewer ranks takes them: the first *n* of it.
+
+    *hosts*: each rank's host (``hosts[rank]``). Hosts are taken in order of their lowest
+    rank, and ranks on a host by rank, so rank 0 always comes first. ``"packed"``: every rank
+    of the first host, then of the next (messages stay within a node as long as they can);
+    ``"spread"``: the first rank of each host, then the second of each, … (every point of
+    two or more ranks crosses nodes when there are several).
+    """
+    per_host: dict[str, list[int]] = {}
+    for rank, host in enumerate(hosts):
+        per_host.setdefault(host, []).append(rank)
+    groups = list(per_host.values())
+    if place == "packed":
+        return [rank for group in groups for rank in group]
+    if place == "spread":
+        depth = max((len(g) for g in groups), default=0)
+        return [g[i] for i in range(depth) for g in groups if i < len(g)]
+    raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}; got {place!r}")
+
+
 def placement(comm, active: bool = True) -> dict[str, Any]:
     """Collective: active and resident ranks and cores per host, and oversubscription.
 

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator
 
 from mpiworkbench.plot.render import new_figure
-from mpiworkbench.speedup.analysis import SpeedupResult, busy_note
+from mpiworkbench.speedup.analysis import SpeedupResult, busy_note, nodes
 _MARKERS = "osD^v<>ph*"
 _OVERSUB_COLOUR = "#fdb863"
 
@@ -65,6 +65,8 @@ def _plot_points(ax, pts, y, low, high, marker, colour, label) -> None:
     for p, xv, yv in zip(pts, xs, ys):
         hollow = bool(p.get("oversubscribed"))
         ax.plot([xv], [yv], marker, color=colour, mfc="white" if hollow else colour, ms=6)
+        if nodes(p) > 1:  # its ranks talked across nodes: framed
+            ax.plot([xv], [yv], "s", mfc="none", mec=colour, ms=11, mew=1.0)
 
 
 def scaling_figure(
@@ -110,10 +112,13 @@ def scaling_figure(
     ax_e.set_ylabel("parallel efficiency")
     ax_e.set_title("Efficiency")
     ax_s.legend(fontsize=7, loc="best")
+    notes = []
     if any(p.get("oversubscribed") for r in results for p in r.points):
-        ax_e.text(
-            0.02, 0.02, "hollow markers: oversubscribed points", transform=ax_e.transAxes, fontsize=7, color="#8c510a"
-        )
+        notes.append("hollow markers: oversubscribed points")
+    if any(nodes(p) > 1 for r in results for p in r.points):
+        notes.append("framed markers: ranks on several nodes")
+    if notes:
+        ax_e.text(0.02, 0.02, "\n".join(notes), transform=ax_e.transAxes, fontsize=7, color="#8c510a")
     busy = [busy_note(r) for r in results if busy_note(r)]
     if busy:
         ax_t.text(0.02, 0.02, "busy host: times inflated\n(load > cores)", transform=ax_t.transAxes, fontsize=7,

@@ -45,9 +45,25 @@ def summarise(times: list[float]) -> dict[str, float]:
     return {"median": float(median), "q1": float(q1), "q3": float(q3), "min": float(t.min()), "max": float(t.max())}
 
 
+def placed(name: str, point: dict[str, Any]) -> str:
+    """*name* (a variant) marked with the point's placement unless it is the default
+    (``"numpy [spread]"``): points placed otherwise are another curve."""
+    from mpiworkbench.core.machine import PLACEMENTS
+
+    place = point.get("place", PLACEMENTS[0])
+    return name if place == PLACEMENTS[0] else f"{name} [{place}]"
+
+
+def nodes(point: dict[str, Any]) -> int:
+    """How many hosts the point's active ranks ran on (its recorded placement; 1 if unknown)."""
+    hosts = (point.get("placement") or {}).get("hosts") or {}
+    return max(1, sum(1 for h in hosts.values() if h.get("active_ranks")))
+
+
 def series_key(point: dict[str, Any]) -> tuple[str, int]:
-    """Points of one curve share the variant and the (base) problem size."""
-    return point["variant"], int(point.get("base_size", point["size"]))
+    """Points of one curve share the variant, the (base) problem size and the placement
+    (the variant named by :func:`placed`)."""
+    return placed(point["variant"], point), int(point.get("base_size", point["size"]))
 
 
 @dataclass
@@ -100,13 +116,13 @@ class SpeedupResult:
                 p["flop_s"] = p["flops"] / p["median"] if p["median"] > 0 else math.nan
                 p["flop_s_best"] = p["flops"] / p["min"] if p["min"] > 0 else math.nan
             if p.get("backend") == REFERENCE_BACKEND:
-                where = (int(p.get("base_size", p["size"])), int(p["nranks"]))
+                where = (int(p.get("base_size", p["size"])), int(p["nranks"]), placed("", p))
                 c_points[(p["base_variant"], *where)] = p
                 best_c[where] = min(best_c.get(where, math.inf), p["median"])
         for p in self.points:
             if p.get("backend") is None:
                 continue
-            where = (int(p.get("base_size", p["size"])), int(p["nranks"]))
+            where = (int(p.get("base_size", p["size"])), int(p["nranks"]), placed("", p))
             ref = c_points.get((p["base_variant"], *where))
             p["ratio_to_c"] = p["median"] / ref["median"] if ref and ref["median"] > 0 else None
             best = best_c.get(where)
@@ -220,8 +236,8 @@ def _series_name(key: tuple[str, int], size_name: str) -> str:
 def format_table(result: SpeedupResult, size_name: str = "size") -> str:
     """Plain-text table like thesis Table 2.1: wall-clock median (spread) and speed-up."""
     series = list(result.series())
-    crossed, flops = _crossed(result), _counted(result)
-    extra = (["x C"] if crossed else []) + (["GFLOP/s"] if flops else [])
+    crossed, flops, spans = _crossed(result), _counted(result), _spans_nodes(result)
+    extra = (["x C"] if crossed else []) + (["GFLOP/s"] if flops else []) + (["nodes"] if spans else [])
     header = ["numproc"]
     for key in series:
         name = _series_name(key, size_name)
@@ -241,7 +257,8 @@ def format_table(result: SpeedupResult, size_name: str = "size") -> str:
                 f"[{p['min']:.3g}, {p['max']:.3g}]",
                 "N/A" if is_ref else f"{p['speedup']:.3f}",
                 f"{p['efficiency']:.0%}",
-            ] + ([_ratio_text(p.get("ratio_to_c"))] if crossed else []) + ([_gflops(p)] if flops else [])
+            ] + ([_ratio_text(p.get("ratio_to_c"))] if crossed else []) + ([_gflops(p)] if flops else []) + (
+                [str(nodes(p))] if spans else [])
         lines.append(cells)
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
     text = "\n".join("  ".join(str(c).rjust(w) for c, w in zip(line, widths)) for line in lines)
@@ -255,6 +272,11 @@ def format_table(result: SpeedupResult, size_name: str = "size") -> str:
 def _crossed(result: SpeedupResult) -> bool:
     """Whether the points were crossed with backends (then the tables show the ratio to C)."""
     return any(p.get("backend") for p in result.points)
+
+
+def _spans_nodes(result: SpeedupResult) -> bool:
+    """Whether some point's ranks ran on several hosts (then the tables say on how many)."""
+    return any(nodes(p) > 1 for p in result.points)
 
 
 def _counted(result: SpeedupResult) -> bool:
@@ -279,7 +301,7 @@ def ratio_rows(result: SpeedupResult) -> list[dict[str, Any]]:
     for p in result.points:
         if not p.get("backend"):
             continue
-        key = (p["base_variant"], int(p.get("base_size", p["size"])), int(p["nranks"]))
+        key = (placed(p["base_variant"], p), int(p.get("base_size", p["size"])), int(p["nranks"]))
         row = rows.setdefault(key, {"variant": key[0], "size": key[1], "nranks": key[2],
                                     "oversubscribed": False, **{b: None for b in backends}})
         row[p["backend"]] = p.get("ratio_to_c")
@@ -322,13 +344,14 @@ def busy_note(result: SpeedupResult, prefix: str = "") -> str:
 def format_html(result: SpeedupResult, size_name: str = "size") -> str:
     """The same table as :func:`format_table`, as HTML for a notebook or widget."""
     series = list(result.series())
-    crossed, flops = _crossed(result), _counted(result)
+    crossed, flops, spans = _crossed(result), _counted(result), _spans_nodes(result)
     head = "".join(
-        f"<th colspan={3 + crossed + flops}>{_series_name(k, size_name)}</th>" for k in series
+        f"<th colspan={3 + crossed + flops + spans}>{_series_name(k, size_name)}</th>" for k in series
     )
     sub = "".join(
         "<th>time/s (median) [min, max]</th><th>speed-up</th><th>efficiency</th>"
         + ("<th>time / C</th>" if crossed else "") + ("<th>GFLOP/s</th>" if flops else "")
+        + ("<th>nodes</th>" if spans else "")
         for _ in series
     )
     body = []
@@ -338,7 +361,7 @@ def format_html(result: SpeedupResult, size_name: str = "size") -> str:
         for key in series:
             p = row.get(key)
             if p is None:
-                cells.append("<td>-</td>" * (3 + crossed + flops))
+                cells.append("<td>-</td>" * (3 + crossed + flops + spans))
                 continue
             is_ref = int(p["nranks"]) == int(p["reference_nranks"])
             cells.append(
@@ -346,6 +369,7 @@ def format_html(result: SpeedupResult, size_name: str = "size") -> str:
                 f"<td>{'N/A' if is_ref else format(p['speedup'], '.3f')}</td><td>{p['efficiency']:.0%}</td>"
                 + (f"<td>{_ratio_text(p.get('ratio_to_c'))}</td>" if crossed else "")
                 + (f"<td>{_gflops(p)}</td>" if flops else "")
+                + (f"<td>{nodes(p)}</td>" if spans else "")
             )
         body.append("<tr>" + "".join(cells) + "</tr>")
     note = busy_note(result)

@@ -56,6 +56,11 @@ class SpeedupSpec:
     every variant is crossed with every backend: variant ``numpy`` becomes ``numpy@c``,
     ``numpy@mpi4py-buf``, … (the experiment's ``backend_variants``; default its
     ``default_backend_variants``), and the analysis adds each point's ratio to C.
+
+    ``placements`` (from :data:`~mpiworkbench.core.machine.PLACEMENTS`; default ``packed``)
+    says which ranks a point of fewer ranks than the world takes: filling one node first, or
+    spread over the nodes; with both, every series is measured both ways (intra- against
+    inter-node on a cluster of several hosts).
     """
 
     experiment: str
@@ -67,6 +72,7 @@ class SpeedupSpec:
     scaling: str = "strong"
     params: dict[str, Any] = field(default_factory=dict)
     backends: list[str] | None = None
+    placements: list[str] | None = None
 
     def _crossed_variants(self, exp) -> tuple[list[str], list[str] | None]:
         """The variants to run, crossed with :attr:`backends` when there are any."""
@@ -115,8 +121,13 @@ class SpeedupSpec:
                 raise ValueError(f"{name} must be a {p.type.__name__}; got {self.params.get(name)!r}") from None
             if p.choices and params[name] not in p.choices:
                 raise ValueError(f"{name} must be one of {', '.join(map(str, p.choices))}; got {params[name]!r}")
+        placements = list(dict.fromkeys(self.placements or machine.PLACEMENTS[:1]))
+        for place in placements:
+            if place not in machine.PLACEMENTS:
+                raise ValueError(f"placement must be one of {', '.join(machine.PLACEMENTS)}; got {place!r}")
         return SpeedupSpec(
-            exp.name, nranks, sizes, variants, int(self.repeats), int(self.warmup), self.scaling, params, backends
+            exp.name, nranks, sizes, variants, int(self.repeats), int(self.warmup), self.scaling, params, backends,
+            placements,
         )
 
     def world_bound(self) -> list[str]:
@@ -132,22 +143,24 @@ def plan_points(spec: SpeedupSpec) -> list[dict[str, Any]]:
     for size in spec.sizes:
         for variant in spec.variants:
             base, backend = split_backend(variant)
-            for n in spec.nranks:
-                actual = exp.weak_size(size, n) if spec.scaling == "weak" else size
-                crossed = {"backend": backend, "base_variant": base} if backend is not None else {}
-                points.append(
-                    {
-                        **crossed,
-                        "experiment": spec.experiment,
-                        "variant": variant,
-                        "nranks": n,
-                        "size": actual,
-                        "base_size": size,
-                        "repeats": spec.repeats,
-                        "warmup": spec.warmup,
-                        "params": dict(spec.params),
-                    }
-                )
+            for place in spec.placements:
+                for n in spec.nranks:
+                    actual = exp.weak_size(size, n) if spec.scaling == "weak" else size
+                    crossed = {"backend": backend, "base_variant": base} if backend is not None else {}
+                    points.append(
+                        {
+                            **crossed,
+                            "experiment": spec.experiment,
+                            "variant": variant,
+                            "place": place,
+                            "nranks": n,
+                            "size": actual,
+                            "base_size": size,
+                            "repeats": spec.repeats,
+                            "warmup": spec.warmup,
+                            "params": dict(spec.params),
+                        }
+                    )
     return points
 
 
@@ -172,7 +185,8 @@ def begin_experiment(spec: SpeedupSpec, label: str = "") -> tuple[list[dict[str,
     result = SpeedupResult(
         experiment=spec.experiment,
         scaling=spec.scaling,
-        params={"repeats": spec.repeats, "warmup": spec.warmup, **spec.params, **backends},
+        params={"repeats": spec.repeats, "warmup": spec.warmup, **spec.params, **backends,
+                "placements": spec.placements},
         machine=machine_info(),
         label=label,
     )

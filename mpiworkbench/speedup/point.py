@@ -1,7 +1,9 @@
 """Engine-side: time one speedup point on a sub-communicator of the running world.
 
 :func:`run_point` is collective over *comm* (the whole world: the ranks of an
-ipyparallel cluster, or of the CLI's ``mpiexec``). Ranks ``0 … nranks-1`` split off a
+ipyparallel cluster, or of the CLI's ``mpiexec``). The first ``nranks`` ranks of the point's
+placement (:func:`~mpiworkbench.core.machine.rank_order`: one node filled first, or spread
+over the nodes; on one host ranks ``0 … nranks-1`` either way) split off a
 sub-communicator, build the experiment's kernel on it (outside the timed region), run
 the warm-up and then the timed repetitions; each repetition starts after a barrier and
 its time is the slowest rank's. Ranks outside the point wait *asleep* (``Ibarrier`` +
@@ -13,13 +15,14 @@ rank (see :mod:`~mpiworkbench.speedup.blas_threads`). The same function serves t
 
 from __future__ import annotations
 
+import socket
 import time
 from typing import Any
 
 import numpy as np
 
 from mpiworkbench.core import mpi, objects
-from mpiworkbench.core.machine import load_average, placement
+from mpiworkbench.core.machine import PLACEMENTS, load_average, placement, rank_order
 from mpiworkbench.speedup import experiments
 from mpiworkbench.speedup.blas_threads import limit_blas_threads
 
@@ -98,13 +101,18 @@ work), ``verify`` (the kernel's check on rank 0), the ``placement``, ``oversubsc
                 f"got {nranks} — start the cluster with more engines or drop that rank count"
             )
         check_world_bound(point, comm.size)
+        if point.get("place", PLACEMENTS[0]) not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}; got {point.get('place')!r}")
 
     mpi.checked(comm, validate)
     experiment = experiments.get(point["experiment"])
     averages = load_average()  # 1-minute load: other users' processes compete for the cores
     load_before = None if averages is None else averages[0]
-    active = comm.rank < nranks
-    sub = comm.Split(0 if active else MPI.UNDEFINED, comm.rank)
+    # which ranks take part: the first nranks of the point's placement (rank 0 always does)
+    order = rank_order(comm.allgather(socket.gethostname()), point.get("place", PLACEMENTS[0]))
+    position = order.index(comm.rank)
+    active = position < nranks
+    sub = comm.Split(0 if active else MPI.UNDEFINED, position)
     record: dict[str, Any] | None = None
     error: BaseException | None = None
     if active:

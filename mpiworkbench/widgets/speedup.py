@@ -12,7 +12,9 @@ Control ``description``s (stable, for tests and documentation):
 variants with communication backends, thesis Figs. 6.2-6.5; the figure then shows the ratio
 to C), ``Repetitions``, ``Scaling``, one per
 experiment parameter named as the parameter (``loops``, ``steps``, ``tol``,
-``iterations``, ``backend``), ``Run``, ``Stop``, ``Progress``, ``JSON file``, ``Save``, ``Load``,
+``iterations``, ``backend``), ``Placement`` (which ranks a point of fewer ranks takes:
+``packed`` fills one node first, ``spread`` goes across the nodes; both: intra- against
+inter-node curves), ``Run``, ``Stop``, ``Progress``, ``JSON file``, ``Save``, ``Load``,
 ``Clear comparison``. **Run** works in the background (the kernel stays free), **Stop** ends the
 experiment after the point in progress and keeps the points done.
 """
@@ -24,9 +26,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mpiworkbench.client import speedup as driver
+from mpiworkbench.core.machine import PLACEMENTS
 from mpiworkbench.speedup import analysis, experiments
 from mpiworkbench.speedup.analysis import SpeedupResult
-from mpiworkbench.speedup.plan import SpeedupSpec, parse_int_list, small_mode
+from mpiworkbench.speedup.plan import SpeedupSpec, parse_int_list, plan_points, small_mode
 from mpiworkbench.widgets.report import error_html
 
 
@@ -48,6 +51,12 @@ class SpeedupPanel:
         self.backends = w.SelectMultiple(description="Backends", rows=4)
         self.repeats = w.BoundedIntText(value=3 if small_mode() else 5, min=1, max=100, description="Repetitions")
         self.scaling = w.Dropdown(options=list(experiments.SCALINGS), value=experiments.SCALINGS[0], description="Scaling")
+        hosts = sorted(set((getattr(wb, "hosts", None) or {}).values()))
+        self.placement = w.SelectMultiple(
+            options=list(PLACEMENTS), value=PLACEMENTS[:1], rows=len(PLACEMENTS), description="Placement",
+            tooltip=("ranks of a point: packed fills one node first, spread goes across the nodes "
+                     f"(this cluster: {len(hosts) or 'unknown number of'} host(s)"
+                     + (", so both take the same ranks)" if len(hosts) == 1 else ")")))
         self.params_box = w.HBox()
         self.param_widgets: dict[str, Any] = {}
         self.run_button = w.Button(description="Run", button_style="primary", icon="play")
@@ -75,7 +84,7 @@ class SpeedupPanel:
             [
                 w.HBox([self.experiment, self.scaling, self.repeats]),
                 w.HBox([self.sizes, self.ranks]),
-                w.HBox([self.variants, self.backends, self.params_box]),
+                w.HBox([self.variants, self.backends, self.placement, self.params_box]),
                 w.HBox([self.run_button, self.stop_button, self.progress, self.status]),
                 self.figure,
                 self.table,
@@ -134,6 +143,7 @@ class SpeedupPanel:
             scaling=self.scaling.value,
             params={name: widget.value for name, widget in self.param_widgets.items()},
             backends=list(self.backends.value) or None,
+            placements=list(self.placement.value) or None,
         ).resolved()
 
     def run(self) -> SpeedupResult:
@@ -213,14 +223,17 @@ class SpeedupPanel:
         self.result = result
         self.progress.value = i
         over = " — oversubscribed" if point.get("oversubscribed") else ""
+        spans = analysis.nodes(point)
+        where = f" on {spans} nodes" if spans > 1 else ""
         self.status.value = (
-            f"{i}/{total}: {point['variant']} on {point['nranks']} rank(s): {point['median']:.4g} s{over}"
+            f"{i}/{total}: {analysis.placed(point['variant'], point)} on {point['nranks']} rank(s){where}: "
+            f"{point['median']:.4g} s{over}"
         )
         self.redraw()
 
     def _begin(self) -> SpeedupSpec:
         spec = self.spec()
-        self.progress.max = max(1, len(spec.sizes) * len(spec.variants) * len(spec.nranks))
+        self.progress.max = max(1, len(plan_points(spec)))
         self.progress.value = 0
         self.result, self._stop = None, False
         self.run_button.disabled, self.stop_button.disabled = True, False

@@ -79,6 +79,21 @@ def test_panel_offers_every_experiment(wb, name):
     assert spec.experiment == name and spec.variants
 
 
+def test_panel_measures_both_placements_as_two_curves(wb):
+    panel = SpeedupPanel(wb)
+    assert panel.placement.value == ("packed",), "one node filled first unless asked"
+    panel.sizes.value = "4096"
+    panel.param_widgets["loops"].value = 2
+    panel.repeats.value = 1
+    panel.variants.value = ("c",)
+    panel.placement.value = ("packed", "spread")
+    result = panel.run()
+    assert sorted((p["place"], p["nranks"]) for p in result.points) == sorted(
+        (place, n) for place in ("packed", "spread") for n in range(1, wb.n + 1))
+    assert panel.progress.value == panel.progress.max == 2 * wb.n
+    assert "c [spread]" in panel.table.value and panel.status.value == f"done: {2 * wb.n} points of inner"
+
+
 def test_panel_crosses_wave_with_backends_and_shows_the_ratio_to_c(wb):
     panel = SpeedupPanel(wb, experiment="wave")
     from mpiworkbench.backends import implemented_names  # mpi4jax joins where it is installed

@@ -60,3 +60,29 @@ def test_experiment_over_all_rank_counts_derives_speedup(comm):
     assert [p["nranks"] for p in result.points] == list(range(1, comm.size + 1))
     assert result.points[0]["speedup"] == 1.0
     assert all(p["efficiency"] > 0 for p in result.points)
+
+
+@pytest.mark.parametrize("place", ["packed", "spread"])
+def test_a_point_takes_its_ranks_by_placement_over_the_hosts(comm, monkeypatch, place):
+    """Ranks pretend to run on two hosts, alternating (a cyclic distribution): a packed point
+    of two ranks stays on one host where it can, a spread one takes a rank of each."""
+    import socket
+
+    from mpiworkbench.speedup import analysis
+
+    monkeypatch.setattr(socket, "gethostname", lambda: f"node{comm.rank % 2}")
+    for nranks in range(1, comm.size + 1):
+        record = run_point(inner_point(nranks, "c", place=place), comm)
+        hosts = record["placement"]["hosts"]
+        active = {host: h["active_ranks"] for host, h in hosts.items()}
+        assert sum(active.values()) == nranks and record["verify"]["ok"]
+        # packed: node0 holds ranks 0, 2, … and fills first; spread: node0 and node1 in turn
+        on_node0 = min(nranks, (comm.size + 1) // 2) if place == "packed" else (nranks + 1) // 2
+        assert active["node0"] == on_node0, (place, nranks, active)
+        assert analysis.nodes(record) == (1 if on_node0 == nranks else 2)
+
+
+def test_a_point_with_an_unknown_placement_fails_on_every_rank(comm):
+    with pytest.raises(ValueError, match="placement must be one of packed, spread; got 'scattered'"):
+        run_point(inner_point(comm.size, place="scattered"), comm)
+    comm.Barrier()

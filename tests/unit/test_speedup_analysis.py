@@ -119,3 +119,64 @@ def test_busy_host_is_reported_only_when_load_exceeds_cores():
     r.points[1]["load_average"] = 7.5
     assert "load average up to 7.5 on 2 core(s)" in analysis.busy_note(r)
     assert "busy host" in analysis.format_table(r) and "busy host" in analysis.format_html(r)
+
+
+def test_rank_order_fills_a_node_first_or_spreads_over_the_nodes():
+    from mpiworkbench.core.machine import PLACEMENTS, rank_order
+
+    # a block distribution (Slurm's default) and a cyclic one, over two nodes
+    block = ["n1", "n1", "n2", "n2"]
+    cyclic = ["n1", "n2", "n1", "n2"]
+    assert rank_order(block, "packed") == [0, 1, 2, 3]
+    assert rank_order(block, "spread") == [0, 2, 1, 3]
+    assert rank_order(cyclic, "packed") == [0, 2, 1, 3]
+    assert rank_order(cyclic, "spread") == [0, 1, 2, 3]
+    # uneven nodes: the spread order takes what is left of the larger one last
+    assert rank_order(["a", "a", "a", "b"], "spread") == [0, 3, 1, 2]
+    # one host: the same ranks either way, in rank order (the usual laptop case)
+    for place in PLACEMENTS:
+        assert rank_order(["h"] * 3, place) == [0, 1, 2]
+        assert rank_order(block, place)[0] == 0, "rank 0 always takes part: it reports the point"
+    with pytest.raises(ValueError, match="placement must be one of packed, spread; got 'scattered'"):
+        rank_order(block, "scattered")
+
+
+def placed_point(place, nranks, times, hosts):
+    p = point("c", nranks, times)
+    p["place"] = place
+    p["placement"]["hosts"] = {h: {"cores": 2, "active_ranks": n, "resident_ranks": 2} for h, n in hosts.items()}
+    return p
+
+
+def test_placements_are_separate_curves_and_tables_say_how_many_nodes():
+    r = SpeedupResult("inner")
+    r.add(placed_point("packed", 1, [4.0], {"n1": 1, "n2": 0}))
+    r.add(placed_point("packed", 2, [2.0], {"n1": 2, "n2": 0}))
+    r.add(placed_point("spread", 1, [4.0], {"n1": 1, "n2": 0}))
+    r.add(placed_point("spread", 2, [3.0], {"n1": 1, "n2": 1}))
+    assert set(r.series()) == {("c", 100), ("c [spread]", 100)}
+    spread = r.series()[("c [spread]", 100)]
+    assert [analysis.nodes(p) for p in spread] == [1, 2]
+    assert spread[1]["speedup"] == pytest.approx(4.0 / 3.0), "each curve has its own reference"
+    table = analysis.format_table(r)
+    assert "c [spread] size=100" in table and "nodes" in table.splitlines()[0]
+    assert table.splitlines()[2].split()[-1] == "2", table  # the spread curve's 2-rank point: 2 nodes
+    html = analysis.format_html(r)
+    assert "<th>nodes</th>" in html and "<td>2</td>" in html
+    # a result without placements (saved before they existed) reads as packed on one host
+    old = strong_result()
+    assert all(analysis.nodes(p) == 1 for p in old.points) and "nodes" not in analysis.format_table(old)
+    assert set(old.series()) == {("c", 100)}
+
+
+def test_inter_node_points_are_framed_in_the_figure():
+    from mpiworkbench.plot.speedup import scaling_figure
+
+    r = SpeedupResult("inner")
+    r.add(placed_point("spread", 1, [4.0], {"n1": 1, "n2": 0}))
+    r.add(placed_point("spread", 2, [3.0], {"n1": 1, "n2": 1}))
+    fig = scaling_figure(r)
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert any("framed markers: ranks on several nodes" in t for t in texts), texts
+    framed = [line for ax in fig.axes for line in ax.lines if line.get_marker() == "s" and line.get_markersize() == 11]
+    assert len(framed) == 3, "the 2-node point framed in each of the three panels"

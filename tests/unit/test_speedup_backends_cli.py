@@ -123,3 +123,18 @@ def test_tables_show_flops_when_the_kernel_counts_its_work():
     text = analysis.format_table(r, "grid")
     assert "GFLOP/s" in text.splitlines()[0] and text.splitlines()[2].split()[-1] == "4"
     assert "<th>GFLOP/s</th>" in analysis.format_html(r, "grid")
+
+
+def test_place_measures_each_placement_and_names_a_bad_one(tmp_path, capfd):
+    out = tmp_path / "placed.json"
+    code = main(["speedup", "inner", "--np", "1,2", "--n", "2000", "--variants", "c", "--repeats", "1",
+                 "--place", "packed,spread", "--json", str(out)])
+    assert code == 0
+    points = json.loads(out.read_text())["points"]
+    assert sorted((p["place"], p["nranks"]) for p in points) == [("packed", 1), ("packed", 2), ("spread", 1),
+                                                                ("spread", 2)]
+    # one host: both placements took the same ranks, all on it
+    assert {analysis.nodes(p) for p in points} == {1}
+    assert "c [spread] n=2000" in capfd.readouterr().out
+    assert main(["speedup", "inner", "--np", "1", "--place", "scattered"]) == 2
+    assert "placement must be one of packed, spread; got 'scattered'" in capfd.readouterr().err

@@ -26,6 +26,13 @@ def test_plan_has_one_point_per_size_variant_and_rank_count():
     assert pts[0]["params"] == {"loops": experiments.get("inner").param("loops").default}
 
 
+def test_each_placement_is_planned_for_every_rank_count():
+    pts = plan_points(SpeedupSpec("inner", nranks=[1, 2], sizes=[1000], variants=["c"],
+                                  placements=["spread", "packed", "spread"]))
+    assert [(p["place"], p["nranks"]) for p in pts] == [("spread", 1), ("spread", 2), ("packed", 1), ("packed", 2)]
+    assert {p["place"] for p in plan_points(SpeedupSpec("inner", nranks=[1], sizes=[1000]))} == {"packed"}
+
+
 def test_small_mode_uses_small_defaults(monkeypatch):
     monkeypatch.setenv("MPIWORKBENCH_SMALL", "1")
     spec = SpeedupSpec("inner", nranks=[1]).resolved()
@@ -57,6 +64,7 @@ def test_weak_plan_grows_size_but_keeps_base_size():
         ({"scaling": "medium"}, "scaling must be"),
         ({"params": {"steps": 3}}, "no parameter 'steps'"),
         ({"sizes": [0]}, "n must be at least 1; got 0"),
+        ({"placements": ["scattered"]}, "placement must be one of packed, spread; got 'scattered'"),
     ],
 )
 def test_bad_specs_name_the_value(kwargs, message):
