@@ -73,7 +73,7 @@ class ExecutionTimeout(_RankReport, TimeoutError):
     With the hang report attached (:func:`mpiworkbench.client.trace.explain_timeout`):
     ``hang_lines`` say per rank the MPI call it is blocked in and its Python line, ``causes``
     the likely causes, ``ranks`` the raw per-rank states, and ``trace`` (inside ``wb.trace()``)
-    the events recorded up to the timeout.
+    the events recorded up to the timeout; ``execution`` is the timed-out ``AsyncResult``.
     """
 
     headline = "The execution did not finish in time."
@@ -81,6 +81,7 @@ class ExecutionTimeout(_RankReport, TimeoutError):
     causes: list[str] = []
     ranks: list = []
     trace = None
+    execution = None
 
     def attach_hang_report(self, lines: list[str], causes: list[str], ranks: list) -> None:
         self.hang_lines, self.causes, self.ranks = list(lines), list(causes), list(ranks)

@@ -43,7 +43,7 @@ class TraceRecording:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if isinstance(exc, ExecutionTimeout):
-            self.trace = trace_from_outside(self.wb)
+            self.trace = trace_from_outside(self.wb, exc.execution)
             exc.trace = self.trace
             return
         if exc is not None and self.wb.state != "running":
@@ -72,7 +72,11 @@ def arm_engines(wb) -> dict[int, dict[str, Any]]:
     if getattr(wb, "_armed_for", None) == key:
         return wb._rank_processes
     left_behind = leftovers.elsewhere()
-    ar = wb.view.apply_async(arm_engine, left_behind)
+    # ranks on other hosts than this client's are read through what they publish; with every
+    # rank here (the usual case) their trace events are read from /dev/shm instead
+    here = socket.gethostname()
+    hosts = set((getattr(wb, "hosts", None) or {}).values())
+    ar = wb.view.apply_async(arm_engine, left_behind, hosts != {here})
     processes: dict[int, dict[str, Any]] = {}
     if ar.wait(ARM_TIMEOUT_S):
         targets = getattr(ar, "_targets", None) or list(wb.ranks)
@@ -92,13 +96,15 @@ def arm_engines(wb) -> dict[int, dict[str, Any]]:
 REPORT_WAIT_S = 2.0
 
 
-def arm_engine(left_behind: list[dict[str, Any]]) -> dict[str, Any]:
+def arm_engine(left_behind: list[dict[str, Any]], publish_events: bool = False) -> dict[str, Any]:
     """On an engine: :func:`mpiworkbench.trace.hang.arm`, with the engine's data publisher for
-    the reporter thread (ranks on other hosts report themselves through it)."""
+    the reporter thread (ranks on other hosts report themselves through it, and with
+    *publish_events* also their trace events)."""
     from IPython import get_ipython
 
     shell = get_ipython()
-    return hang.arm(left_behind, publisher=getattr(shell, "data_pub", None) if shell is not None else None)
+    return hang.arm(left_behind, publisher=getattr(shell, "data_pub", None) if shell is not None else None,
+                    publish_events=publish_events)
 
 
 def _rank_states(wb, statuses, since: float | None, ar=None) -> list[hang.RankState]:
@@ -125,31 +131,35 @@ def _rank_states(wb, statuses, since: float | None, ar=None) -> list[hang.RankSt
     return states
 
 
-def published(wb, ar, wanted: set[int] = frozenset(), timeout: float = REPORT_WAIT_S) -> dict[int, dict[str, Any]]:
+def published(wb, ar, wanted: set[int] = frozenset(), timeout: float = REPORT_WAIT_S,
+              key: str = hang.REPORT_KEY) -> dict[int, dict[str, Any]]:
     """Rank → the in-flight report its engine published during the execution *ar*
-    (:func:`mpiworkbench.trace.hang.report`: ranks blocked in an MPI call on any host); waits
-    up to *timeout* seconds for the ranks *wanted* (a rank that just got stuck has not yet)."""
+    (:func:`mpiworkbench.trace.hang.report`: ranks blocked in an MPI call on any host; with
+    *key* ``EVENTS_KEY`` their trace events, :func:`~mpiworkbench.trace.hang.events_report`);
+    waits up to *timeout* seconds for the ranks *wanted* (a rank that just got stuck has not yet)."""
     if ar is None:
         return {}
     deadline = time.monotonic() + timeout
     while True:
-        found = _published(wb, ar)
+        found = _published(wb, ar, key)
         if wanted <= set(found) or time.monotonic() > deadline:
             return found
         time.sleep(0.05)
 
 
-def _published(wb, ar) -> dict[int, dict[str, Any]]:
+def _published(wb, ar, key: str = hang.REPORT_KEY) -> dict[int, dict[str, Any]]:
     with contextlib.suppress(Exception):
         wb.client.spin()  # take in what has arrived
-    # the execution's own metadata (what the client's IOPub handler updates), not the
-    # client's table: that one may have handed its entries over to the result already
-    metadata = getattr(ar, "_metadata", None) or [wb.client.metadata.get(m) for m in getattr(ar, "msg_ids", ())]
+    # the execution's own metadata (what the client's IOPub handler updates) and the client's
+    # table: that one may have handed its entries over to the result already, and what a rank
+    # publishes after its part has finished (a rank that failed, then waits) lands in a new one
+    metadata = list(getattr(ar, "_metadata", None) or [])
+    metadata += [wb.client.metadata.get(m) for m in getattr(ar, "msg_ids", ())]
     found = {}
     for md in metadata:
-        report = ((md or {}).get("data") or {}).get(hang.REPORT_KEY)
+        report = ((md or {}).get("data") or {}).get(key)
         if report is not None:
-            found[int(report["rank"])] = report
+            found.setdefault(int(report["rank"]), report)
     return found
 
 
@@ -169,6 +179,7 @@ def explain_timeout(wb, exc: ExecutionTimeout, since: float | None = None, ar=No
     long, the Python line; then the likely causes) and return it. *since*: when the execution
     was submitted (sends before it do not count as "sent"). With the execution *ar*, say which
     notebook it came from, and whose other work is on the same ranks."""
+    exc.execution = ar
     try:
         states = _rank_states(wb, exc.statuses, since, ar)
     except Exception as err:  # the report must never hide the timeout itself
@@ -218,22 +229,41 @@ def other_clients_work(wb, ar) -> list[str]:
     return lines
 
 
-def trace_from_outside(wb) -> Trace | None:
-    """The events each rank recorded so far, read from its shared memory (a hung world cannot
-    gather): one host's ranks share one clock, so no offsets are needed."""
+def trace_from_outside(wb, ar=None) -> Trace | None:
+    """The events each rank recorded so far, while the world hangs (it cannot gather): read
+    from shared memory for the ranks on this host, and for the ranks on other hosts taken from
+    what their reporter threads published with the hung execution *ar*
+    (:func:`mpiworkbench.trace.hang.events_report`). One host's ranks share one clock; with
+    several hosts every rank's events are put on its host's wall clock, and then corrected so
+    that no message is received before it was sent. ``None`` when a rank's events are missing."""
     processes = getattr(wb, "_rank_processes", {}) or {}
-    here = socket.gethostname()
-    if not processes or any(p.get("host") != here for p in processes.values()):
+    if not processes:
         return None
-    per_rank, open_last = [], []
+    here = socket.gethostname()
+    remote = {rank for rank, p in processes.items() if p.get("host") != here}
+    reports = published(wb, ar, remote, key=hang.EVENTS_KEY) if remote else {}
+    if not remote <= set(reports):
+        return None
+    wall = time.time() - time.clock_gettime(time.CLOCK_MONOTONIC)  # this host: wall - monotonic
+    per_rank, open_last, offsets, hosts = [], [], [], []
     for rank in sorted(processes):
-        events = hang.read_events(processes[rank]["pid"])
-        blocked = hang.read_slot(processes[rank]["pid"])
-        if blocked is not None and blocked.call is not None:  # the call it is stuck in, up to now
-            events = np.append(events, np.array([blocked.as_event()], dtype=events.dtype))
+        host = processes[rank].get("host", here)
+        if rank in remote:
+            data = reports[rank]
+            events, is_open = np.asarray(data["events"]), bool(data["open_last"])
+            offset = float(data["monotonic"]) - float(data["wall"])
+        else:
+            events = hang.read_events(processes[rank]["pid"])
+            blocked = hang.read_slot(processes[rank]["pid"])
+            is_open = blocked is not None and blocked.call is not None
+            if is_open:  # the call it is stuck in, up to now
+                events = np.append(events, np.array([blocked.as_event()], dtype=events.dtype))
+            offset = -wall
         per_rank.append(events)
-        open_last.append(blocked is not None and blocked.call is not None)
-    return Trace.from_ranks(per_rank, hosts=[here] * len(per_rank), open_last=open_last)
+        open_last.append(is_open)
+        offsets.append(offset if remote else 0.0)
+        hosts.append(host)
+    return Trace.from_ranks(per_rank, offsets=offsets, hosts=hosts, open_last=open_last, causal=bool(remote))
 
 
 def trace_steps(wb, advance: Callable[[int], Any], steps: int) -> Trace | None:

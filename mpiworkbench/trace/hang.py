@@ -45,6 +45,11 @@ REPORT_POLL_S = 0.1
 REPORT_PERIOD_S = 1.0
 #: Key of the reporter's record in the request's published data (``AsyncResult.data``).
 REPORT_KEY = "mpiworkbench_inflight"
+#: Key of the reporter's copy of the rank's trace events (:func:`events_report`).
+EVENTS_KEY = "mpiworkbench_events"
+#: Seconds a recording rank must have been still (stuck in one call, or idle) before its
+#: reporter publishes the events it recorded so far (once per change).
+EVENTS_AFTER_S = 1.0
 _BLOCKING_SENDS = {KIND["MPI_Send"], KIND["MPI_Ssend"]}
 _RECEIVES = {KIND["MPI_Recv"], KIND["MPI_Probe"], KIND["MPI_Mprobe"]}
 
@@ -70,7 +75,7 @@ def interposer_paths(pid: int) -> list[str]:
 _armed: dict[str, object] = {}
 
 
-def arm(left_behind: list[dict] | None = None, publisher=None) -> dict:
+def arm(left_behind: list[dict] | None = None, publisher=None, publish_events: bool = False) -> dict:
     """In a rank: let :func:`python_stack` read this process's Python stack later. Returns
     what a reader needs: ``pid``, ``host``, ``rank`` and whether the interposer is loaded, and
     what removing this process's ``/dev/shm`` files after its death needs: ``started`` and
@@ -83,6 +88,9 @@ def arm(left_behind: list[dict] | None = None, publisher=None) -> dict:
     *publisher*: something with ``publish_data(dict)`` (an ipyparallel engine's data publisher,
     which sends on the request being run): starts the reporter thread that publishes this rank's
     in-flight record while it is stuck in MPI (:func:`report`), for readers on other hosts.
+    With *publish_events* (a world spanning several hosts), while a trace records it also
+    publishes the events recorded so far once the rank has been still for
+    :data:`EVENTS_AFTER_S` (:func:`events_report`): what a hung world's trace is made of there.
     """
     import atexit
     import faulthandler
@@ -97,6 +105,7 @@ def arm(left_behind: list[dict] | None = None, publisher=None) -> dict:
     if publisher is not None and _armed.get("reporter") != pid:
         _start_reporter(pid, publisher)
         _armed["reporter"] = pid
+    _armed["publish_events"] = bool(publish_events)
     if left_behind:
         shm.remove_left_behind(left_behind, also=interposer_paths)
     record = read_slot(pid)
@@ -141,19 +150,61 @@ def from_report(data: dict, since_s: float | None = None) -> tuple["InFlight", l
     return InFlight(**values, sent=sent), list(data.get("stack", ()))
 
 
+def events_report(pid: int) -> dict | None:
+    """This rank's trace events so far, for a reader on another host (``None`` when it does
+    not record): ``events`` (``EVENT_DTYPE``; the call it is stuck in, if any, appended as
+    unfinished, ``open_last``), and the host's ``monotonic`` and ``wall`` clocks at this moment
+    (the events' times are on the monotonic clock; a reader puts them on the wall clock)."""
+    state = _slot_state(pid)
+    if state is None or not state["on"]:
+        return None
+    events = read_events(pid)
+    record = read_slot(pid)
+    open_last = record is not None and record.call is not None
+    if open_last:
+        events = np.append(events, np.array([record.as_event()], dtype=events.dtype))
+    return {"rank": int(state["rank"]), "events": events, "open_last": open_last,
+            "monotonic": time.clock_gettime(time.CLOCK_MONOTONIC), "wall": time.time()}
+
+
+def _slot_state(pid: int):
+    """The raw slot of *pid* (``SLOT_DTYPE``), or ``None``."""
+    try:
+        with open(slot_path(pid), "rb") as f:
+            raw = f.read(SLOT_DTYPE.itemsize)
+    except OSError:
+        return None
+    if len(raw) < SLOT_DTYPE.itemsize:
+        return None
+    s = np.frombuffer(raw, SLOT_DTYPE)[0]
+    return s if int(s["magic"]) == MAGIC and int(s["pid"]) == pid else None
+
+
 def _start_reporter(pid: int, publisher) -> None:
     import threading
 
     def watch() -> None:
         last_call, last_at = None, 0.0
+        last_events, still, still_since = None, None, time.monotonic()
         while True:
             time.sleep(REPORT_POLL_S)
             try:
+                now = time.monotonic()
+                if _armed.get("publish_events"):
+                    # (calls made, events recorded, recording): unchanged = the rank is still
+                    s = _slot_state(pid)
+                    state = None if s is None else (int(s["calls"]), int(s["nevents"]), int(s["on"]))
+                    if state != still:
+                        still, still_since = state, now
+                    elif state and state[2] and state != last_events and now - still_since >= EVENTS_AFTER_S:
+                        data = events_report(pid)
+                        if data is not None:
+                            publisher.publish_data({EVENTS_KEY: data})
+                        last_events = state
                 data = report(pid)
                 if data is None:
                     last_call = None
                     continue
-                now = time.monotonic()
                 if data["calls"] != last_call or now - last_at >= REPORT_PERIOD_S:
                     publisher.publish_data({REPORT_KEY: data})
                     last_call, last_at = data["calls"], now
@@ -235,15 +286,8 @@ def read_slot(pid: int, since: float | None = None) -> InFlight | None:
     process runs without the interposer, has not initialised MPI, or is on another host).
     *since* (``time.monotonic()`` seconds, the clock the interposer uses): keep only the sends
     made from then on, e.g. those of the execution that hangs."""
-    try:
-        with open(slot_path(pid), "rb") as f:
-            raw = f.read(SLOT_DTYPE.itemsize)
-    except OSError:
-        return None
-    if len(raw) < SLOT_DTYPE.itemsize:
-        return None
-    s = np.frombuffer(raw, SLOT_DTYPE)[0]
-    if int(s["magic"]) != MAGIC or int(s["pid"]) != pid:
+    s = _slot_state(pid)
+    if s is None:
         return None
     inside = int(s["depth"]) > 0
     nsent = int(s["nsent"])
@@ -375,6 +419,25 @@ def diagnose(ranks: list[RankState]) -> list[str]:
                 f"{in_collective[0][1].call} for rank(s) {', '.join(map(str, missing))}, which never "
                 "entered it (they are elsewhere, see below)"
             )
+    causes += _silent_hosts(ranks)
+    return causes
+
+
+def _silent_hosts(ranks: list[RankState]) -> list[str]:
+    """A host none of whose running ranks reported, while ranks elsewhere did: cut off."""
+    hosts = {r.host for r in ranks if r.host}
+    heard = {r.host for r in ranks if r.inflight is not None or r.state != "running"}
+    causes = []
+    for host in sorted(hosts - heard):
+        if not heard:
+            break
+        silent = [r.rank for r in ranks if r.host == host]
+        causes.append(
+            f"nothing came back from {host} (rank{'s' if len(silent) > 1 else ''} "
+            f"{', '.join(map(str, silent))}) while the ranks on {', '.join(sorted(heard))} answered: {host} or "
+            "its network link may be down (or its ranks are busy outside MPI). If it is down, its engines "
+            "will be unregistered when they miss the controller's heartbeats; wb.restart() once it is back"
+        )
     return causes
 
 
@@ -404,10 +467,11 @@ def read_events(pid: int) -> np.ndarray:
     """The events *pid* recorded so far (tracing on), read from outside — e.g. while it hangs."""
     from mpiworkbench.trace.events import EVENT_DTYPE
 
+    s = _slot_state(pid)
+    if s is None:
+        return np.zeros(0, EVENT_DTYPE)
+    n = int(s["nevents"])
     try:
-        with open(slot_path(pid), "rb") as f:
-            s = np.frombuffer(f.read(SLOT_DTYPE.itemsize), SLOT_DTYPE)[0]
-        n = int(s["nevents"])
         with open(events_path(pid), "rb") as f:
             raw = f.read(n * EVENT_DTYPE.itemsize)
     except (OSError, ValueError, IndexError):

@@ -86,7 +86,8 @@ class Trace:
         events = np.concatenate(rows) if rows else np.zeros(0, TRACE_DTYPE)
         ends = np.cumsum([len(r) for r in rows])
         unfinished = [int(end) - 1 for end, is_open in zip(ends, open_last or []) if is_open]
-        shifted = [(a - offsets[r], b - offsets[r]) for r, (a, b) in enumerate(windows)]
+        # a window of (0, 0) is none recorded: it stays so
+        shifted = [(a - offsets[r], b - offsets[r]) if (a or b) else (0.0, 0.0) for r, (a, b) in enumerate(windows)]
         starts = [w[0] for w in shifted if w[0]] + ([float(events["t0"].min())] if len(events) else [])
         origin = min(starts) if starts else 0.0
         events["t0"] -= origin

@@ -8,8 +8,12 @@ Linux namespaces with its own address, hostname and /dev/shm, and a private Slur
 3. ``mpiworkbench profile``'s ``slurm`` launcher with ``--ip`` on head's address (traffic signed
    and encrypted): ``ipcluster start`` on head submits the engines as one job spread over both
    nodes, and a workbench attached from head sees both hosts, solves a 33³ wave equal to a serial
-   solve, traces across the nodes (no receive before its send), names a rank blocked in
-   ``MPI_Recv`` on the other node in its hang report, and restarts the world.
+   solve, traces across the nodes (no receive before its send), measures a speedup point packed
+   on one node and spread over both, names a rank blocked in ``MPI_Recv`` on the other node in
+   its hang report (with the trace up to the timeout, from both nodes), and restarts the world.
+4. Faults: an engine killed, the engines' job cancelled, the second node's link taken down
+   during a call (the timeout names that node's ranks as cut off); each time ``wb.restart()``
+   gives a working world again.
 
 Every client command runs inside head (``nsenter``): the cluster's addresses exist only there.
 """
@@ -20,6 +24,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import sys
 import uuid
 from pathlib import Path
@@ -27,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.slurm import processes_with_env, wait_until
-from tests.multinode import HeadIPCluster, client_json, multinode, three_nodes  # noqa: F401 - fixtures
+from tests.multinode import HeadIPCluster, _path, client_json, multinode, three_nodes  # noqa: F401 - fixtures
 
 #: A hung MPI job or client fails its test instead of the run (teardown still cleans up).
 pytestmark = pytest.mark.timeout(600)
@@ -76,6 +81,7 @@ import ipyparallel as ipp
 
 from mpiworkbench import ExecutionTimeout, Workbench
 from mpiworkbench.core.machine import rank_info
+from mpiworkbench.trace.events import kind_name
 
 profile, n, connection = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 
@@ -143,21 +149,39 @@ try:
                        "messages": len(messages),
                        "receive_before_send": int(np.sum(messages["t_recv"] < messages["t_send"]))}
 
-    # the last rank, on the second node, waits for a message nobody sends
+    # a point of 2 ranks on one node (packed) and on both (spread)
+    from mpiworkbench.client.speedup import run_on_workbench
+    from mpiworkbench.speedup import SpeedupSpec
+    from mpiworkbench.speedup.analysis import nodes
+
+    placed = run_on_workbench(wb, SpeedupSpec("inner", nranks=[2], sizes=[4096], variants=["c"], repeats=1,
+                                              params={"loops": 2}, placements=["packed", "spread"]))
+    report["placements"] = {p["place"]: {"nodes": nodes(p), "ok": p["verify"]["ok"],
+                                         "active": {h: v["active_ranks"] for h, v in p["placement"]["hosts"].items()}}
+                            for p in placed.points}
+
+    # the last rank, on the second node, waits for a message nobody sends (traced: the trace up
+    # to the timeout is read from what the ranks on the other hosts published)
     wb.timeout = 6.0
     last = wb.n - 1
     try:
-        wb.execute(chr(10).join([
-            "import numpy as np",
-            "from mpi4py import MPI",
-            f"if MPI.COMM_WORLD.rank == {last}:",
-            "    MPI.COMM_WORLD.Recv(np.empty(4), source=0, tag=77)"]))
+        with wb.trace():
+            wb.execute(chr(10).join([
+                "import numpy as np",
+                "from mpi4py import MPI",
+                f"if MPI.COMM_WORLD.rank == {last}:",
+                "    MPI.COMM_WORLD.Recv(np.empty(4), source=0, tag=77)"]))
     except ExecutionTimeout as exc:
         state = next(r for r in exc.ranks if r.rank == last)
         report["hang"] = {"running": exc.running, "call": state.inflight and state.inflight.call,
                           "peer": state.inflight and state.inflight.peer,
                           "tag": state.inflight and state.inflight.tag, "line": state.line,
                           "text": str(exc)}
+        if exc.trace is not None:
+            report["hang"]["trace"] = {
+                "hosts": exc.trace.hosts,
+                "unfinished": [[int(exc.trace.events[i]["rank"]), kind_name(int(exc.trace.events[i]["kind"]))]
+                               for i in exc.trace.unfinished]}
     wb.timeout = 60.0
     wb.restart()
     report["after_restart"] = {"hosts": sorted(wb.hosts.values()), "allreduce": wb.run(allreduce_ranks)}
@@ -193,6 +217,26 @@ try:
     placement = dict(wb.hosts)
     subprocess.run(["scancel", *jobs], check=True)
     report["job_cancelled"] = dead_world("scancel of the engines' job", placement)
+
+    # the second node's link goes down while a call runs: the call times out naming the ranks
+    # there and their host; with the link back, a restart gives a working world
+    link_down, link_up = json.loads(sys.argv[4]), json.loads(sys.argv[5])
+    wb.timeout = 8.0
+    placement = dict(wb.hosts)
+    subprocess.run(link_down, check=True)
+    try:
+        try:
+            wb.run(allreduce_ranks)
+        except (ExecutionTimeout, RuntimeError) as exc:
+            said = f"{type(exc).__name__}: {exc}"
+        else:
+            said = "(no error)"
+    finally:
+        subprocess.run(link_up, check=True)
+    wb.timeout = 60.0
+    wb.restart()
+    report["link_down"] = {"said": said, "allreduce": wb.run(allreduce_ranks), "hosts": sorted(wb.hosts.values()),
+                           "placement": {str(rank): host for rank, host in placement.items()}}
 finally:
     report["stop"] = wb.stop()
 print(json.dumps(report), flush=True)
@@ -316,8 +360,12 @@ def test_workbench_attaches_to_engines_on_both_nodes(multinode, tmp_path):
         jobs = multinode.jobs()
         assert len(jobs) == 1, f"one batch job holds all engines; squeue has {jobs}"
         connection = ipcluster.profile_dir / "security" / "ipcontroller-client.json"
+        # the second node's link, from inside its network namespace (the client runs them)
+        link = [shutil.which("nsenter"), "-t", str(multinode.holders[multinode.compute[-1]].pid), "-n",
+                shutil.which("ip", path=_path()) or "ip", "link", "set", "eth0"]
         client = multinode.on(multinode.head, PYTHON, "-c", WORKBENCH_CLIENT, name, str(ranks), str(connection),
-                              env=env, cwd=tmp_path, check=False, timeout=LIMIT)
+                              json.dumps([*link, "down"]), json.dumps([*link, "up"]),
+                              env=env, cwd=tmp_path, check=False, timeout=3 * LIMIT)
         report = client_json(client)
         assert report["n"] == ranks and report["launcher"] == "slurm", report
         assert sorted(report["ranks"].values()) == list(range(ranks)), report
@@ -350,6 +398,19 @@ def test_workbench_attaches_to_engines_on_both_nodes(multinode, tmp_path):
             assert named and all(host == seen["placement"][rank] for rank, host in named), seen
             assert seen["allreduce"] == [ranks * (ranks + 1) // 2] * ranks, (fault, seen)
             assert seen["hosts"] == again["hosts"], (fault, seen)
+        placements = report["placements"]
+        assert placements["packed"]["nodes"] == 1 and placements["spread"]["nodes"] == 2, placements
+        assert placements["packed"]["ok"] and placements["spread"]["ok"], placements
+        assert hang.get("trace"), f"a trace up to the timeout, from both nodes: {hang}"
+        assert sorted(set(hang["trace"]["hosts"])) == multinode.compute, hang["trace"]
+        assert [ranks - 1, "MPI_Recv"] in hang["trace"]["unfinished"], hang["trace"]
+        down = report["link_down"]
+        assert down["said"].startswith("ExecutionTimeout"), down
+        remote = multinode.compute[-1]
+        cut_off = sorted(rank for rank, host in down["placement"].items() if host == remote)
+        assert f"nothing came back from {remote} (ranks {', '.join(cut_off)})" in down["said"], down["said"]
+        assert down["allreduce"] == [ranks * (ranks + 1) // 2] * ranks, down
+        assert down["hosts"] == again["hosts"], down
         assert "detached" in report["stop"], report
         # the restart replaced the engines' job (the old one leaves the queue once it has ended)
         wait_until(lambda: len(multinode.jobs()) == 1, "one engines' job after the restart", LIMIT)

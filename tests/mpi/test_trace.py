@@ -189,3 +189,28 @@ def test_clock_offsets_on_one_host(comm):
     offsets = recorder.clock_offsets(comm)
     assert len(offsets) == comm.size and offsets[0] == 0.0
     assert all(np.isfinite(offsets))
+
+
+def test_events_report_gives_what_a_reader_on_another_host_needs(comm):
+    import json
+    import time
+
+    from mpiworkbench.trace import hang
+
+    pid = os.getpid()
+    assert hang.events_report(pid) is None, "nothing to publish while no trace records"
+    recorder.start(1000)
+    comm.allreduce(comm.rank)
+    comm.Barrier()
+    data = hang.events_report(pid)
+    mine = recorder.stop()
+    from mpi4py import MPI
+
+    assert data is not None and data["rank"] == MPI.COMM_WORLD.rank
+    assert not data["open_last"], "between calls: no unfinished call appended"
+    assert len(data["events"]) == len(mine) >= 2
+    assert np.array_equal(data["events"]["kind"], mine["kind"])
+    # the events' clock and the wall clock read at one moment: times convert to the wall clock
+    assert abs((data["monotonic"] - time.clock_gettime(time.CLOCK_MONOTONIC))) < 60
+    assert abs(data["wall"] - time.time()) < 60
+    json.dumps({k: v for k, v in data.items() if k != "events"})  # the rest travels as plain values

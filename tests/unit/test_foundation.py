@@ -171,17 +171,21 @@ def test_workbench_validates_before_starting_anything():
 def test_transport_is_chosen_when_mpiexec_starts_the_ranks(monkeypatch, capsys):
     from mpiworkbench.core import launch
 
-    for name in ("MPIR_CVAR_NOLOCAL", "UCX_TLS"):
+    network = launch.TRANSPORTS["network"]
+    assert network["MPIR_CVAR_NOLOCAL"] == "1" and network["UCX_TLS"] == "tcp,self"
+    for name in network:
         monkeypatch.delenv(name, raising=False)
     assert launch.transport() == "auto"
-    monkeypatch.setenv("MPIR_CVAR_NOLOCAL", "1")
+    *first, last = network.items()
+    for name, value in first:
+        monkeypatch.setenv(name, value)
     assert launch.transport() == "auto", "every variable of a transport, or it is not that one"
-    monkeypatch.setenv("UCX_TLS", "tcp,self")
+    monkeypatch.setenv(*last)
     assert launch.transport() == "network"
     with pytest.raises(ValueError, match=r"unknown transport 'infiniband'.*auto, network"):
         launch.run_under_mpiexec(2, ["info"], transport="infiniband")
     # inside ranks already started (here: as if by mpiexec) the transport cannot change any more
-    monkeypatch.delenv("UCX_TLS")
+    monkeypatch.delenv(last[0])
     monkeypatch.setenv("PMI_SIZE", "1")
     assert main(["info", "--transport", "network"]) == 2
     err = capsys.readouterr().err

@@ -248,3 +248,50 @@ def test_report_lines_name_the_host_when_the_world_spans_several():
     assert lines[0] == "  rank 0 on node1: finished" and lines[1].startswith("  rank 1 on node2: blocked in MPI_Recv(")
     one_host = [hang.RankState(r.rank, r.state, r.error, r.inflight, host="vm") for r in states]
     assert hang.report_lines(one_host)[0] == "  rank 0: finished", "one host: nothing to tell apart"
+
+
+def test_a_host_none_of_whose_ranks_answered_is_named_as_cut_off():
+    states = [hang.RankState(0, "running", "", _inflight(0, "MPI_Allreduce", -1, -1), host="node1"),
+              hang.RankState(1, "running", "", _inflight(1, "MPI_Allreduce", -1, -1), host="node1"),
+              hang.RankState(2, "running", host="node2"), hang.RankState(3, "running", host="node2")]
+    causes = hang.diagnose(states)
+    assert any(c.startswith("nothing came back from node2 (ranks 2, 3) while the ranks on node1 answered")
+               and "wb.restart()" in c for c in causes), causes
+    # every host silent (no interposer anywhere, say): nothing to tell apart
+    quiet = [hang.RankState(r.rank, "running", host=r.host) for r in states]
+    assert not any("nothing came back" in c for c in hang.diagnose(quiet))
+    # one host: never
+    assert not any("nothing came back" in c for c in hang.diagnose([states[0], hang.RankState(1, "running", host="node1")]))
+
+
+def test_a_hung_worlds_trace_merges_events_published_on_other_hosts():
+    """``trace_from_outside`` with every rank elsewhere: each rank's events come from what its
+    reporter published (:func:`hang.events_report`), on that host's own monotonic clock, and
+    are put on the common wall clock (then corrected causally)."""
+    from types import SimpleNamespace
+
+    from mpiworkbench.client import trace as client_trace
+
+    wall = 1.7e9
+    # node-a's monotonic clock reads 1000 at wall time `wall`, node-b's 5000
+    rank0 = np.array([ev("MPI_Send", 1000.10, 1000.11, peer=1, tag=5, nbytes=8),
+                      ev("MPI_Barrier", 1000.30, 1001.0)], EVENT_DTYPE)
+    rank1 = np.array([ev("MPI_Recv", 5000.05, 5000.20, peer=0, tag=5, nbytes=8, peer2=0, tag2=5)], EVENT_DTYPE)
+    published = [
+        {"rank": 0, "events": rank0, "open_last": True, "monotonic": 1001.0, "wall": wall + 1.0},
+        {"rank": 1, "events": rank1, "open_last": False, "monotonic": 5001.0, "wall": wall + 1.0},
+    ]
+    execution = SimpleNamespace(_metadata=[{"data": {hang.EVENTS_KEY: data}} for data in published])
+    wb = SimpleNamespace(client=SimpleNamespace(spin=lambda: None),
+                         _rank_processes={0: {"host": "node-a", "pid": 1}, 1: {"host": "node-b", "pid": 2}})
+    trace = client_trace.trace_from_outside(wb, execution)
+    assert trace is not None and trace.hosts == ["node-a", "node-b"]
+    messages = trace.messages()
+    assert len(messages) == 1 and messages["t_recv"][0] >= messages["t_send"][0]
+    # on the wall clock the receive started 0.05 s before the send (as recorded), not 4000 s
+    assert messages["t_send"][0] - trace.events[trace.events["rank"] == 1]["t0"][0] == pytest.approx(0.05)
+    assert len(trace.unfinished) == 1 and trace.events[trace.unfinished[0]]["rank"] == 0
+    assert trace.duration == pytest.approx(0.95), "from the first call to the last: no clock's origin in it"
+    # a rank that published nothing (busy outside MPI, say): no trace rather than a partial one
+    missing = SimpleNamespace(_metadata=execution._metadata[:1])
+    assert client_trace.trace_from_outside(wb, missing) is None

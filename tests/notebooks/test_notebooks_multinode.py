@@ -1,0 +1,109 @@
+"""Every notebook once more, attached to an ``mpi`` cluster whose engines are one Slurm job on
+two simulated nodes (``tests/multinode.py``): the profile made by ``mpiworkbench profile create
+--launcher slurm --ip HEAD`` (signed and encrypted traffic), ``ipcluster start -n 2`` on head,
+one rank on each node. Each notebook's kernel runs on head (the cluster's addresses exist only
+there); its first cell attaches, and every notebook must run with its ranks on two hosts.
+Notebook 00 restarts the engines (a new batch job); the later notebooks attach to those.
+
+Skipped, with the reason, where the simulated cluster cannot be built (not root, no Slurm).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from mpiworkbench.client.profile import create_profile
+from tests.cluster.slurm import wait_until
+from tests.multinode import HeadIPCluster, client_json, simulated_cluster
+from tests.notebooks.test_notebooks import ALL
+
+#: One engine per node: every message between the ranks crosses the simulated network.
+RANKS = 2
+#: Bound (seconds) on the cluster's start and stop; each notebook has the notebooks' own cell limit.
+LIMIT = 180
+#: Wall-clock limit of the engines' batch job (minutes; the test Slurm's partition allows 30).
+JOB_MINUTES = "29"
+
+#: Run on head: the notebook named by argv[1] executed as the notebook tier does (with the
+#: reference solutions; files it writes go to argv[2]); prints what it printed, as JSON.
+RUNNER = """\
+import json
+import sys
+from pathlib import Path
+
+from tests.notebooks.test_notebooks import printed, run_notebook
+
+nb = run_notebook(Path(sys.argv[1]), Path(sys.argv[2]))
+print(json.dumps({"printed": printed(nb)}), flush=True)
+"""
+
+#: Run on head: one line of JSON with the hosts of the engines' ranks, once all have registered.
+ENGINES = """\
+import json
+import sys
+
+import ipyparallel as ipp
+
+from mpiworkbench.core.machine import rank_info
+
+client = ipp.Client(sys.argv[1])
+try:
+    client.wait_for_engines(int(sys.argv[2]), timeout=120)
+    print(json.dumps(sorted(info["host"] for info in client[:].apply_sync(rank_info))), flush=True)
+finally:
+    client.close()
+"""
+
+
+@pytest.fixture(scope="module")
+def two_nodes_cluster(tmp_path_factory):
+    """Nodes, an ``mpi`` profile of the Slurm launcher listening on head's address, and its
+    ipcluster on head with one engine per node; yields ``(nodes, env, ipcluster)``."""
+    cluster = simulated_cluster(compute=2, cpus=1)
+    nodes = next(cluster)
+    try:
+        root = tmp_path_factory.mktemp("multinode-notebooks")
+        ipython_dir = root / "ipython"
+        create_profile("mpi", launcher="slurm", ip=nodes.head_addr, ipython_dir_=ipython_dir)
+        # the notebooks' kernels import this checkout's tests package (the runner above)
+        checkout = str(Path(__file__).resolve().parents[2])
+        env = {**nodes.env, "IPYTHONDIR": str(ipython_dir), "MPIWORKBENCH_SMALL": "1",
+               "SBATCH_TIMELIMIT": JOB_MINUTES,
+               "PYTHONPATH": os.pathsep.join(filter(None, [checkout, os.environ.get("PYTHONPATH")]))}
+        ipcluster = HeadIPCluster(nodes, "mpi", ipython_dir, root, env)
+        try:
+            ipcluster.start(RANKS, LIMIT)
+            connection = ipcluster.profile_dir / "security" / "ipcontroller-client.json"
+            hosts = client_json(nodes.on(nodes.head, sys.executable, "-c", ENGINES, str(connection), str(RANKS),
+                                         env=env, cwd=root, check=False, timeout=LIMIT))
+            assert hosts == nodes.compute, f"one engine on each node: {hosts}\n{ipcluster.diagnose()}"
+            # ipcluster ends the whole cluster when its engines stop within 30 s of starting
+            # (IPClusterStart.early_shutdown): notebook 00 restarts them, so wait that out
+            wait_until(lambda: "Engines appear to have started successfully" in ipcluster.log.read_text(),
+                       "ipcluster to consider its engines started", LIMIT, diagnose=ipcluster.diagnose)
+            yield nodes, env, ipcluster
+        finally:
+            left = ipcluster.stop(LIMIT)
+            nodes.wait_for_no_jobs()
+        assert not left, f"ipcluster stop left processes running (killed now): {left}"
+    finally:
+        with contextlib.suppress(StopIteration):  # tear the nodes down; checks nothing is left
+            next(cluster)
+
+
+@pytest.mark.parametrize("path", ALL, ids=[p.stem for p in ALL])
+def test_notebook_runs_attached_to_ranks_on_two_nodes(path: Path, two_nodes_cluster, tmp_path: Path):
+    nodes, env, ipcluster = two_nodes_cluster
+    cell_limit = int(os.environ.get("MPIWORKBENCH_CELL_TIMEOUT", "600"))
+    result = nodes.on(nodes.head, sys.executable, "-c", RUNNER, str(path), str(tmp_path),
+                      env=env, cwd=tmp_path, check=False, timeout=4 * cell_limit)
+    try:
+        said = client_json(result)["printed"]
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{ipcluster.diagnose()}") from None
+    assert f"attached to the running 'mpi' cluster: {RANKS} MPI rank(s)" in said, said[-2000:]
