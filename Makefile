@@ -20,7 +20,7 @@ PROFILE_STAMP := $(VENV)/.profile-created
 SYSTEM_PACKAGES := chromium slurm-wlm munge iproute2
 SYSTEM_PROGRAMS := chromium slurmctld slurmd munged sinfo squeue sbatch ip nsenter unshare
 
-.PHONY: lab test install install-test install-ecosystem install-mpi4jax profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
+.PHONY: lab test docs screenshots install install-test install-ecosystem install-mpi4jax profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
 
 lab: $(PROFILE_STAMP)
 	$(BIN)/mpiworkbench lab
@@ -104,9 +104,19 @@ test-notebooks: $(TEST_STAMP)
 test-browser: $(TEST_STAMP) system-packages
 	$(BIN)/python -m pytest tests/browser
 
+# The documentation site, offline, warnings as errors, the notebooks executed into it
+# (docs/build.py says how); then open docs/_build/html/index.html.
+docs: $(TEST_STAMP)
+	$(BIN)/python docs/build.py --out docs/_build/html
+
+# The README's and the site's picture of the control panel, taken by the browser tier's test of
+# 00_start_here (JupyterLab in Chromium) and written to docs/screenshot.png.
+screenshots: $(TEST_STAMP) system-packages
+	MPIWORKBENCH_SCREENSHOT_DIR=$(abspath docs) $(BIN)/python -m pytest tests/browser/test_start_here.py -k runs_in_the_browser
+
 # Benchmarks are run on demand, never as part of `make test`.
 bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info test-artifacts
+	rm -rf $(VENV) build *.egg-info test-artifacts docs/_build

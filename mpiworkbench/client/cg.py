@@ -158,6 +158,7 @@ class CGHandle(SolverHandle):
     # -- inspection --------------------------------------------------------------------
     @property
     def iterations(self) -> int:
+        """CG iterations done so far."""
         return int(self.state["iterations"])
 
     @property

@@ -38,13 +38,16 @@ class _RankReport(WorkbenchError):
 
     @property
     def failed(self) -> list[int]:
+        """The ranks that raised."""
         return [s.rank for s in self.statuses if s.state == "failed"]
 
     @property
     def running(self) -> list[int]:
+        """The ranks still running when the wait ended."""
         return [s.rank for s in self.statuses if s.state == "running"]
 
     def report(self) -> str:
+        """The whole message: headline, one line per rank, advice (and the hang report, if any)."""
         lines = [self.headline + (f" {self.detail}" if self.detail else "")]
         lines += [s.line() for s in self.statuses]
         if self.advice:
@@ -84,10 +87,12 @@ class ExecutionTimeout(_RankReport, TimeoutError):
     execution = None
 
     def attach_hang_report(self, lines: list[str], causes: list[str], ranks: list) -> None:
+        """Attach the hang report: per-rank *lines*, likely *causes* and the raw rank states."""
         self.hang_lines, self.causes, self.ranks = list(lines), list(causes), list(ranks)
         self.args = (self.report(),)
 
     def report(self) -> str:
+        """The whole message: headline, one line per rank, advice (and the hang report, if any)."""
         text = super().report()
         if self.hang_lines:
             text += "\nWhere each rank is:\n" + "\n".join(self.hang_lines)
@@ -97,6 +102,7 @@ class ExecutionTimeout(_RankReport, TimeoutError):
 
     @property
     def advice(self) -> str:  # type: ignore[override]
+        """What to do next, in words (the last paragraph of :meth:`report`)."""
         if self.failed:
             return (
                 "The running ranks are most likely blocked in a collective (barrier, bcast, "

@@ -16,6 +16,8 @@ from mpiworkbench.client.waiting import Steps, drive, drive_async
 from mpiworkbench.speedup.analysis import SpeedupResult
 from mpiworkbench.speedup.plan import SpeedupSpec, run_steps
 
+__all__ = ["OnPoint", "check_ranks", "on_engines", "run_async", "run_on_workbench"]
+
 OnPoint = Callable[[SpeedupResult, dict[str, Any], int, int], None]
 
 

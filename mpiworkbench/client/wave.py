@@ -150,6 +150,7 @@ class WaveHandle(SolverHandle):
     # -- inspection --------------------------------------------------------------------
     @property
     def t(self) -> float:
+        """The simulated time reached (of the last step)."""
         return self.times[-1]
 
     def slice(self, axis: int | str = "z", index: int | None = None) -> np.ndarray:

@@ -55,12 +55,14 @@ def blank(value: Any) -> bool:
     return bool(getattr(value, "__exercise_blank__", False))
 
 
-def check(name: str, answer: Any, test: Callable[[Any], object], hint: str, right: str = "") -> bool:
+def check(name: str, answer: Any, test: Callable[[Any], object], hint: str,
+          right: str | Callable[[Any], str] = "") -> bool:
     """Check the learner's *answer* to exercise *name* with *test* (true when right).
 
-    Returns ``True`` and prints a short confirmation when right. While the answer is still
-    the blank, prints what to do and returns ``False``. Otherwise raises :class:`WrongAnswer`
-    with *hint* (and the error *test* raised, if it raised one).
+    Returns ``True`` and prints a short confirmation when right, followed by *right* (or, when
+    it is a function, what it says of the answer: called only then, so it may use the answer).
+    While the answer is still the blank, prints what to do and returns ``False``. Otherwise
+    raises :class:`WrongAnswer` with *hint* (and the error *test* raised, if it raised one).
     """
     if blank(answer):
         print(f"Exercise {name}: not answered yet. Replace the ... in the answer cell above, then run this cell again.")
@@ -72,7 +74,8 @@ def check(name: str, answer: Any, test: Callable[[Any], object], hint: str, righ
         ok, problem = False, f" (checking it raised {type(exc).__name__}: {exc})"
     if not ok:
         raise WrongAnswer(f"Exercise {name}: not right yet{problem}. Hint: {hint}")
-    print(f"Exercise {name}: right." + (f" {right}" if right else ""))
+    said = right(answer) if callable(right) else right
+    print(f"Exercise {name}: right." + (f" {said}" if said else ""))
     return True
 
 

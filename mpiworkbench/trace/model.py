@@ -112,10 +112,12 @@ class Trace:
 
     @property
     def duration(self) -> float:
+        """Seconds from the trace's origin to its last recorded moment."""
         ends = [b for _, b in self.windows if b] + ([float(self.events["t1"].max())] if len(self) else [])
         return max(ends) if ends else 0.0
 
     def of_rank(self, rank: int) -> np.ndarray:
+        """The events of one *rank*, in call order."""
         return self.events[self.events["rank"] == rank]
 
     def kinds(self) -> list[str]:
@@ -123,6 +125,7 @@ class Trace:
         return [KINDS[k] for k in sorted(set(self.events["kind"].tolist()))]
 
     def count(self, kind: str, rank: int | None = None) -> int:
+        """How many calls of *kind* (e.g. ``"MPI_Send"``) the trace holds, on *rank* or on all ranks."""
         sel = self.events["kind"] == KIND[kind]
         if rank is not None:
             sel &= self.events["rank"] == rank
@@ -192,6 +195,7 @@ class Trace:
         return out
 
     def summary(self) -> str:
+        """One line: calls, duration, calls per rank, messages (and dropped events, if any)."""
         per_rank = ", ".join(f"rank {r}: {int((self.events['rank'] == r).sum())}" for r in range(self.nranks))
         text = f"{len(self)} MPI calls in {self.duration * 1e3:.3f} ms ({per_rank}); {len(self.messages())} messages"
         if any(self.dropped):

@@ -125,22 +125,26 @@ class BenchPanel:
         self.status.value = "stopping after this size…"
 
     def save(self) -> str:
+        """Save the last run's document as JSON to the file box's path (**Save**); what it did, in words."""
         if self.doc is None:
             raise ValueError("nothing to save yet; press Run first")
         results.save(self.file.value, self.doc)
         return f"saved {len(self.doc['rows'])} rows to {self.file.value}"
 
     def load(self) -> str:
+        """Load the JSON document named in the file box as a comparison overlay (**Load**); what it did, in words."""
         doc = results.load(self.file.value)
         self.overlays.append(doc)
         self.redraw()
         return f"overlaid {doc['benchmark']} run {doc['run_id']} ({len(doc['rows'])} rows)"
 
     def clear_overlays(self) -> None:
+        """Forget the loaded comparison documents and redraw (**Clear**)."""
         self.overlays.clear()
         self.redraw()
 
     def redraw(self) -> None:
+        """Draw the figure and the fit table again from the current and loaded results."""
         from mpiworkbench.bench.fit import pingpong_fits
         from mpiworkbench.plot.bench import sweep_figure
         from mpiworkbench.plot.render import figure_to_png

@@ -58,6 +58,7 @@ class CGPanel(LivePanel):
         self.show(self.handle.frame(k))
 
     def reset(self) -> None:
+        """Stop, reset the solve to its first iterate on the engines, and redraw (**Reset**)."""
         self.stop()
         self.handle.reset()
         self._new_figures()
@@ -77,6 +78,7 @@ class CGPanel(LivePanel):
             self._release()
 
     def stop(self) -> None:
+        """Stop a running Play after the iteration in progress (**Stop**)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()

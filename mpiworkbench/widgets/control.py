@@ -135,6 +135,7 @@ class ControlPanel:
         self.refresh()
 
     def refresh(self) -> None:
+        """Read the session again (state, engines ↔ ranks ↔ hosts, clients, MPI library) and redraw."""
         wb = self.wb
         ranks: list[dict[str, Any]] = []
         env = None

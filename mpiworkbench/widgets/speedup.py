@@ -181,6 +181,7 @@ class SpeedupPanel:
         self.status.value = "stopping after this point…"
 
     def save(self, path: str) -> None:
+        """Save this run's result as JSON to *path* (**Save**)."""
         if self.result is None:
             raise ValueError("nothing to save yet: press Run first")
         analysis.save(self.result, path)
@@ -196,10 +197,12 @@ class SpeedupPanel:
         return loaded
 
     def clear_comparison(self) -> None:
+        """Forget the loaded results and redraw (**Clear comparison**)."""
         self.compare = []
         self.redraw()
 
     def redraw(self) -> None:
+        """Draw the figure and the table again from this run and the loaded results."""
         from mpiworkbench.plot.render import figure_to_png
         from mpiworkbench.plot.speedup import backend_figure, scaling_figure
         results = ([self.result] if self.result is not None else []) + self.compare

@@ -123,12 +123,15 @@ class SyntaxPanel:
         self.last_report: dict[str, dict] | None = None
 
     def columns(self) -> list[str]:
+        """The backends shown as columns (with the historic modules when that box is ticked)."""
         return list(COLUMNS if self.historic.value else CURRENT_COLUMNS)
 
     def show(self, report: dict[str, dict] | None = None) -> None:
+        """Show the side-by-side table, with a run's *report* when there is one."""
         self.table.value = side_by_side_html(self.lesson.value, self.columns(), report)
 
     def run(self) -> dict[str, dict]:
+        """Run the lesson's snippets on the cluster's ranks and show what each printed (**Run**)."""
         self.status.value = "running on the cluster…"
         try:
             report = run_lesson_on(self.wb, self.lesson.value, self.ranks.value, self.columns())

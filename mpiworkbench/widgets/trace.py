@@ -59,11 +59,13 @@ class TraceView:
         self.draw()
 
     def draw(self) -> None:
+        """Draw all three views: timeline, communication matrix, time per call kind."""
         self.draw_timeline()
         self.draw_matrix()
         self.draw_kinds()
 
     def draw_timeline(self) -> None:
+        """Draw the timeline of the current zoom window: calls per rank, arrows send → receive."""
         from mpiworkbench.plot.render import figure_to_png
         from mpiworkbench.plot.trace import timeline
 
@@ -74,12 +76,14 @@ class TraceView:
         self.timeline_image.value = figure_to_png(fig)
 
     def draw_matrix(self) -> None:
+        """Draw the communication matrix (messages and bytes from rank to rank)."""
         from mpiworkbench.plot.render import figure_to_png
         from mpiworkbench.plot.trace import matrix_figure
 
         self.matrix_image.value = figure_to_png(matrix_figure(self.trace, self.matrix_what.value))
 
     def draw_kinds(self) -> None:
+        """Draw the time spent per MPI call kind and rank."""
         from mpiworkbench.plot.render import figure_to_png
         from mpiworkbench.plot.trace import time_per_kind_figure
 

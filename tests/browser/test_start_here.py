@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import time
+from pathlib import Path
 
 from tests.browser.conftest import open_notebook, run_cells, screenshot, shutdown_kernels, wait_idle
 from tests.process_tree import leftover_cluster_processes
@@ -67,6 +70,10 @@ def test_start_here_runs_in_the_browser(page, lab_server):
     panel.scroll_into_view_if_needed()
     shot = screenshot(page, "00_start_here.png")
     assert shot.stat().st_size > 10_000
+    # `make screenshots`: this picture of today's control panel becomes the README's and the site's
+    target = os.environ.get("MPIWORKBENCH_SCREENSHOT_DIR")
+    if target:
+        shutil.copyfile(shot, Path(target) / "screenshot.png")
 
 
 def test_kernel_shutdown_leaves_no_cluster(lab_server):

@@ -106,3 +106,16 @@ def test_every_solutions_file_belongs_to_a_notebook_with_answer_cells():
     files = {p.stem for p in exercises.SOLUTIONS.glob(f"*{exercises.SUFFIX}")}
     assert files == stems, f"solutions without answer cells: {sorted(files - stems)}; " \
                            f"answer cells without solutions: {sorted(stems - files)}"
+
+
+def test_a_right_message_that_uses_the_answer_is_made_only_when_it_is_right(capsys):
+    def blank_function(mesh):
+        ...
+
+    def said(f):
+        return f"predicted {f(17):.3f}"  # a blank function returns None: formatting it would fail
+
+    assert exercises.check("t-3", blank_function, lambda f: True, hint="h", right=said) is False
+    assert "not answered yet" in capsys.readouterr().out
+    assert exercises.check("t-3", lambda mesh: mesh / 10, lambda f: f(17) == 1.7, hint="h", right=said) is True
+    assert "Exercise t-3: right. predicted 1.700" in capsys.readouterr().out
