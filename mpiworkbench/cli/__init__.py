@@ -43,12 +43,35 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     args.argv = argv
     try:
+        check_outputs(args)  # before any MPI job runs: a run must not end in a path it cannot write
         return int(args.func(args) or 0)
     except (ValueError, FileNotFoundError, NotImplementedError) as exc:
         # Bad input raises on every rank (no hang); saying so once is enough.
         if _launcher_rank() == 0:
             print(f"mpiworkbench {args.command}: error: {exc}", file=sys.stderr)
         return 2
+
+
+#: The options that name a file a command writes (``-`` is stdout).
+OUTPUT_OPTIONS = ("json", "csv", "plot", "save", "out")
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Raise ``ValueError`` naming the option and the path when a file the command would write
+    cannot be written: its directory is missing or not writable (or the path is a directory)."""
+    for option in OUTPUT_OPTIONS:
+        value = getattr(args, option, None)
+        if not isinstance(value, str) or value in ("", "-"):
+            continue
+        path = os.path.abspath(value)
+        directory = os.path.dirname(path)
+        if os.path.isdir(path):
+            raise ValueError(f"--{option} {value!r} is a directory; name a file in it, e.g. {os.path.join(value, 'out')}")
+        if not os.path.isdir(directory):
+            raise ValueError(f"--{option} {value!r}: the directory {directory} does not exist; create it first "
+                             "or choose another path")
+        if not os.access(directory, os.W_OK):
+            raise ValueError(f"--{option} {value!r}: the directory {directory} is not writable; choose another path")
 
 
 def _launcher_rank() -> int:

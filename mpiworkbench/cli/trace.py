@@ -43,6 +43,9 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("name the command to trace after --, e.g. `mpiworkbench trace -- wave --np 2 --mesh 33`")
     if args.capacity is not None and args.capacity < 1:
         raise ValueError(f"--capacity must be at least 1 event; got {args.capacity}")
+    from mpiworkbench import cli
+
+    cli.check_outputs(cli.build_parser().parse_args(command))  # the traced command's own files, too
     np_ = _np_of(command)
     if launch.needs_launch(np_):
         from mpiworkbench.trace.library import build

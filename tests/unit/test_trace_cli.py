@@ -38,3 +38,22 @@ def test_trace_of_wave_steps_writes_chrome_json(tmp_path, np_):
 def test_trace_needs_a_command(tmp_path):
     proc = _mpiworkbench("trace", "--out", str(tmp_path / "t.json"), cwd=tmp_path)
     assert proc.returncode == 2 and "name the command to trace" in proc.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["trace", "--out", "{missing}/t.json", "--", "wave", "--np", "2", "--mesh", "17", "--steps", "2"],
+    ["trace", "--out", "{tmp}/t.json", "--", "wave", "--np", "2", "--mesh", "17", "--json", "{missing}/w.json"],
+    ["wave", "--np", "2", "--mesh", "17", "--save", "{missing}/f.npy"],
+    ["speedup", "inner", "--np", "1,2", "--plot", "{missing}/s.png"],
+    ["bench", "pingpong", "--np", "2", "--csv", "{tmp}"],
+])
+def test_an_output_that_cannot_be_written_is_named_before_any_job_runs(tmp_path, argv):
+    missing = tmp_path / "no" / "such"
+    argv = [a.format(missing=missing, tmp=tmp_path) for a in argv]
+    proc = _mpiworkbench(*argv, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    said = proc.stderr
+    assert (f"the directory {missing} does not exist" in said) or (f"{str(tmp_path)!r} is a directory" in said), said
+    # refused up front: no rank started, so no job printed anything and nothing was written
+    assert "mpiexec" not in said.lower() and proc.stdout == "", proc.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == [], sorted(tmp_path.iterdir())
