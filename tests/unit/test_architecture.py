@@ -179,3 +179,15 @@ def test_the_rules_can_fail():
         t.startswith("mpiworkbench.core") for t in GRAPH["mpiworkbench.backends.base"]
     )
     assert "client" not in MAY_IMPORT["core"]
+
+
+def test_every_python_file_of_the_package_compiles():
+    """pip byte-compiles the package on install and linters parse it: every ``.py`` must be
+    Python (an answer with cell magics belongs in an ``.ipy`` file)."""
+    bad = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        try:
+            ast.parse(path.read_text(), filename=str(path))
+        except SyntaxError as exc:
+            bad.append(f"{path.relative_to(PACKAGE)}:{exc.lineno}: {exc.msg}")
+    assert not bad, bad
