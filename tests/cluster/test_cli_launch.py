@@ -40,10 +40,11 @@ def test_bad_input_is_reported_once_not_per_rank_and_the_aborted_world_leaves_no
     assert result.returncode != 0
     assert result.stderr.count("error:") == 1, result.stderr
     assert "-3" in result.stderr
-    if np_ > 1:
-        assert "MPI_Abort" in result.stderr  # the world was aborted: its ranks did not finalise
-    # ... and still the MPICH segment it made in /dev/shm is gone (the launching process
-    # removed it after mpiexec returned)
+    # with several ranks `python -m mpi4py` turns the error's exit into MPI_Abort: they never finalise
+    # (MPICH's "application called MPI_Abort" line usually follows, but Hydra may kill the
+    # world before the aborting rank's stderr reaches it: not asserted) ... and still the MPICH
+    # segment the world made in /dev/shm is gone (the launching process removed it after
+    # mpiexec returned)
     assert leftover_world_files(before) == []
 
 
