@@ -214,11 +214,9 @@ def _run_in_world(args: argparse.Namespace, spec) -> int:
     def progress(result, point, i, total):
         if root:
             mark = " (oversubscribed)" if point.get("oversubscribed") else ""
-            spans = analysis.nodes(point)
-            where = f" on {spans} nodes" if spans > 1 else ""
             print(
-                f"[{i}/{total}] {analysis.placed(point['variant'], point)} {exp.size_name}={point['size']} on "
-                f"{point['nranks']} rank(s){where}: "
+                f"[{i}/{total}] {analysis.placed(point['variant'], point)} {exp.size_name}={point['size']} "
+                f"{analysis.where_text(point)}: "
                 f"median {point['median']:.4g} s, speedup {point['speedup']:.3f}{mark}",
                 file=sys.stderr,
                 flush=True,

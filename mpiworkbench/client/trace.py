@@ -244,25 +244,16 @@ def trace_from_outside(wb, ar=None) -> Trace | None:
     reports = published(wb, ar, remote, key=hang.EVENTS_KEY) if remote else {}
     if not remote <= set(reports):
         return None
-    wall = time.time() - time.clock_gettime(time.CLOCK_MONOTONIC)  # this host: wall - monotonic
     per_rank, open_last, offsets, hosts = [], [], [], []
     for rank in sorted(processes):
-        host = processes[rank].get("host", here)
-        if rank in remote:
-            data = reports[rank]
-            events, is_open = np.asarray(data["events"]), bool(data["open_last"])
-            offset = float(data["monotonic"]) - float(data["wall"])
-        else:
-            events = hang.read_events(processes[rank]["pid"])
-            blocked = hang.read_slot(processes[rank]["pid"])
-            is_open = blocked is not None and blocked.call is not None
-            if is_open:  # the call it is stuck in, up to now
-                events = np.append(events, np.array([blocked.as_event()], dtype=events.dtype))
-            offset = -wall
-        per_rank.append(events)
-        open_last.append(is_open)
-        offsets.append(offset if remote else 0.0)
-        hosts.append(host)
+        data = reports[rank] if rank in remote else hang.events_so_far(processes[rank]["pid"])
+        if data is None:
+            return None
+        per_rank.append(np.asarray(data["events"]))
+        open_last.append(bool(data["open_last"]))
+        # several hosts: every rank's clock put on the wall clock (its host's offset to it)
+        offsets.append(float(data["monotonic"]) - float(data["wall"]) if remote else 0.0)
+        hosts.append(processes[rank].get("host", here))
     return Trace.from_ranks(per_rank, offsets=offsets, hosts=hosts, open_last=open_last, causal=bool(remote))
 
 

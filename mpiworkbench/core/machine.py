@@ -178,6 +178,13 @@ def oversubscribed(hosts: dict[str, dict[str, Any]]) -> bool:
 PLACEMENTS = ("packed", "spread")
 
 
+def check_placement(place: str) -> str:
+    """*place* if it is one of :data:`PLACEMENTS`, else a ``ValueError`` naming the choices."""
+    if place not in PLACEMENTS:
+        raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}; got {place!r}")
+    return place
+
+
 def rank_order(hosts: list[str], place: str = PLACEMENTS[0]) -> list[int]:
     """The world's ranks in the order a point of fewer ranks takes them: the first *n* of it.
 
@@ -187,16 +194,15 @@ def rank_order(hosts: list[str], place: str = PLACEMENTS[0]) -> list[int]:
     ``"spread"``: the first rank of each host, then the second of each, … (every point of
     two or more ranks crosses nodes when there are several).
     """
+    check_placement(place)
     per_host: dict[str, list[int]] = {}
     for rank, host in enumerate(hosts):
         per_host.setdefault(host, []).append(rank)
     groups = list(per_host.values())
     if place == "packed":
         return [rank for group in groups for rank in group]
-    if place == "spread":
-        depth = max((len(g) for g in groups), default=0)
-        return [g[i] for i in range(depth) for g in groups if i < len(g)]
-    raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}; got {place!r}")
+    depth = max((len(g) for g in groups), default=0)  # spread
+    return [g[i] for i in range(depth) for g in groups if i < len(g)]
 
 
 def placement(comm, active: bool = True) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator
 
 from mpiworkbench.plot.render import new_figure
-from mpiworkbench.speedup.analysis import SpeedupResult, busy_note, nodes
+from mpiworkbench.speedup.analysis import SpeedupResult, busy_note, nodes, spans_nodes
 _MARKERS = "osD^v<>ph*"
 _OVERSUB_COLOUR = "#fdb863"
 
@@ -115,7 +115,7 @@ def scaling_figure(
     notes = []
     if any(p.get("oversubscribed") for r in results for p in r.points):
         notes.append("hollow markers: oversubscribed points")
-    if any(nodes(p) > 1 for r in results for p in r.points):
+    if any(spans_nodes(r) for r in results):
         notes.append("framed markers: ranks on several nodes")
     if notes:
         ax_e.text(0.02, 0.02, "\n".join(notes), transform=ax_e.transAxes, fontsize=7, color="#8c510a")

@@ -45,19 +45,31 @@ def summarise(times: list[float]) -> dict[str, float]:
     return {"median": float(median), "q1": float(q1), "q3": float(q3), "min": float(t.min()), "max": float(t.max())}
 
 
+def place_of(point: dict[str, Any]) -> str:
+    """The point's placement (results saved before placements existed: the default)."""
+    from mpiworkbench.core.machine import PLACEMENTS
+
+    return point.get("place", PLACEMENTS[0])
+
+
 def placed(name: str, point: dict[str, Any]) -> str:
     """*name* (a variant) marked with the point's placement unless it is the default
     (``"numpy [spread]"``): points placed otherwise are another curve."""
     from mpiworkbench.core.machine import PLACEMENTS
 
-    place = point.get("place", PLACEMENTS[0])
-    return name if place == PLACEMENTS[0] else f"{name} [{place}]"
+    return name if place_of(point) == PLACEMENTS[0] else f"{name} [{place_of(point)}]"
 
 
 def nodes(point: dict[str, Any]) -> int:
     """How many hosts the point's active ranks ran on (its recorded placement; 1 if unknown)."""
     hosts = (point.get("placement") or {}).get("hosts") or {}
     return max(1, sum(1 for h in hosts.values() if h.get("active_ranks")))
+
+
+def where_text(point: dict[str, Any]) -> str:
+    """``"on 2 rank(s)"``, and ``" over 2 nodes"`` when its ranks spanned several (progress lines)."""
+    spans = nodes(point)
+    return f"on {point['nranks']} rank(s)" + (f" over {spans} nodes" if spans > 1 else "")
 
 
 def series_key(point: dict[str, Any]) -> tuple[str, int]:
@@ -116,13 +128,13 @@ class SpeedupResult:
                 p["flop_s"] = p["flops"] / p["median"] if p["median"] > 0 else math.nan
                 p["flop_s_best"] = p["flops"] / p["min"] if p["min"] > 0 else math.nan
             if p.get("backend") == REFERENCE_BACKEND:
-                where = (int(p.get("base_size", p["size"])), int(p["nranks"]), placed("", p))
+                where = (int(p.get("base_size", p["size"])), int(p["nranks"]), place_of(p))
                 c_points[(p["base_variant"], *where)] = p
                 best_c[where] = min(best_c.get(where, math.inf), p["median"])
         for p in self.points:
             if p.get("backend") is None:
                 continue
-            where = (int(p.get("base_size", p["size"])), int(p["nranks"]), placed("", p))
+            where = (int(p.get("base_size", p["size"])), int(p["nranks"]), place_of(p))
             ref = c_points.get((p["base_variant"], *where))
             p["ratio_to_c"] = p["median"] / ref["median"] if ref and ref["median"] > 0 else None
             best = best_c.get(where)
@@ -236,7 +248,7 @@ def _series_name(key: tuple[str, int], size_name: str) -> str:
 def format_table(result: SpeedupResult, size_name: str = "size") -> str:
     """Plain-text table like thesis Table 2.1: wall-clock median (spread) and speed-up."""
     series = list(result.series())
-    crossed, flops, spans = _crossed(result), _counted(result), _spans_nodes(result)
+    crossed, flops, spans = _crossed(result), _counted(result), spans_nodes(result)
     extra = (["x C"] if crossed else []) + (["GFLOP/s"] if flops else []) + (["nodes"] if spans else [])
     header = ["numproc"]
     for key in series:
@@ -274,7 +286,7 @@ def _crossed(result: SpeedupResult) -> bool:
     return any(p.get("backend") for p in result.points)
 
 
-def _spans_nodes(result: SpeedupResult) -> bool:
+def spans_nodes(result: SpeedupResult) -> bool:
     """Whether some point's ranks ran on several hosts (then the tables say on how many)."""
     return any(nodes(p) > 1 for p in result.points)
 
@@ -344,7 +356,7 @@ def busy_note(result: SpeedupResult, prefix: str = "") -> str:
 def format_html(result: SpeedupResult, size_name: str = "size") -> str:
     """The same table as :func:`format_table`, as HTML for a notebook or widget."""
     series = list(result.series())
-    crossed, flops, spans = _crossed(result), _counted(result), _spans_nodes(result)
+    crossed, flops, spans = _crossed(result), _counted(result), spans_nodes(result)
     head = "".join(
         f"<th colspan={3 + crossed + flops + spans}>{_series_name(k, size_name)}</th>" for k in series
     )

@@ -121,10 +121,7 @@ class SpeedupSpec:
                 raise ValueError(f"{name} must be a {p.type.__name__}; got {self.params.get(name)!r}") from None
             if p.choices and params[name] not in p.choices:
                 raise ValueError(f"{name} must be one of {', '.join(map(str, p.choices))}; got {params[name]!r}")
-        placements = list(dict.fromkeys(self.placements or machine.PLACEMENTS[:1]))
-        for place in placements:
-            if place not in machine.PLACEMENTS:
-                raise ValueError(f"placement must be one of {', '.join(machine.PLACEMENTS)}; got {place!r}")
+        placements = [machine.check_placement(p) for p in dict.fromkeys(self.placements or machine.PLACEMENTS[:1])]
         return SpeedupSpec(
             exp.name, nranks, sizes, variants, int(self.repeats), int(self.warmup), self.scaling, params, backends,
             placements,

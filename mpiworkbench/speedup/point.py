@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from mpiworkbench.core import mpi, objects
-from mpiworkbench.core.machine import PLACEMENTS, load_average, placement, rank_order
+from mpiworkbench.core.machine import PLACEMENTS, check_placement, load_average, placement, rank_order
 from mpiworkbench.speedup import experiments
 from mpiworkbench.speedup.blas_threads import limit_blas_threads
 
@@ -101,8 +101,7 @@ work), ``verify`` (the kernel's check on rank 0), the ``placement``, ``oversubsc
                 f"got {nranks} — start the cluster with more engines or drop that rank count"
             )
         check_world_bound(point, comm.size)
-        if point.get("place", PLACEMENTS[0]) not in PLACEMENTS:
-            raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}; got {point.get('place')!r}")
+        check_placement(point.get("place", PLACEMENTS[0]))
 
     mpi.checked(comm, validate)
     experiment = experiments.get(point["experiment"])

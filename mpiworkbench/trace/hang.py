@@ -127,11 +127,11 @@ def main_stack() -> list[str]:
     return lines
 
 
-def report(pid: int) -> dict | None:
+def report(pid: int, state=None) -> dict | None:
     """What a reader on another host needs of this rank's in-flight record (:func:`from_report`
     turns it back): ``None`` unless it has been inside one MPI call for :data:`REPORT_AFTER_S`.
-    Send times become ages (each host has its own monotonic clock)."""
-    record = read_slot(pid)
+    Send times become ages (each host has its own monotonic clock). *state*: the slot already read."""
+    record = read_slot(pid, state=state)
     if record is None or record.call is None or record.seconds < REPORT_AFTER_S:
         return None
     now = time.clock_gettime(time.CLOCK_MONOTONIC)
@@ -150,21 +150,28 @@ def from_report(data: dict, since_s: float | None = None) -> tuple["InFlight", l
     return InFlight(**values, sent=sent), list(data.get("stack", ()))
 
 
-def events_report(pid: int) -> dict | None:
-    """This rank's trace events so far, for a reader on another host (``None`` when it does
-    not record): ``events`` (``EVENT_DTYPE``; the call it is stuck in, if any, appended as
-    unfinished, ``open_last``), and the host's ``monotonic`` and ``wall`` clocks at this moment
-    (the events' times are on the monotonic clock; a reader puts them on the wall clock)."""
+def events_so_far(pid: int) -> dict | None:
+    """What *pid* recorded up to now, read from outside (``None`` without a slot): ``events``
+    (``EVENT_DTYPE``; the call it is stuck in, if any, appended as unfinished: ``open_last``),
+    its ``rank``, whether it is ``recording``, and this host's ``monotonic`` and ``wall``
+    clocks at this moment (the events are on the monotonic clock; ``monotonic - wall`` is the
+    offset that puts them on the wall clock, shared by the hosts of a cluster)."""
     state = _slot_state(pid)
-    if state is None or not state["on"]:
+    if state is None:
         return None
-    events = read_events(pid)
-    record = read_slot(pid)
-    open_last = record is not None and record.call is not None
+    events = read_events(pid, state)
+    record = read_slot(pid, state=state)
+    open_last = record.call is not None
     if open_last:
         events = np.append(events, np.array([record.as_event()], dtype=events.dtype))
-    return {"rank": int(state["rank"]), "events": events, "open_last": open_last,
+    return {"rank": int(state["rank"]), "recording": bool(state["on"]), "events": events, "open_last": open_last,
             "monotonic": time.clock_gettime(time.CLOCK_MONOTONIC), "wall": time.time()}
+
+
+def events_report(pid: int) -> dict | None:
+    """:func:`events_so_far` for a reader on another host, ``None`` when *pid* does not record."""
+    data = events_so_far(pid)
+    return data if data is not None and data["recording"] else None
 
 
 def _slot_state(pid: int):
@@ -190,9 +197,9 @@ def _start_reporter(pid: int, publisher) -> None:
             time.sleep(REPORT_POLL_S)
             try:
                 now = time.monotonic()
+                s = _slot_state(pid)  # one read of the slot per look
                 if _armed.get("publish_events"):
                     # (calls made, events recorded, recording): unchanged = the rank is still
-                    s = _slot_state(pid)
                     state = None if s is None else (int(s["calls"]), int(s["nevents"]), int(s["on"]))
                     if state != still:
                         still, still_since = state, now
@@ -201,7 +208,7 @@ def _start_reporter(pid: int, publisher) -> None:
                         if data is not None:
                             publisher.publish_data({EVENTS_KEY: data})
                         last_events = state
-                data = report(pid)
+                data = None if s is None else report(pid, s)
                 if data is None:
                     last_call = None
                     continue
@@ -281,12 +288,12 @@ class InFlight:
         return f"{self.call}({', '.join(args)}) for {self.seconds:.1f} s"
 
 
-def read_slot(pid: int, since: float | None = None) -> InFlight | None:
+def read_slot(pid: int, since: float | None = None, state=None) -> InFlight | None:
     """The in-flight record of process *pid* on this host (``None`` when there is none: the
     process runs without the interposer, has not initialised MPI, or is on another host).
     *since* (``time.monotonic()`` seconds, the clock the interposer uses): keep only the sends
-    made from then on, e.g. those of the execution that hangs."""
-    s = _slot_state(pid)
+    made from then on, e.g. those of the execution that hangs. *state*: the slot already read."""
+    s = _slot_state(pid) if state is None else state
     if s is None:
         return None
     inside = int(s["depth"]) > 0
@@ -427,10 +434,10 @@ def _silent_hosts(ranks: list[RankState]) -> list[str]:
     """A host none of whose running ranks reported, while ranks elsewhere did: cut off."""
     hosts = {r.host for r in ranks if r.host}
     heard = {r.host for r in ranks if r.inflight is not None or r.state != "running"}
+    if not heard:  # nobody answered (no interposer anywhere, say): nothing to tell apart
+        return []
     causes = []
     for host in sorted(hosts - heard):
-        if not heard:
-            break
         silent = [r.rank for r in ranks if r.host == host]
         causes.append(
             f"nothing came back from {host} (rank{'s' if len(silent) > 1 else ''} "
@@ -463,11 +470,12 @@ def report_lines(ranks: list[RankState]) -> list[str]:
     return lines
 
 
-def read_events(pid: int) -> np.ndarray:
-    """The events *pid* recorded so far (tracing on), read from outside — e.g. while it hangs."""
+def read_events(pid: int, state=None) -> np.ndarray:
+    """The events *pid* recorded so far (tracing on), read from outside — e.g. while it hangs.
+    *state*: its slot already read (it says how many events there are)."""
     from mpiworkbench.trace.events import EVENT_DTYPE
 
-    s = _slot_state(pid)
+    s = _slot_state(pid) if state is None else state
     if s is None:
         return np.zeros(0, EVENT_DTYPE)
     n = int(s["nevents"])

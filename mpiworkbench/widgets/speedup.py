@@ -226,10 +226,8 @@ class SpeedupPanel:
         self.result = result
         self.progress.value = i
         over = " — oversubscribed" if point.get("oversubscribed") else ""
-        spans = analysis.nodes(point)
-        where = f" on {spans} nodes" if spans > 1 else ""
         self.status.value = (
-            f"{i}/{total}: {analysis.placed(point['variant'], point)} on {point['nranks']} rank(s){where}: "
+            f"{i}/{total}: {analysis.placed(point['variant'], point)} {analysis.where_text(point)}: "
             f"{point['median']:.4g} s{over}"
         )
         self.redraw()
