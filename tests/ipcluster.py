@@ -4,7 +4,6 @@ the cluster a user starts from a terminal, which notebooks and sessions then att
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import ipyparallel as ipp
 
+from mpiworkbench.client.clusters import engines_recorded
 from mpiworkbench.core import shm
 from tests.cluster.slurm import processes_with_env, wait_until
 
@@ -24,15 +24,6 @@ MPIEXEC_TIMEOUT = os.environ.get("MPIEXEC_TIMEOUT", "600")
 
 def _bin(name: str) -> str:
     return str(Path(sys.executable).with_name(name))
-
-
-def _engines_recorded(cluster_file: Path) -> bool:
-    """Whether ipcluster has finished writing a cluster file that records its engines."""
-    try:
-        data = json.loads(cluster_file.read_text())
-    except (OSError, ValueError):  # not there yet, or caught half-written
-        return False
-    return bool((data.get("engines") or {}).get("sets"))
 
 
 class IPCluster:
@@ -57,7 +48,7 @@ class IPCluster:
 
         def recorded():
             assert self.server.poll() is None, f"ipcluster exited early\n{self._diagnose()}"
-            return _engines_recorded(self.cluster_file)
+            return engines_recorded(self.cluster_file)
 
         wait_until(recorded, "ipcluster to write its cluster file", LIMIT, diagnose=self._diagnose)
         # a client only: a Cluster object here would watch the engines and rewrite the

@@ -435,7 +435,7 @@ class HeadIPCluster:
 
     def start(self, n: int, limit: float) -> None:
         """Start ipcluster; return once its cluster file records the engine set."""
-        from tests.ipcluster import _engines_recorded
+        from mpiworkbench.client.clusters import engines_recorded
 
         self.server = self.nodes.spawn(
             self.nodes.head, str(Path(sys.executable).with_name("ipcluster")), "start", "-n", str(n),
@@ -443,7 +443,7 @@ class HeadIPCluster:
 
         def recorded():
             assert self.server.poll() is None, f"ipcluster exited early\n{self.diagnose()}"
-            return _engines_recorded(self.cluster_file)
+            return engines_recorded(self.cluster_file)
 
         # from here on the cluster's teardown stops this ipcluster too, should the test not get to
         self.nodes.cleanups.append(lambda: self.stop(limit))

@@ -17,7 +17,7 @@ import time
 import uuid
 from typing import Callable, Iterable, NamedTuple
 
-from mpiworkbench.backends import BackendUnavailableError, Loop, NotSupportedError, timed_loop
+from mpiworkbench.backends import BackendUnavailableError, Loop, NotSupportedError, bench_names, timed_loop
 from mpiworkbench.bench.buffers import Buffers
 from mpiworkbench.bench.catalog import throughput_mbps, timed_units, unsupported_reason, validate
 from mpiworkbench.bench.method import Policy
@@ -101,6 +101,12 @@ class BenchRun:
                 self.loops[name] = loop
             except (NotSupportedError, BackendUnavailableError) as exc:
                 self.skipped[name] = str(exc)
+        if not self.loops:
+            others = [name for name in bench_names()
+                      if name not in self.skipped and unsupported_reason(self.bench, name) is None]
+            raise ValueError(f"none of the backends asked for can run {self.bench.name} here: "
+                             + "; ".join(f"{name}: {why}" for name, why in self.skipped.items())
+                             + (f". Try one of: {', '.join(others)}" if others else ""))
         self.next_index = 0
         self.rows: list[dict] = []
 

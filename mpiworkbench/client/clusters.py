@@ -99,6 +99,18 @@ def _controller_alive(cluster) -> bool:
     return getattr(cluster.controller, "state", None) == "running"
 
 
+def engines_recorded(cluster_file: str | Path) -> bool:
+    """Whether *cluster_file* (ipyparallel's, e.g. ``ipcluster``'s ``cluster-.json``) is written
+    and records engines: the cluster is up."""
+    import json
+
+    try:
+        data = json.loads(Path(cluster_file).read_text())
+    except (OSError, ValueError):  # not there yet, or caught half-written
+        return False
+    return bool((data.get("engines") or {}).get("sets"))
+
+
 def running_cluster(profile: str = "default", cluster_id: str = "", ipython_dir_: str | None = None,
                     required: bool = False):
     """The running :class:`ipyparallel.Cluster` of *profile* and *cluster_id*, or ``None``.

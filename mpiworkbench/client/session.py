@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import time
 import uuid
 from typing import Any, Iterator
@@ -20,8 +21,31 @@ from mpiworkbench.client.execution import Execution
 from mpiworkbench.client.watchdog import start_watchdog, stop_watchdog
 from mpiworkbench.client.world import ClientInfo, World, turn, world_directory
 
-#: Seconds an execution may take before the workbench reports it as hung.
-DEFAULT_TIMEOUT_S = 120.0
+#: The environment variable that sets :data:`DEFAULT_TIMEOUT_S` for every session of a process
+#: (a grader sets it for the notebooks it runs: :mod:`mpiworkbench.course`).
+TIMEOUT_VARIABLE = "MPIWORKBENCH_TIMEOUT"
+
+
+def _default_timeout(text: str | None) -> float:
+    if text is None:
+        return 120.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0:
+        raise ValueError(f"{TIMEOUT_VARIABLE}={text!r} is not a positive number of seconds; set it to "
+                         f"e.g. 120, or unset it for the default")
+    return value
+
+
+#: Seconds an execution may take before the workbench reports it as hung: 120, or
+#: ``$MPIWORKBENCH_TIMEOUT`` when set.
+DEFAULT_TIMEOUT_S = _default_timeout(os.environ.get(TIMEOUT_VARIABLE))
+#: When this environment variable is ``1``, a session's calls behind its own work that outlived
+#: its timeout are refused at once (``WorldBlocked``) instead of waiting their turn behind it:
+#: a grader sets it, so that the rest of a submission that deadlocked fails fast.
+REFUSE_AFTER_HANG_VARIABLE = "MPIWORKBENCH_REFUSE_AFTER_HANG"
 #: Seconds a session waits for its client to see the engines another client restarted.
 RESTART_FOLLOW_S = 10.0
 #: Seconds a restart waits for the clients whose work it ended to let the world go.
@@ -276,7 +300,8 @@ class Session(Execution):
 
     def _open_world(self) -> World:
         directory = world_directory(self.cluster.profile_dir, self.cluster.cluster_id)
-        return World(directory, ClientInfo.here(self.client.session.session))
+        return World(directory, ClientInfo.here(self.client.session.session),
+                     refuse_own_blocked=os.environ.get(REFUSE_AFTER_HANG_VARIABLE) == "1")
 
     def _connect_engines(self, fresh: bool = False, restarted: bool = False) -> None:
         """The rank map and the view in rank order. Read from the world's record when it

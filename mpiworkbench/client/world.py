@@ -162,10 +162,14 @@ class World:
         Where waiting messages go (``print`` by default).
     """
 
-    def __init__(self, directory: str | os.PathLike, me: ClientInfo, say: Callable[[str], None] = print):
+    def __init__(self, directory: str | os.PathLike, me: ClientInfo, say: Callable[[str], None] = print,
+                 refuse_own_blocked: bool = False):
         self.directory = Path(directory)
         self.me = me
         self.say = say
+        #: Refuse our own calls behind our own blocked work at once, instead of queueing them
+        #: behind it (a grader's kernels: the rest of a hung submission fails fast).
+        self.refuse_own_blocked = refuse_own_blocked
         for sub in ("queue", "clients"):
             (self.directory / sub).mkdir(parents=True, exist_ok=True)
         self._mutex = threading.RLock()
@@ -186,7 +190,8 @@ class World:
     def acquire(self, label: str, timeout: float | None, restarting: bool = False) -> None:
         """Wait for the turn, then hold it. Our own work on the ranks never makes us wait: a
         call of ours joins the turn we hold (one client reaches every rank in submission
-        order), even behind work of ours that outlived its timeout.
+        order), even behind work of ours that outlived its timeout (unless
+        :attr:`refuse_own_blocked`: then such a call raises ``WorldBlocked`` at once).
 
         Raises
         ------
@@ -201,6 +206,11 @@ class World:
         """
         with self._mutex:
             if self._held:
+                if self._blocked and self.refuse_own_blocked and not restarting:
+                    raise WorldBlocked(
+                        f"an earlier call of this notebook ({self._label}) outlived its timeout and still runs on "
+                        "the ranks (most likely stuck in MPI); later calls are refused instead of waiting behind "
+                        f"it. Restart the world: wb.restart()\nIts hang report:\n{self._blocked}")
                 self._inflight += 1
                 return
             if not self._queue_entries() and self._grab(label):

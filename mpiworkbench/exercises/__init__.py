@@ -9,25 +9,38 @@ One convention, read by the notebooks, the test suite and ``mpiworkbench exercis
   :class:`WrongAnswer` with a hint; while the blank is still there it only says so (the notebook
   runs through, so a learner can work at their own pace).
 * The **reference solution** (and a deliberately **wrong answer**, used by the test suite to
-  prove the check can fail) live outside the notebook, in ``solutions/<notebook>.ipy`` of this
-  package: one ``# %% NAME`` section per answer cell, ``# %% NAME wrong`` for the wrong one.
+  prove the check can fail) live outside the notebook, in ``solutions/<notebook>.py`` of this
+  package, in Jupytext's percent format: one ``# %% NAME`` section per answer cell,
+  ``# %% NAME wrong`` for the wrong one, IPython magics commented out (``# %%px --no-stream``)
+  so that the files are valid Python for every tool.
 
 :func:`inject` puts solutions (or wrong answers) into a notebook's answer cells; the teachers'
-version of every notebook is ``mpiworkbench exercises --solutions DIR``.
+version of every notebook is ``mpiworkbench exercises --solutions DIR``, and the same solutions
+and checks make the graded course (``mpiworkbench course --nbgrader DIR``,
+:mod:`mpiworkbench.course`). Under nbgrader (``$NBGRADER_EXECUTION`` set, as ``nbgrader
+autograde`` and ``nbgrader validate`` do) a blank fails its check, so an unanswered exercise
+scores nothing; in the notebook it only says "not answered yet".
 """
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any, Callable
 
 SOLUTIONS = Path(__file__).with_name("solutions")
-#: Solutions files are IPython scripts (``.ipy``): an answer cell may be a ``%%px`` cell, which is
-#: not Python.
-SUFFIX = ".ipy"
+#: Solutions files are Python files in Jupytext's percent format.
+SUFFIX = ".py"
 TAG = "exercise"
+#: The tag of the cell after an answer cell that checks it.
+CHECK_TAG = "check"
 _SECTION = re.compile(r"^# %% (?P<name>\S+)(?P<wrong> wrong)?\s*$", re.MULTILINE)
+#: A commented IPython magic in a solutions file (Jupytext's escaping): ``# %%px --no-stream``.
+_MAGIC = re.compile(r"^# (?=%%?[A-Za-z_])", re.MULTILINE)
+
+#: Set by nbgrader while it executes a notebook to grade or validate it.
+GRADING_VARIABLE = "NBGRADER_EXECUTION"
 
 __all__ = ["WrongAnswer", "check", "blank", "solutions", "inject", "answer_cells", "SOLUTIONS"]
 
@@ -56,15 +69,19 @@ def blank(value: Any) -> bool:
 
 
 def check(name: str, answer: Any, test: Callable[[Any], object], hint: str,
-          right: str | Callable[[Any], str] = "") -> bool:
+          right: str | Callable[[Any], str] = "") -> bool | None:
     """Check the learner's *answer* to exercise *name* with *test* (true when right).
 
     Returns ``True`` and prints a short confirmation when right, followed by *right* (or, when
     it is a function, what it says of the answer: called only then, so it may use the answer).
-    While the answer is still the blank, prints what to do and returns ``False``. Otherwise
+    While the answer is still the blank, prints what to do and returns ``False`` (under
+    nbgrader, ``$NBGRADER_EXECUTION`` set, raises :class:`WrongAnswer` instead, and returns
+    ``None`` when right: nbgrader would read a value as a partial score). Otherwise
     raises :class:`WrongAnswer` with *hint* (and the error *test* raised, if it raised one).
     """
     if blank(answer):
+        if os.environ.get(GRADING_VARIABLE):
+            raise WrongAnswer(f"Exercise {name}: not answered (the answer cell still holds its blank, ...).")
         print(f"Exercise {name}: not answered yet. Replace the ... in the answer cell above, then run this cell again.")
         return False
     try:
@@ -76,7 +93,8 @@ def check(name: str, answer: Any, test: Callable[[Any], object], hint: str,
         raise WrongAnswer(f"Exercise {name}: not right yet{problem}. Hint: {hint}")
     said = right(answer) if callable(right) else right
     print(f"Exercise {name}: right." + (f" {said}" if said else ""))
-    return True
+    # nbgrader reads the value a graded cell ends with as a partial score: give it none
+    return None if os.environ.get(GRADING_VARIABLE) else True
 
 
 def solutions(notebook: str) -> dict[str, dict[str, str]]:
@@ -89,7 +107,7 @@ def solutions(notebook: str) -> dict[str, dict[str, str]]:
     found: dict[str, dict[str, str]] = {}
     marks = list(_SECTION.finditer(text))
     for mark, following in zip(marks, [*marks[1:], None]):
-        body = text[mark.end():following.start() if following else len(text)].strip("\n")
+        body = _MAGIC.sub("", text[mark.end():following.start() if following else len(text)]).strip("\n")
         kind = "wrong" if mark.group("wrong") else "solution"
         found.setdefault(mark.group("name"), {})[kind] = body + "\n"
     return found

@@ -23,3 +23,11 @@ def test_ring_times_one_hop_on_c_and_mpi4py_buf_and_says_why_not_elsewhere():
     assert "persistent requests" in h.skipped["mpi4py-obj"]
     assert "persistent requests" in h.skipped["numba-mpi"]
     assert "persistent requests" in h.skipped["api:c"]
+
+
+def test_when_no_backend_asked_for_can_run_the_ring_it_says_so_and_names_those_that_can():
+    if COMM.size < 2:
+        return  # the rank count is refused first (above)
+    with pytest.raises(ValueError, match=r"none of the backends asked for can run ring here: numba-mpi: "
+                                         r".*persistent requests.*Try one of: .*\bc\b"):
+        BenchRun("ring", ["numba-mpi"], [1], comm=COMM, measure_load=False)

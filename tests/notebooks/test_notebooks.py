@@ -71,12 +71,15 @@ def run_notebook(path: Path, scratch: Path, answers: str = "solution") -> nbform
         else:
             said = printed_by(nb.cells[i])
             assert ": right." in said and "not answered yet" not in said, (i, said)
+            # nbgrader gives a graded cell that writes to stderr no points, even when it is right
+            # (the course: mpiworkbench.course): a check cell must not
+            assert printed_by(nb.cells[i], "stderr") == "", (i, printed_by(nb.cells[i], "stderr"))
     return nb
 
 
-def printed_by(cell) -> str:
-    """What *cell* printed to stdout."""
-    return "".join(out.get("text", "") for out in cell.get("outputs", []) if out.get("name") == "stdout")
+def printed_by(cell, stream: str = "stdout") -> str:
+    """What *cell* printed to *stream* (``"stdout"`` or ``"stderr"``)."""
+    return "".join(out.get("text", "") for out in cell.get("outputs", []) if out.get("name") == stream)
 
 
 def printed(nb: nbformat.NotebookNode) -> str:

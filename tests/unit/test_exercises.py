@@ -119,3 +119,13 @@ def test_a_right_message_that_uses_the_answer_is_made_only_when_it_is_right(caps
     assert "not answered yet" in capsys.readouterr().out
     assert exercises.check("t-3", lambda mesh: mesh / 10, lambda f: f(17) == 1.7, hint="h", right=said) is True
     assert "Exercise t-3: right. predicted 1.700" in capsys.readouterr().out
+
+
+def test_solutions_files_are_python_and_their_commented_magics_come_back():
+    """The solutions are Jupytext percent-format .py files: a magic is commented there and
+    restored in the code injected into the notebook."""
+    text = (exercises.SOLUTIONS / "00_start_here.py").read_text()
+    assert "\n# %%px --no-stream\n" in text and "\n%%px" not in text
+    compile(text, "00_start_here.py", "exec")
+    injected = exercises.solutions("00_start_here")["00-allreduce-gather"]["solution"]
+    assert injected.startswith("%%px --no-stream\n") and "# %%px" not in injected

@@ -1,5 +1,6 @@
 # Reference solutions (and deliberately wrong answers) for notebooks/09_mpi2_features.ipynb.
-# One "# %% NAME" section per answer cell; the test suite injects them (see mpiworkbench.exercises).
+# Jupytext percent format: one "# %% NAME" section per answer cell, IPython magics commented out
+# ("# %%px ..."); the test suite and the course export read them (see mpiworkbench.exercises).
 
 # %% 09-predictions
 p = wb.n

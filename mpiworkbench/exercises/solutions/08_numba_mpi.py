@@ -1,5 +1,6 @@
 # Reference solutions (and deliberately wrong answers) for notebooks/08_numba_mpi.ipynb.
-# One "# %% NAME" section per answer cell; the test suite injects them (see mpiworkbench.exercises).
+# Jupytext percent format: one "# %% NAME" section per answer cell, IPython magics commented out
+# ("# %%px ..."); the test suite and the course export read them (see mpiworkbench.exercises).
 
 # %% 08-drivers
 pi_nb = wb.run(pi_mod.pi_numba_mpi, 10_000, 3)[0]

@@ -1,5 +1,6 @@
 # Reference solutions (and deliberately wrong answers) for notebooks/04_conjugate_gradient.ipynb.
-# One "# %% NAME" section per answer cell; the test suite injects them (see mpiworkbench.exercises).
+# Jupytext percent format: one "# %% NAME" section per answer cell, IPython magics commented out
+# ("# %%px ..."); the test suite and the course export read them (see mpiworkbench.exercises).
 
 
 # %% 04-global-dot

@@ -1,5 +1,6 @@
 # Reference solutions (and deliberately wrong answers) for notebooks/01_syntax_side_by_side.ipynb.
-# One "# %% NAME" section per answer cell; the test suite injects them (see mpiworkbench.exercises).
+# Jupytext percent format: one "# %% NAME" section per answer cell, IPython magics commented out
+# ("# %%px ..."); the test suite and the course export read them (see mpiworkbench.exercises).
 
 # %% 01-allgather
 answer_allgather = {"mpi4py", "pyMPI", "boostmpi"}
