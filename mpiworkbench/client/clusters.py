@@ -267,8 +267,12 @@ def kill_ranks(cluster, client, engine_ids: Iterable[int], timeout: float = 2.0)
     return world
 
 
+#: Seconds the controller takes at most to drop an engine it cannot reach (missed heartbeats).
+UNREACHABLE_DROP_S = HEARTBEAT_MS * HEARTBEAT_MISSES / 1000
+
+
 def kill_engines(cluster, client, engine_ids: Iterable[int], log_level: int = logging.WARNING,
-                 timeout: float = 30.0) -> list[str]:
+                 timeout: float = UNREACHABLE_DROP_S + 30.0) -> list[str]:
     """End *cluster*'s engines at once, even ranks blocked in an MPI call; the controller stays.
 
     A rank blocked in an MPI call never runs Python's SIGTERM handler, so a polite stop waits
@@ -276,7 +280,9 @@ def kill_engines(cluster, client, engine_ids: Iterable[int], log_level: int = lo
     ``mpiexec`` sees its ranks die and ends the whole job at once. Returns when the old
     engines have unregistered from the controller and the files the killed ranks of this host
     left in ``/dev/shm`` are removed (the paths removed); the new ranks on other hosts remove
-    the old ones' there when they are armed (:mod:`~mpiworkbench.client.leftovers`).
+    the old ones' there when they are armed (:mod:`~mpiworkbench.client.leftovers`). An engine
+    the controller cannot reach (its host's link down) unregisters only when its heartbeats
+    have been missed for :data:`UNREACHABLE_DROP_S`: *timeout* waits longer than that.
     """
     world = kill_ranks(cluster, client, engine_ids)
     with _expected_engine_exit(cluster, log_level):

@@ -2,18 +2,35 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 from mpiworkbench import Workbench
 
 
 @pytest.fixture(scope="session")
-def wb():
-    """A started 2-engine workbench shared by the tier (tests must leave it usable)."""
+def _shared_wb():
     bench = Workbench(n=2, timeout=120)
     bench.start()
     yield bench
     bench.stop()
+
+
+@pytest.fixture
+def wb(_shared_wb, request):
+    """A started 2-engine workbench shared by the tier (tests must leave it usable).
+
+    Seen twice in full runs of this tier on a new machine, never when the files ran alone: the
+    shared world found dead (both engines unregistered) by the first test of test_workbench.py
+    after it had idled through other files' tests. Each test that takes it therefore gets it
+    alive: a dead world is restarted, with a warning naming the test (what killed it is not
+    known yet; the warning says when it happens)."""
+    if _shared_wb.cluster is not None and _shared_wb._world_died():
+        warnings.warn(f"the shared workbench's MPI world was found dead before {request.node.nodeid} "
+                      f"({_shared_wb._lost_ranks()}); restarted it", stacklevel=1)
+        _shared_wb.restart()
+    return _shared_wb
 
 
 @pytest.fixture
