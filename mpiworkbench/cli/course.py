@@ -4,6 +4,8 @@ course, graded against a live MPI cluster (:mod:`mpiworkbench.course`)."""
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 
 def register(subparsers) -> None:
@@ -47,5 +49,7 @@ def run(args: argparse.Namespace) -> int:
     written = course.build(args.nbgrader, args.notebooks, only=only, ranks=args.ranks, timeout=args.timeout,
                            cell_timeout=args.cell_timeout, points=args.points)
     print(f"wrote the nbgrader course {args.nbgrader} with {len(written)} assignment(s): {', '.join(written)}")
-    print(f"next: cd {args.nbgrader} && nbgrader generate_assignment {written[0]}")
+    nbgrader = Path(sys.executable).with_name("nbgrader")
+    command = str(nbgrader) if nbgrader.exists() else "nbgrader  # pip install 'mpiworkbench[course]'"
+    print(f"next: cd {args.nbgrader} && {command} generate_assignment {written[0]}")
     return 0

@@ -162,6 +162,11 @@ def configure(c, profile: str = "mpi", ranks: int = 2, timeout: float = 60.0, ce
     c.Autograde.autograde_preprocessors = [FreshWorld, *(p for p in defaults if p is not FreshWorld)]
     c.FreshWorld.profile, c.FreshWorld.ranks, c.FreshWorld.timeout = profile, ranks, float(timeout)
     c.Execute.timeout = int(cell_timeout)
+    # nbgrader runs alembic (its gradebook's migrations) from PATH: find this environment's
+    # even when it is not activated (`.venv/bin/nbgrader ...`)
+    here = os.path.dirname(sys.executable)
+    if here not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = os.pathsep.join([here, *filter(None, [os.environ.get("PATH")])])
     # the notebooks' kernels inherit them: their sessions' limit on every MPI call, and after a
     # hang their later calls fail at once rather than each waiting its timeout behind it
     os.environ[TIMEOUT_VARIABLE] = repr(float(timeout))

@@ -21,9 +21,11 @@ WITH_EXERCISES = [p for p in sorted(NOTEBOOKS.glob("*.ipynb"))
 
 
 def nbgrader(course_dir: Path, *args: str) -> subprocess.CompletedProcess:
-    """nbgrader's own command line, run in the course directory (it runs ``alembic`` from PATH)."""
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course_dir, env=env,
+    """nbgrader's own command line, run in the course directory as from a virtual environment
+    that is not activated (its ``bin/`` not on PATH: the course's config finds ``alembic``)."""
+    here = str(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p != here)
+    return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course_dir, env={**os.environ, "PATH": path},
                           capture_output=True, text=True, timeout=600)
 
 
