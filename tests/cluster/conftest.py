@@ -21,15 +21,18 @@ def _shared_wb():
 def wb(_shared_wb, request):
     """A started 2-engine workbench shared by the tier (tests must leave it usable).
 
-    Seen twice in full runs of this tier on a new machine, never when the files ran alone: the
-    shared world found dead (both engines unregistered) by the first test of test_workbench.py
-    after it had idled through other files' tests. Each test that takes it therefore gets it
+    Seen in three of four full runs of this tier on a new machine, never when the files ran
+    alone or when every test probed it: the shared world found dead (both engines unregistered)
+    by the first test of test_workbench.py after it had idled through other files' tests. Each test that takes it therefore gets it
     alive: a dead world is restarted, with a warning naming the test (what killed it is not
     known yet; the warning says when it happens)."""
     if _shared_wb.cluster is not None and _shared_wb._world_died():
-        warnings.warn(f"the shared workbench's MPI world was found dead before {request.node.nodeid} "
-                      f"({_shared_wb._lost_ranks()}); restarted it", stacklevel=1)
+        lost = _shared_wb._lost_ranks()
         _shared_wb.restart()
+        with warnings.catch_warnings():  # said in the warnings summary, not turned into an error
+            warnings.simplefilter("always")
+            warnings.warn(f"the shared workbench's MPI world was found dead before {request.node.nodeid} "
+                          f"({lost}); restarted it", stacklevel=1)
     return _shared_wb
 
 
