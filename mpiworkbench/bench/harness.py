@@ -106,7 +106,9 @@ class BenchRun:
                       if name not in self.skipped and unsupported_reason(self.bench, name) is None]
             raise ValueError(f"none of the backends asked for can run {self.bench.name} here: "
                              + "; ".join(f"{name}: {why}" for name, why in self.skipped.items())
-                             + (f". Try one of: {', '.join(others)}" if others else ""))
+                             + (f". Try one of: {', '.join(others)} (the backends registry does not rule them "
+                                "out; a backend may still refuse when its loop is built, as these did)"
+                                if others else ""))
         self.next_index = 0
         self.rows: list[dict] = []
 

@@ -29,6 +29,7 @@ import atexit
 import contextlib
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -125,8 +126,6 @@ class GradingWorld:
                 server.kill()
                 server.wait()
         if self._log_dir is not None:
-            import shutil
-
             shutil.rmtree(self._log_dir, ignore_errors=True)
             self._log_dir = None
 
