@@ -4,7 +4,8 @@
 
 launches the command under ``mpiexec`` with the MPI interposer preloaded into the ranks,
 records from start to end, gathers the events to rank 0 and writes them as Chrome trace-event
-JSON (open it in Perfetto, ui.perfetto.dev, or ``chrome://tracing``); prints a summary.
+JSON (open it in Perfetto, ui.perfetto.dev, or ``chrome://tracing``); prints a summary. With
+``--otf2 DIR`` it also writes an OTF2 archive there (Vampir, the Score-P tools).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ def register(subparsers) -> None:
         "record every MPI call of every rank and write the trace as Chrome trace-event JSON.",
     )
     parser.add_argument("--out", metavar="FILE", default="trace.json", help="where to write the JSON (default trace.json)")
+    parser.add_argument("--otf2", metavar="DIR", default=None,
+                        help="also write an OTF2 archive in DIR (new or empty; needs pip install 'mpiworkbench[otf2]')")
     parser.add_argument("--capacity", type=int, default=None,
                         help="events each rank can record before further calls are only counted (default 1e6)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the mpiworkbench command to trace")
@@ -46,16 +49,31 @@ def run(args: argparse.Namespace) -> int:
     from mpiworkbench import cli
 
     cli.check_outputs(cli.build_parser().parse_args(command))  # the traced command's own files, too
+    if args.otf2 is not None:
+        _check_otf2(args.otf2)  # before the job: a run must not end in an archive it cannot write
     np_ = _np_of(command)
     if launch.needs_launch(np_):
         from mpiworkbench.trace.library import build
 
-        argv = ["trace", "--out", args.out, *(["--capacity", str(args.capacity)] if args.capacity else []), "--", *command]
+        argv = ["trace", "--out", args.out, *(["--otf2", args.otf2] if args.otf2 is not None else []),
+                *(["--capacity", str(args.capacity)] if args.capacity else []), "--", *command]
         return launch.run_under_mpiexec(np_, argv, mpi_args=["-genv", "LD_PRELOAD", str(build())])
-    return _traced(command, args.out, args.capacity)
+    return _traced(command, args.out, args.capacity, args.otf2)
 
 
-def _traced(command: list[str], out: str, capacity: int | None) -> int:
+def _check_otf2(directory: str) -> None:
+    """Refuse (``ValueError``, exit code 2) an OTF2 destination that cannot be written, or a
+    missing ``otf2`` package, before any rank starts."""
+    from mpiworkbench.trace import otf2 as otf2_export
+
+    otf2_export.check_destination(directory)
+    try:
+        otf2_export.require_otf2()
+    except ImportError as exc:
+        raise ValueError(f"--otf2 {directory!r}: {exc}") from None
+
+
+def _traced(command: list[str], out: str, capacity: int | None, otf2_dir: str | None = None) -> int:
     from mpiworkbench import cli
     from mpiworkbench.core import mpi
     from mpiworkbench.plot.trace import write_chrome
@@ -71,4 +89,15 @@ def _traced(command: list[str], out: str, capacity: int | None) -> int:
     if trace is not None:
         write_chrome(trace, out)
         print(f"trace of `mpiworkbench {' '.join(command)}`: {trace.summary()}; written to {out}", flush=True)
+        if otf2_dir is not None:
+            from mpiworkbench.trace.otf2 import read_counts, write_otf2
+
+            anchor = write_otf2(trace, otf2_dir)
+            # read back: the archive is known to open, and says what it holds
+            counts = read_counts(anchor).values()
+            print(f"OTF2 archive written to {anchor} ({len(counts)} locations; "
+                  f"{sum(c['Enter'] for c in counts)} calls, {sum(c['MpiSend'] for c in counts)} sends, "
+                  f"{sum(c['MpiRecv'] for c in counts)} receives, "
+                  f"{sum(c['MpiCollectiveEnd'] + c['NonBlockingCollectiveComplete'] for c in counts)} collectives)",
+                  flush=True)
     return code
