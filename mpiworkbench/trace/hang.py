@@ -146,7 +146,8 @@ def from_report(data: dict, since_s: float | None = None) -> tuple["InFlight", l
     now = time.clock_gettime(time.CLOCK_MONOTONIC)
     sent = [(int(d), int(t), int(b), now - float(age)) for d, t, b, age in data.get("sent_ages", ())
             if since_s is None or float(age) <= since_s]
-    values = {f.name: data[f.name] for f in fields(InFlight) if f.name != "sent"}
+    values = {f.name: data[f.name] for f in fields(InFlight) if f.name not in ("sent", "comm")}
+    values["comm"] = data.get("comm", -1)
     return InFlight(**values, sent=sent), list(data.get("stack", ()))
 
 
@@ -266,11 +267,12 @@ class InFlight:
     bytes: int
     seconds: float    # how long it has been in that call
     sent: list[tuple[int, int, int, float]] = field(default_factory=list)  # recent (dest, tag, bytes, when)
+    comm: int = -1    # the call's communicator: its index in the rank's table (0: COMM_WORLD)
 
     def as_event(self) -> tuple:
         """The blocked call as a row of ``EVENT_DTYPE``, from its start until now."""
         now = time.clock_gettime(time.CLOCK_MONOTONIC)
-        return (now - self.seconds, now, 0.0, KIND[self.call], self.peer, self.tag, 0, self.bytes, -3, -3)
+        return (now - self.seconds, now, 0.0, KIND[self.call], self.peer, self.tag, self.comm, self.bytes, -3, -3, -1, -1, 1, -1)
 
     def describe(self) -> str:
         if self.call is None:
@@ -303,7 +305,7 @@ def read_slot(pid: int, since: float | None = None, state=None) -> InFlight | No
     record = InFlight(
         pid=pid, rank=int(s["rank"]), size=int(s["size"]), calls=int(s["calls"]),
         call=kind_name(int(s["kind"])) if inside else None,
-        peer=int(s["peer"]), tag=int(s["tag"]), bytes=int(s["bytes"]),
+        peer=int(s["peer"]), tag=int(s["tag"]), bytes=int(s["bytes"]), comm=int(s["comm"]),
         seconds=max(0.0, time.clock_gettime(time.CLOCK_MONOTONIC) - float(s["since"])) if inside else 0.0,
         sent=[(int(recent[i]["dest"]), int(recent[i]["tag"]), int(recent[i]["bytes"]), float(recent[i]["t"]))
               for i in order],

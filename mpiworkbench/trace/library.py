@@ -87,6 +87,10 @@ def handle() -> ctypes.CDLL | None:
         ("wbtrace_stop", None, []),
         ("wbtrace_is_on", I, []),
         ("wbtrace_events", P, []),
+        ("wbtrace_ncomms", I, []),
+        ("wbtrace_sizeof_comm", I, []),
+        ("wbtrace_comms", P, []),
+        ("wbtrace_comm_members", I, [I, ctypes.POINTER(ctypes.c_int32), I]),
     ):
         func = getattr(lib, name)
         func.restype = restype

@@ -1,6 +1,7 @@
 """A gathered trace: every rank's MPI calls on one clock, and what can be read from them —
-the messages (each send matched to its receive), the communication matrix, the time per call
-kind, a window of it, and the Chrome trace-event JSON that Perfetto and ``chrome://tracing`` open.
+the communicators, the messages (each send matched to its receive on its communicator), the
+one-sided operations, the communication matrix, the time per call kind, a window of it, and the
+exports: Chrome trace-event JSON (Perfetto, ``chrome://tracing``) and OTF2 (Vampir, Score-P's tools).
 
 Pure NumPy, no MPI: rank 0 builds it, the notebook plots it, the CLI writes it.
 """
@@ -14,15 +15,162 @@ from typing import Any
 import numpy as np
 
 from mpiworkbench.trace.events import (
-    COLLECTIVES, EVENT_DTYPE, KIND, KINDS, RECEIVES, SENDS, TRACE_DTYPE, kind_name,
+    COLLECTIVES, EVENT_DTYPE, FAMILY, KIND, KINDS, ONE_SIDED, RECEIVES, SELF_HOW, SENDS, SEEN_HOW, STARTED_RECEIVES,
+    STARTED_SENDS, STARTS, TRACE_DTYPE, WORLD_HOW, kind_name,
 )
 
-#: A matched message: send on ``src`` at ``t_send`` → receive completed on ``dst`` at ``t_recv``.
+#: A matched message: send on ``src`` at ``t_send`` → receive completed on ``dst`` at ``t_recv``,
+#: on communicator ``comm`` (an index in ``Trace.comms``).
 MESSAGE_DTYPE = np.dtype([
     ("src", "i4"), ("dst", "i4"), ("tag", "i4"), ("bytes", "i8"),
-    ("t_send", "f8"), ("t_recv", "f8"), ("send", "i8"), ("recv", "i8"),
+    ("t_send", "f8"), ("t_recv", "f8"), ("send", "i8"), ("recv", "i8"), ("comm", "i4"),
+])
+#: A one-sided operation: ``origin`` reads or writes ``target``'s window ``win`` (numbered in
+#: creation order); ``t_complete`` is when the synchronisation that completed it returned at
+#: the origin (0: not seen).
+RMA_DTYPE = np.dtype([
+    ("origin", "i4"), ("target", "i4"), ("kind", "i4"), ("bytes", "i8"),
+    ("t_issue", "f8"), ("t_complete", "f8"), ("win", "i4"), ("comm", "i4"), ("event", "i8"),
 ])
 _MRECV, _MPROBE, _IRECV = KIND["MPI_Mrecv"], KIND["MPI_Mprobe"], KIND["MPI_Irecv"]
+_SENDS = np.array(sorted(SENDS)), np.array(sorted(STARTED_SENDS))
+_RECEIVES = np.array(sorted(RECEIVES)), np.array(sorted(STARTED_RECEIVES))
+_STARTS = np.array(sorted(STARTS))
+
+
+@dataclass(frozen=True)
+class Communicator:
+    """A communicator of a trace: events' ``comm`` field is its ``id``.
+
+    Attributes
+    ----------
+    id : int
+        Index in ``Trace.comms`` (0 is ``COMM_WORLD``).
+    name : str
+        ``"COMM_WORLD"``, ``"COMM_SELF"``, ``"dup 1"``, ``"split color=0"``, ``"cart 2x2"``, …,
+        or the name the program gave it (``MPI_Comm_set_name``).
+    ranks : tuple of int
+        World ranks of its members, in its own rank order (empty when not known).
+    kind : str
+        How it was made: ``world``, ``self``, ``dup``, ``split``, ``split_type``, ``create``,
+        ``cart``, ``cart_sub``, or ``seen`` (used, made out of sight).
+    parent : int or None
+        The communicator it was made from.
+    """
+
+    id: int
+    name: str
+    ranks: tuple[int, ...] = ()
+    kind: str = "world"
+    parent: int | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.ranks)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.size} ranks)" if self.ranks else self.name
+
+
+_HOW_NAMES = {KIND["MPI_Comm_dup"]: "dup", KIND["MPI_Comm_split"]: "split", KIND["MPI_Comm_split_type"]: "split_type",
+              KIND["MPI_Comm_create"]: "create", KIND["MPI_Cart_create"]: "cart", KIND["MPI_Cart_sub"]: "cart_sub",
+              WORLD_HOW: "world", SELF_HOW: "self", SEEN_HOW: "seen"}
+
+
+def communicators(tables: list[list[dict]], nranks: int,
+                  used: list[set[int]] | None = None) -> tuple[list[Communicator], list[np.ndarray]]:
+    """The communicators of every rank's table (``recorder.local_comms``) as one list, and per
+    rank the map from its table index to that list's index (-1: left out).
+
+    A constructor is collective over its parent, so the same communicator has, on every member,
+    the same lineage: parent, how-manieth child of it, and members. That lineage is its key.
+    Only the communicators that *used* names (per rank, table indices the events refer to) and
+    their ancestors are kept: a long session's table holds every communicator it ever made.
+    """
+    key_of: list[list[tuple]] = []
+    entry_of: dict[tuple, dict] = {}
+    parent_key: dict[tuple, tuple | None] = {}
+    order: list[tuple] = []
+    for rank, table in enumerate(tables):
+        local: list[tuple] = []
+        for i, entry in enumerate(table):
+            how, parent = int(entry["how"]), int(entry["parent"])
+            members = tuple(int(m) for m in entry.get("members", ()))
+            if how == WORLD_HOW:
+                key = ("world",)
+            elif how == SELF_HOW:
+                key = ("self",)
+            elif 0 <= parent < len(local):
+                key = (local[parent], how, int(entry["ordinal"]), members)
+            else:
+                key = ("seen", members) if members else ("seen", rank, i)
+            local.append(key)
+            if key not in entry_of:
+                entry_of[key] = entry
+                parent_key[key] = local[parent] if 0 <= parent < len(local) and how not in (WORLD_HOW, SELF_HOW) else None
+                order.append(key)
+        key_of.append(local)
+    wanted = {("world",)}
+    for rank, local in enumerate(key_of):
+        for i in (used[rank] if used is not None else range(len(local))):
+            key = local[i] if 0 <= i < len(local) else None
+            while key is not None and key not in wanted:
+                wanted.add(key)
+                key = parent_key.get(key)
+    ids: dict[tuple, int] = {("world",): 0}
+    comms = [Communicator(0, "COMM_WORLD", tuple(range(nranks)), "world", None)]
+    counters: dict[str, int] = defaultdict(int)
+    for key in order:
+        if key not in wanted or key in ids:
+            continue
+        entry = entry_of[key]
+        kind = _HOW_NAMES.get(int(entry["how"]), "seen")
+        counters[kind] += 1
+        given = str(entry.get("name", "") or "")
+        if kind == "self":
+            name = "COMM_SELF"
+        elif given:
+            name = given
+        elif kind == "split":
+            name = f"split color={int(entry['color'])}"
+        elif kind == "cart":
+            name = "cart " + "x".join(str(d) for d in list(entry["dims"])[: int(entry["ndims"])])
+        elif kind == "seen":
+            name = f"comm {counters[kind]}"
+        else:
+            name = f"{kind.replace('_', ' ')} {counters[kind]}"
+        same = sum(c.name == name or c.name.startswith(name + " #") for c in comms)
+        if same:
+            name += f" #{same + 1}"
+        members = tuple(int(m) for m in entry.get("members", ()))
+        ids[key] = len(comms)
+        comms.append(Communicator(len(comms), name, () if kind == "self" else members, kind,
+                                  ids.get(parent_key[key]) if parent_key[key] is not None else None))
+    maps = [np.array([ids.get(k, -1) for k in local], dtype=np.int64) for local in key_of]
+    return comms, maps
+
+
+_MADE = np.array([KIND[k] for k, f in FAMILY.items() if f == "communicator"])
+
+
+def _comms_used(events: np.ndarray) -> set[int]:
+    """Table indices a rank's events refer to (their communicator; a constructor's result)."""
+    ev = np.asarray(events, dtype=EVENT_DTYPE)
+    made = np.isin(ev["kind"], _MADE)
+    return set(ev["comm"].tolist()) | set(ev["req"][made].tolist())
+
+
+def _remap_comms(part: np.ndarray, mapping: np.ndarray) -> None:
+    """Turn a rank's table indices (``comm``; ``req`` of communicator events) into trace ids."""
+    def remap(values: np.ndarray) -> np.ndarray:
+        ok = (values >= 0) & (values < len(mapping))
+        out = np.full(len(values), -1, dtype=values.dtype)
+        out[ok] = mapping[values[ok]]
+        return out
+
+    part["comm"] = remap(part["comm"])
+    made = np.isin(part["kind"], _MADE)
+    part["req"][made] = remap(part["req"][made])
 
 
 @dataclass
@@ -49,6 +197,9 @@ class Trace:
     unfinished : list of int
         Rows of calls that had not returned when the trace was read (taken from outside a
         hung world: the call each rank is blocked in, ending at the moment it was read).
+    comms : list of Communicator
+        The communicators the events name (``events["comm"]`` indexes it; -1: none, e.g. a
+        Wait, or not known). Index 0 is ``COMM_WORLD``.
     """
 
     events: np.ndarray
@@ -59,17 +210,30 @@ class Trace:
     dropped: list[int] = field(default_factory=list)
     windows: list[tuple[float, float]] = field(default_factory=list)
     unfinished: list[int] = field(default_factory=list)
+    comms: list[Communicator] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.comms:
+            self.comms = [Communicator(0, "COMM_WORLD", tuple(range(self.nranks)), "world", None)]
 
     @classmethod
     def from_ranks(cls, per_rank: list[np.ndarray], offsets=None, estimated_offsets=None, hosts=None,
-                   dropped=None, windows=None, open_last=None, causal: bool = False) -> "Trace":
+                   dropped=None, windows=None, open_last=None, causal: bool = False,
+                   comm_tables: list[list[dict]] | None = None) -> "Trace":
         """Combine each rank's raw events (``EVENT_DTYPE``, the rank's own clock); *open_last*
         says per rank whether its last event is a call that had not returned yet. With *causal*
         (clocks of several hosts, *offsets* estimated), the offsets are then corrected so that
-        no message is received before it was sent (:func:`causal_shifts`)."""
+        no message is received before it was sent (:func:`causal_shifts`). *comm_tables* are
+        the ranks' communicator tables (``recorder.local_comms``); without them (a trace read
+        from outside a hung world) a communicator is known only by its index in the ranks'
+        tables, the same on every rank of a program that makes its communicators in one order."""
         n = len(per_rank)
         offsets = list(offsets) if offsets is not None else [0.0] * n
         windows = list(windows) if windows is not None else [(0.0, 0.0)] * n
+        if comm_tables is not None:
+            comms, maps = communicators(comm_tables, n, [_comms_used(ev) for ev in per_rank])
+        else:
+            comms, maps = _untabled_comms(per_rank, n)
         rows = []
         for rank, ev in enumerate(per_rank):
             ev = np.asarray(ev, dtype=EVENT_DTYPE)
@@ -82,6 +246,7 @@ class Trace:
             done = part["t_done"] != 0
             part["t_done"][done] -= offsets[rank]
             _source_of_matched_receives(part)
+            _remap_comms(part, maps[rank])
             rows.append(part)
         events = np.concatenate(rows) if rows else np.zeros(0, TRACE_DTYPE)
         ends = np.cumsum([len(r) for r in rows])
@@ -98,13 +263,13 @@ class Trace:
             events=events, nranks=n, hosts=list(hosts or [""] * n), offsets=offsets,
             estimated_offsets=list(estimated_offsets if estimated_offsets is not None else offsets),
             dropped=list(dropped or [0] * n),
-            windows=[(a - origin, b - origin) for a, b in shifted], unfinished=unfinished,
+            windows=[(a - origin, b - origin) for a, b in shifted], unfinished=unfinished, comms=comms,
         )
         shift = causal_shifts(trace.messages(), n) if causal else None
         if not shift or not any(shift):
             return trace
         return cls.from_ranks(per_rank, [o - d for o, d in zip(offsets, shift)], trace.estimated_offsets,
-                              hosts, dropped, windows, open_last)
+                              hosts, dropped, windows, open_last, comm_tables=comm_tables)
 
     # ------------------------------------------------------------------ reading
     def __len__(self) -> int:
@@ -124,80 +289,141 @@ class Trace:
         """The call kinds present, in the interposer's order."""
         return [KINDS[k] for k in sorted(set(self.events["kind"].tolist()))]
 
-    def count(self, kind: str, rank: int | None = None) -> int:
-        """How many calls of *kind* (e.g. ``"MPI_Send"``) the trace holds, on *rank* or on all ranks."""
+    def count(self, kind: str, rank: int | None = None, comm: int | str | None = None) -> int:
+        """How many calls of *kind* (e.g. ``"MPI_Send"``) the trace holds, on *rank* or on all
+        ranks, on communicator *comm* or on any."""
+        if kind not in KIND:
+            raise ValueError(f"unknown call kind {kind!r}; the interposer records: {', '.join(KINDS)}")
         sel = self.events["kind"] == KIND[kind]
         if rank is not None:
             sel &= self.events["rank"] == rank
+        if comm is not None:
+            sel &= self.events["comm"] == self.comm(comm).id
         return int(sel.sum())
+
+    def comm(self, which: int | str) -> Communicator:
+        """The communicator with id or name *which* (``"COMM_WORLD"``, ``"dup 1"``, …)."""
+        for c in self.comms:
+            if which == c.id or which == c.name:
+                return c
+        raise ValueError(f"no communicator {which!r} in this trace; it has: "
+                         + ", ".join(f"{c.id}: {c.name}" for c in self.comms))
+
+    def on_comm(self, which: int | str) -> "Trace":
+        """The calls made on one communicator (id or name); calls without one (waits, tests)
+        are left out. Ranks stay world ranks."""
+        return self._subset(self.events["comm"] == self.comm(which).id, self.windows)
 
     def window(self, t0: float, t1: float) -> "Trace":
         """The calls that overlap ``[t0, t1]`` (zoom to a step); times stay on the same axis."""
         ev = self.events
         keep = (ev["t1"] >= t0) & (ev["t0"] <= t1)
+        return self._subset(keep, [(max(a, t0), min(b, t1)) for a, b in self.windows])
+
+    def _subset(self, keep: np.ndarray, windows) -> "Trace":
         new_index = np.cumsum(keep) - 1
-        return Trace(ev[keep].copy(), self.nranks, self.hosts, self.offsets, self.estimated_offsets,
-                     self.dropped, [(max(a, t0), min(b, t1)) for a, b in self.windows],
-                     [int(new_index[i]) for i in self.unfinished if keep[i]])
+        return Trace(self.events[keep].copy(), self.nranks, self.hosts, self.offsets, self.estimated_offsets,
+                     self.dropped, windows, [int(new_index[i]) for i in self.unfinished if keep[i]], self.comms)
 
     def messages(self) -> np.ndarray:
         """Every point-to-point message, each send matched to its receive.
 
         MPI does not let messages overtake: between one sender and one receiver, with one tag,
-        the k-th send is received by the k-th matching receive. Receives by any source are
-        placed by the source they actually got. (Tags are compared, communicators are not.)
-        A send without a recorded receive (or the reverse) is left out.
+        on one communicator, the k-th send is received by the k-th matching receive. Receives by
+        any source are placed by the source they actually got. Started persistent and
+        partitioned operations count as their init says (a send or a receive). A send without a
+        recorded receive (or the reverse) is left out.
         """
         ev = self.events
-        sends: dict[tuple[int, int, int], list[int]] = defaultdict(list)
-        recvs: dict[tuple[int, int, int], list[int]] = defaultdict(list)
-        for i in range(len(ev)):
-            kind = int(ev["kind"][i])
-            if kind in SENDS and ev["peer"][i] >= 0:
-                sends[(int(ev["rank"][i]), int(ev["peer"][i]), int(ev["tag"][i]))].append(i)
-            if kind in RECEIVES and ev["peer2"][i] >= 0:
-                recvs[(int(ev["peer2"][i]), int(ev["rank"][i]), int(ev["tag2"][i]))].append(i)
-        rows = []
-        for key, s_idx in sends.items():
-            r_idx = sorted(recvs.get(key, []), key=lambda i: ev["t0"][i])
-            for s, r in zip(sorted(s_idx, key=lambda i: ev["t0"][i]), r_idx):
-                t_recv = ev["t_done"][r] if ev["kind"][r] == _IRECV and ev["t_done"][r] else ev["t1"][r]
-                rows.append((key[0], key[1], key[2], ev["bytes"][s], ev["t0"][s], t_recv, s, r))
-        out = np.array(rows, dtype=MESSAGE_DTYPE) if rows else np.zeros(0, MESSAGE_DTYPE)
+        started = np.isin(ev["kind"], _STARTS)
+        is_send = (np.isin(ev["kind"], _SENDS[0]) | (started & np.isin(ev["op"], _SENDS[1]))) & (ev["peer"] >= 0)
+        is_recv = (np.isin(ev["kind"], _RECEIVES[0]) | (started & np.isin(ev["op"], _RECEIVES[1]))) & (ev["peer2"] >= 0)
+        s_idx, r_idx = np.flatnonzero(is_send), np.flatnonzero(is_recv)
+        if not len(s_idx) or not len(r_idx):
+            return np.zeros(0, MESSAGE_DTYPE)
+        # one key per (communicator, source, destination, tag), shared by both sides
+        keys = np.concatenate([
+            np.stack([ev["comm"][s_idx], ev["rank"][s_idx], ev["peer"][s_idx], ev["tag"][s_idx]], axis=1),
+            np.stack([ev["comm"][r_idx], ev["peer2"][r_idx], ev["rank"][r_idx], ev["tag2"][r_idx]], axis=1),
+        ]).astype(np.int64)
+        _, group = np.unique(keys, axis=0, return_inverse=True)
+        group = group.ravel()
+        s_group, r_group = group[: len(s_idx)], group[len(s_idx):]
+
+        def ordinals(idx: np.ndarray, grp: np.ndarray) -> np.ndarray:
+            # the k-th call (by start time) of its group gets k
+            order = np.lexsort((ev["t0"][idx], grp))
+            sorted_grp = grp[order]
+            first = np.r_[0, np.flatnonzero(np.diff(sorted_grp)) + 1]
+            starts = np.repeat(first, np.diff(np.r_[first, len(order)]))
+            out = np.empty(len(idx), dtype=np.int64)
+            out[order] = np.arange(len(order)) - starts
+            return out
+
+        span = max(len(s_idx), len(r_idx)) + 1
+        s_code = s_group.astype(np.int64) * span + ordinals(s_idx, s_group)
+        r_code = r_group.astype(np.int64) * span + ordinals(r_idx, r_group)
+        _, si, ri = np.intersect1d(s_code, r_code, assume_unique=True, return_indices=True)
+        s, r = s_idx[si], r_idx[ri]
+        out = np.zeros(len(s), MESSAGE_DTYPE)
+        out["src"], out["dst"], out["tag"] = ev["rank"][s], ev["rank"][r], ev["tag"][s]
+        out["bytes"], out["t_send"], out["send"], out["recv"] = ev["bytes"][s], ev["t0"][s], s, r
+        out["comm"] = ev["comm"][s]
+        completes_later = (ev["kind"][r] == _IRECV) | np.isin(ev["kind"][r], _STARTS)
+        out["t_recv"] = np.where(completes_later & (ev["t_done"][r] != 0), ev["t_done"][r], ev["t1"][r])
         return np.sort(out, order=["t_send", "src", "dst"])
+
+    def rma(self) -> np.ndarray:
+        """Every one-sided operation (:data:`RMA_DTYPE`): Put, Get, Accumulate, … from its
+        origin to its target, issued at ``t_issue``, completed by the fence, unlock or flush
+        that returned at ``t_complete``."""
+        ev = self.events
+        idx = np.flatnonzero(np.isin(ev["kind"], sorted(ONE_SIDED)) & (ev["peer"] >= 0))
+        out = np.zeros(len(idx), RMA_DTYPE)
+        out["origin"], out["target"], out["kind"] = ev["rank"][idx], ev["peer"][idx], ev["kind"][idx]
+        out["bytes"], out["t_issue"], out["t_complete"] = ev["bytes"][idx], ev["t0"][idx], ev["t_done"][idx]
+        out["win"], out["comm"], out["event"] = ev["req"][idx], ev["comm"][idx], idx
+        return out
 
     def matrix(self, what: str = "bytes") -> np.ndarray:
         """``nranks × nranks``: bytes (``what="bytes"``) or messages (``"messages"``) sent from
-        row rank to column rank, counted at the sender (every send with a peer)."""
+        row rank to column rank, counted at the sender (every send with a peer, started
+        persistent sends included)."""
         if what not in ("bytes", "messages"):
             raise ValueError(f"what must be 'bytes' or 'messages'; got {what!r}")
-        out = np.zeros((self.nranks, self.nranks), dtype=np.int64)
         ev = self.events
-        for i in range(len(ev)):
-            if int(ev["kind"][i]) in SENDS and 0 <= ev["peer"][i] < self.nranks:
-                out[ev["rank"][i], ev["peer"][i]] += ev["bytes"][i] if what == "bytes" else 1
+        started = np.isin(ev["kind"], _STARTS)
+        sel = (np.isin(ev["kind"], _SENDS[0]) | (started & np.isin(ev["op"], _SENDS[1])))
+        sel &= (ev["peer"] >= 0) & (ev["peer"] < self.nranks)
+        out = np.zeros((self.nranks, self.nranks), dtype=np.int64)
+        np.add.at(out, (ev["rank"][sel], ev["peer"][sel]), ev["bytes"][sel] if what == "bytes" else 1)
         return out
 
     def time_per_kind(self) -> dict[int, dict[str, float]]:
         """Seconds each rank spent in each call kind, plus ``"compute"``: the rest of its traced
         region (outside MPI). Collectives and waits include the time spent waiting for others."""
         out: dict[int, dict[str, float]] = {}
+        ev = self.events
         for rank in range(self.nranks):
-            ev = self.of_rank(rank)
-            spent: dict[str, float] = defaultdict(float)
-            for kind, t0, t1 in zip(ev["kind"], ev["t0"], ev["t1"]):
-                spent[KINDS[kind]] += float(t1 - t0)
+            mine = ev["rank"] == rank
+            spent_by_kind = np.bincount(ev["kind"][mine], weights=(ev["t1"] - ev["t0"])[mine], minlength=len(KINDS))
+            present = np.bincount(ev["kind"][mine], minlength=len(KINDS)) > 0
+            spent = {KINDS[k]: float(spent_by_kind[k]) for k in np.flatnonzero(present)}
             a, b = self.windows[rank] if rank < len(self.windows) else (0.0, 0.0)
-            if not b and len(ev):
-                a, b = float(ev["t0"].min()), float(ev["t1"].max())
+            if not b and mine.any():
+                a, b = float(ev["t0"][mine].min()), float(ev["t1"][mine].max())
             spent["compute"] = max(0.0, (b - a) - sum(spent.values()))
-            out[rank] = dict(spent)
+            out[rank] = spent
         return out
 
     def summary(self) -> str:
-        """One line: calls, duration, calls per rank, messages (and dropped events, if any)."""
+        """One line: calls, duration, calls per rank, messages, communicators beyond
+        ``COMM_WORLD`` (and dropped events, if any)."""
         per_rank = ", ".join(f"rank {r}: {int((self.events['rank'] == r).sum())}" for r in range(self.nranks))
         text = f"{len(self)} MPI calls in {self.duration * 1e3:.3f} ms ({per_rank}); {len(self.messages())} messages"
+        used = sorted(set(self.events["comm"].tolist()) - {-1})
+        if any(u != 0 for u in used):
+            text += "; communicators: " + ", ".join(self.comms[u].name for u in used if 0 <= u < len(self.comms))
         if any(self.dropped):
             text += f"; dropped (buffer full): {self.dropped}"
         return text
@@ -206,12 +432,23 @@ class Trace:
         return f"<Trace of {self.nranks} rank(s): {self.summary()}>"
 
     # ------------------------------------------------------------------ export / import
+    def to_otf2(self, directory, archive_name: str = "traces"):
+        """Write the trace as an OTF2 archive in *directory* (Vampir, Score-P's tools); returns
+        the path of its anchor file (``.otf2``). Needs the ``otf2`` extra."""
+        from mpiworkbench.trace.otf2 import write_otf2
+
+        return write_otf2(self, directory, archive_name=archive_name)
+
     @classmethod
     def from_chrome(cls, data: dict[str, Any]) -> "Trace":
         """The trace back from :meth:`to_chrome`'s JSON (e.g. what ``mpiworkbench trace`` wrote)."""
         calls = [e for e in data["traceEvents"] if e.get("ph") == "X" and e.get("name") in KIND]
         names = {e["pid"]: e["args"]["name"] for e in data["traceEvents"] if e.get("name") == "process_name"}
         nranks = max([e["pid"] for e in calls] + list(names), default=-1) + 1
+        other = data.get("otherData", {})
+        comms = [Communicator(int(c["id"]), c["name"], tuple(c.get("ranks", ())), c.get("kind", "seen"), c.get("parent"))
+                 for c in other.get("communicators", [])]
+        by_name = {c.name: c.id for c in comms}
         events = np.zeros(len(calls), TRACE_DTYPE)
         for row, e in zip(events, sorted(calls, key=lambda e: (e["pid"], e["ts"]))):
             args = e.get("args", {})
@@ -221,11 +458,13 @@ class Trace:
             row["peer"] = args.get("peer", args.get("root", -1))
             row["tag"], row["bytes"] = args.get("tag", -3), args.get("bytes", 0)
             row["peer2"], row["tag2"] = args.get("source", -3), args.get("recv_tag", -3)
+            row["comm"] = by_name.get(args.get("comm"), 0 if "comm" not in args else -1)
+            row["req"], row["count"], row["aux"] = args.get("request", -1), args.get("count", 1), args.get("partition", -1)
+            row["op"] = KIND.get(args.get("starts"), args.get("requests", -1))
         hosts = [names.get(r, "").partition("(")[2].rstrip(")") for r in range(nranks)]
-        other = data.get("otherData", {})
         return cls(events, nranks, hosts, list(other.get("clock_offsets_s", [0.0] * nranks)),
                    list(other.get("clock_offsets_s", [0.0] * nranks)), list(other.get("dropped", [0] * nranks)),
-                   [(0.0, 0.0)] * nranks)
+                   [(0.0, 0.0)] * nranks, comms=comms)
 
     def to_chrome(self) -> dict[str, Any]:
         """The Chrome trace-event format (JSON object form): one process per rank, each call a
@@ -236,9 +475,12 @@ class Trace:
             out.append({"ph": "M", "name": "process_name", "pid": rank, "tid": 0,
                         "args": {"name": f"rank {rank}" + (f" ({host})" if host else "")}})
             out.append({"ph": "M", "name": "process_sort_index", "pid": rank, "tid": 0, "args": {"sort_index": rank}})
+        names = [c.name for c in self.comms]
         for e in self.events:
             kind = int(e["kind"])
-            args = {"bytes": int(e["bytes"])}
+            name = kind_name(kind)
+            fam = FAMILY.get(name, "collective")
+            args: dict[str, Any] = {"bytes": int(e["bytes"])}
             if e["peer"] >= 0 or e["peer"] == -2:  # a rank, or -2: any source
                 args["root" if kind in COLLECTIVES else "peer"] = int(e["peer"])
             if e["tag"] != -3:  # a tag, or -1: any tag
@@ -249,7 +491,19 @@ class Trace:
                 args["recv_tag"] = int(e["tag2"])
             if e["t_done"]:
                 args["done_us"] = float(e["t_done"]) * 1e6
-            out.append({"ph": "X", "name": kind_name(kind), "cat": "collective" if kind in COLLECTIVES else "p2p",
+            if 0 <= e["comm"] < len(names):
+                args["comm"] = names[int(e["comm"])]
+            if e["req"] >= 0:
+                args["request"] = int(e["req"])
+            if e["op"] >= 0:
+                args["starts" if kind in STARTS else "requests"] = kind_name(int(e["op"])) if kind in STARTS else int(e["op"])
+            if e["count"] != 1:
+                args["count"] = int(e["count"])
+            if e["aux"] >= 0:
+                args["partition"] = int(e["aux"])
+            cat = {"send": "p2p", "receive": "p2p", "sendrecv": "p2p", "probe": "p2p", "wait": "p2p", "test": "p2p",
+                   "barrier": "collective"}.get(fam, fam)
+            out.append({"ph": "X", "name": name, "cat": cat,
                         "pid": int(e["rank"]), "tid": 0, "ts": float(e["t0"]) * 1e6,
                         "dur": max(float(e["t1"] - e["t0"]) * 1e6, 0.001), "args": args})
         for i, m in enumerate(self.messages()):
@@ -257,9 +511,11 @@ class Trace:
             out.append({**common, "ph": "s", "pid": int(m["src"]), "ts": float(m["t_send"]) * 1e6})
             out.append({**common, "ph": "f", "bp": "e", "pid": int(m["dst"]), "ts": float(m["t_recv"]) * 1e6,
                         "args": {"bytes": int(m["bytes"]), "tag": int(m["tag"])}})
+        comms = [{"id": c.id, "name": c.name, "ranks": list(c.ranks), "kind": c.kind, "parent": c.parent}
+                 for c in self.comms]
         return {"traceEvents": out, "displayTimeUnit": "ms",
                 "otherData": {"producer": "mpiworkbench", "clock_offsets_s": list(map(float, self.offsets)),
-                              "dropped": list(map(int, self.dropped))}}
+                              "dropped": list(map(int, self.dropped)), "communicators": comms}}
 
 
 def causal_shifts(messages: np.ndarray, nranks: int) -> list[float] | None:
@@ -288,14 +544,28 @@ def causal_shifts(messages: np.ndarray, nranks: int) -> list[float] | None:
     return None
 
 
+def _untabled_comms(per_rank: list[np.ndarray], nranks: int) -> tuple[list[Communicator], list[np.ndarray]]:
+    """Communicators known only by their table index (no tables: a trace read from outside)."""
+    used = sorted({int(c) for ev in per_rank for c in np.asarray(ev, dtype=EVENT_DTYPE)["comm"].tolist() if c >= 0} | {0})
+    comms = [Communicator(0, "COMM_WORLD", tuple(range(nranks)), "world", None)]
+    comms += [Communicator(i + 1, "COMM_SELF" if c == 1 else f"comm {c}", (), "self" if c == 1 else "seen", None)
+              for i, c in enumerate(used[1:])]
+    mapping = np.full(max(used) + 1, -1, dtype=np.int64)
+    mapping[used] = np.arange(len(used))
+    return comms, [mapping] * nranks
+
+
 def _source_of_matched_receives(part: np.ndarray) -> None:
     """An ``MPI_Mrecv`` receives what the ``MPI_Mprobe`` before it matched: give it that
-    probe's source (mpi4py's ``comm.recv`` is an Mprobe then an Mrecv)."""
-    source, tag = -3, -3
-    for i in range(len(part)):
-        if part["kind"][i] == _MPROBE:
-            source, tag = int(part["peer2"][i]), int(part["tag2"][i])
-        elif part["kind"][i] == _MRECV and part["peer2"][i] < 0:
-            part["peer2"][i] = source
-            if part["tag2"][i] < 0:
-                part["tag2"][i] = tag
+    probe's source, tag and communicator (mpi4py's ``comm.recv`` is an Mprobe then an Mrecv)."""
+    probes = np.flatnonzero(part["kind"] == _MPROBE)
+    recvs = np.flatnonzero((part["kind"] == _MRECV) & (part["peer2"] < 0))
+    if not len(probes) or not len(recvs):
+        return
+    before = np.searchsorted(probes, recvs) - 1
+    ok = before >= 0
+    recvs, probe = recvs[ok], probes[before[ok]]
+    part["peer2"][recvs] = part["peer2"][probe]
+    no_tag = part["tag2"][recvs] < 0
+    part["tag2"][recvs[no_tag]] = part["tag2"][probe[no_tag]]
+    part["comm"][recvs] = part["comm"][probe]

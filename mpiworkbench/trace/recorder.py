@@ -17,7 +17,7 @@ import socket
 import numpy as np
 
 from mpiworkbench.trace import library
-from mpiworkbench.trace.events import EVENT_DTYPE, SLOT_DTYPE
+from mpiworkbench.trace.events import COMM_DTYPE, EVENT_DTYPE, KINDS, SLOT_DTYPE
 from mpiworkbench.trace.model import Trace
 
 #: Events each rank can record before the rest are counted as dropped (56 bytes each: 56 MB).
@@ -51,8 +51,11 @@ def _lib():
             "own, run `mpiworkbench trace -- COMMAND …` or mpiexec -genv LD_PRELOAD "
             "$(python -c 'from mpiworkbench.trace import library; print(library.build())') …"
         )
-    if lib.wbtrace_sizeof_event() != EVENT_DTYPE.itemsize or lib.wbtrace_sizeof_slot() != SLOT_DTYPE.itemsize:
-        raise TracingUnavailable("the loaded interposer does not match this mpiworkbench (record sizes differ)")
+    if (lib.wbtrace_sizeof_event() != EVENT_DTYPE.itemsize or lib.wbtrace_sizeof_slot() != SLOT_DTYPE.itemsize
+            or lib.wbtrace_sizeof_comm() != COMM_DTYPE.itemsize or lib.wbtrace_nkinds() != len(KINDS)
+            or lib.wbtrace_kind_name(len(KINDS) - 1).decode() != KINDS[-1]):
+        raise TracingUnavailable("the loaded interposer does not match this mpiworkbench (its records differ): "
+                                 "restart the ranks so that they load the interposer built from this version")
     return lib
 
 
@@ -90,6 +93,27 @@ def local_events() -> np.ndarray:
     return np.frombuffer(bytes(raw), dtype=EVENT_DTYPE).copy()
 
 
+def local_comms() -> list[dict]:
+    """The communicators this rank has used or made since MPI started (the interposer's table,
+    :data:`~mpiworkbench.trace.events.COMM_DTYPE` fields, plus ``members``: their world ranks)."""
+    lib = _lib()
+    n = int(lib.wbtrace_ncomms())
+    address = lib.wbtrace_comms()
+    if n == 0 or not address:
+        return []
+    raw = (ctypes.c_char * (n * COMM_DTYPE.itemsize)).from_address(address)
+    table = np.frombuffer(bytes(raw), dtype=COMM_DTYPE)
+    out = []
+    for i, row in enumerate(table):
+        entry = {name: (row[name].tolist() if name != "name" else row[name].decode(errors="replace"))
+                 for name in COMM_DTYPE.names}
+        members = (ctypes.c_int32 * max(int(row["size"]), 1))()
+        got = lib.wbtrace_comm_members(i, members, int(row["size"]))
+        entry["members"] = list(members[:got])
+        out.append(entry)
+    return out
+
+
 def clock_offsets(comm, rounds: int = 8) -> list[float]:
     """Collective: each rank's clock minus rank 0's, estimated by ping-pong with rank 0 (the
     sample with the shortest round trip wins). Returned on every rank."""
@@ -124,6 +148,7 @@ def finish(comm, estimate_offsets: bool | None = None) -> Trace | None:
         "events": events,
         "host": socket.gethostname(),
         "dropped": int(lib.wbtrace_dropped()),
+        "comms": local_comms(),
         "window": (_state.get("t_start", 0.0), _state.get("t_stop", 0.0)),
     }
     parts = comm.gather(mine, root=0)
@@ -140,6 +165,7 @@ def finish(comm, estimate_offsets: bool | None = None) -> Trace | None:
         hosts=hosts,
         dropped=[p["dropped"] for p in parts],
         windows=[p["window"] for p in parts],
+        comm_tables=[p["comms"] for p in parts],
         causal=not global_clock,
     )
 

@@ -13,8 +13,8 @@ from mpiworkbench.trace.events import EVENT_DTYPE, KIND
 from mpiworkbench.trace.model import Trace
 
 
-def ev(kind, t0, t1, peer=-1, tag=-3, nbytes=0, peer2=-3, tag2=-3, t_done=0.0):
-    return (t0, t1, t_done, KIND[kind], peer, tag, 0, nbytes, peer2, tag2)
+def ev(kind, t0, t1, peer=-1, tag=-3, nbytes=0, peer2=-3, tag2=-3, t_done=0.0, comm=0, req=-1, op=-1, count=1, aux=-1):
+    return (t0, t1, t_done, KIND[kind], peer, tag, comm, nbytes, peer2, tag2, req, op, count, aux)
 
 
 def _trace(offsets=None) -> Trace:
