@@ -1,8 +1,9 @@
 """``mpiworkbench trace``: run any other command with every rank's MPI calls recorded.
 
     mpiworkbench trace --out wave-trace.json -- wave --np 2 --mesh 33 --steps 3
+    mpiworkbench trace --np 3 --otf2 run1/ -- my_program.py ARG …
 
-launches the command under ``mpiexec`` with the MPI interposer preloaded into the ranks,
+launches the command (another ``mpiworkbench`` command, or a Python program of your own) under ``mpiexec`` with the MPI interposer preloaded into the ranks,
 records from start to end, gathers the events to rank 0 and writes them as Chrome trace-event
 JSON (open it in Perfetto, ui.perfetto.dev, or ``chrome://tracing``); prints a summary. With
 ``--otf2 DIR`` it also writes an OTF2 archive there (Vampir, the Score-P tools).
@@ -11,6 +12,8 @@ JSON (open it in Perfetto, ui.perfetto.dev, or ``chrome://tracing``); prints a s
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 from mpiworkbench.core import launch
 
@@ -19,15 +22,19 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "trace",
         help="record every rank's MPI calls of another command (Chrome trace JSON)",
-        description="Run COMMAND (e.g. `wave --np 2 --mesh 33`) with the MPI interposer preloaded, "
-        "record every MPI call of every rank and write the trace as Chrome trace-event JSON.",
+        description="Run COMMAND (an mpiworkbench command, e.g. `wave --np 2 --mesh 33`, or a Python "
+        "program, e.g. `my_program.py ARG`) with the MPI interposer preloaded, record every MPI call of "
+        "every rank and write the trace as Chrome trace-event JSON (and OTF2 with --otf2).",
     )
+    parser.add_argument("--np", type=int, default=None,
+                        help="ranks for a Python program (an mpiworkbench command says its own with --np)")
     parser.add_argument("--out", metavar="FILE", default="trace.json", help="where to write the JSON (default trace.json)")
     parser.add_argument("--otf2", metavar="DIR", default=None,
                         help="also write an OTF2 archive in DIR (new or empty; needs pip install 'mpiworkbench[otf2]')")
     parser.add_argument("--capacity", type=int, default=None,
                         help="events each rank can record before further calls are only counted (default 1e6)")
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the mpiworkbench command to trace")
+    parser.add_argument("command", nargs=argparse.REMAINDER,
+                        help="-- then the mpiworkbench command, or the Python program (FILE.py ARG …), to trace")
     parser.set_defaults(func=run)
 
 
@@ -48,17 +55,49 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--capacity must be at least 1 event; got {args.capacity}")
     from mpiworkbench import cli
 
-    cli.check_outputs(cli.build_parser().parse_args(command))  # the traced command's own files, too
+    if _is_program(command):
+        if not os.path.isfile(command[0]):
+            raise ValueError(f"no Python program {command[0]!r} to trace: name an existing FILE.py")
+        np_ = 1 if args.np is None else args.np
+    else:
+        cli.check_outputs(cli.build_parser().parse_args(command))  # the traced command's own files, too
+        np_ = _np_of(command)
+        if args.np is not None and args.np != np_:
+            raise ValueError(f"--np {args.np} disagrees with the traced command's --np {np_}: give the "
+                             "ranks once, to the command (`trace -- wave --np 2 …`)")
+    if np_ < 1:
+        raise ValueError(f"--np must be at least 1; got {np_}")
     if args.otf2 is not None:
         _check_otf2(args.otf2)  # before the job: a run must not end in an archive it cannot write
-    np_ = _np_of(command)
     if launch.needs_launch(np_):
         from mpiworkbench.trace.library import build
 
         argv = ["trace", "--out", args.out, *(["--otf2", args.otf2] if args.otf2 is not None else []),
-                *(["--capacity", str(args.capacity)] if args.capacity else []), "--", *command]
+                *(["--capacity", str(args.capacity)] if args.capacity else []),
+                *(["--np", str(args.np)] if args.np is not None else []), "--", *command]
         return launch.run_under_mpiexec(np_, argv, mpi_args=["-genv", "LD_PRELOAD", str(build())])
     return _traced(command, args.out, args.capacity, args.otf2)
+
+
+def _is_program(command: list[str]) -> bool:
+    """A Python program of the user's (``FILE.py …``) rather than an mpiworkbench command."""
+    return command[0].endswith(".py")
+
+
+def _run_program(command: list[str]) -> int:
+    """Run ``FILE.py ARG …`` in this process as ``python FILE.py ARG …`` would; its exit code."""
+    import runpy
+    import sys
+
+    argv = sys.argv
+    sys.argv = list(command)
+    try:
+        runpy.run_path(command[0], run_name="__main__")
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        sys.argv = argv
+    return 0
 
 
 def _check_otf2(directory: str) -> None:
@@ -81,14 +120,17 @@ def _traced(command: list[str], out: str, capacity: int | None, otf2_dir: str | 
 
     recorder.start(capacity or recorder.DEFAULT_CAPACITY)
     try:
-        code = cli.main(command)
+        code = _run_program(command) if _is_program(command) else cli.main(command)
     except BaseException:
         recorder.stop()
         raise
     trace = recorder.finish(mpi.world())
     if trace is not None:
         write_chrome(trace, out)
-        print(f"trace of `mpiworkbench {' '.join(command)}`: {trace.summary()}; written to {out}", flush=True)
+        what = " ".join(command) if _is_program(command) else "mpiworkbench " + " ".join(command)
+        print(f"trace of `{what}`: {trace.summary()}; written to {out}", flush=True)
+        if trace.overflow():
+            print(f"mpiworkbench trace: warning: {trace.overflow()}", file=sys.stderr, flush=True)
         if otf2_dir is not None:
             from mpiworkbench.trace.otf2 import read_counts, write_otf2
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import time
+import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -26,6 +27,10 @@ from mpiworkbench.trace.model import Trace
 
 #: Seconds to wait for engines to arm their stack dumper (they may be busy with a hung cell).
 ARM_TIMEOUT_S = 10.0
+
+
+class TraceOverflow(UserWarning):
+    """A traced block made more MPI calls than the trace buffer holds (the rest were counted)."""
 
 
 class TraceRecording:
@@ -52,6 +57,8 @@ class TraceRecording:
             return  # some ranks are still busy: a collective gather would hang
         self.trace = self.wb.run(recorder.finish_world)[0]
         self.complete = True
+        if self.trace is not None and self.trace.overflow():
+            warnings.warn(self.trace.overflow(), TraceOverflow, stacklevel=2)
 
     def _repr_pretty_(self, p, cycle) -> None:
         p.text(repr(self.trace) if self.trace is not None else "<trace not finished>")

@@ -416,6 +416,19 @@ class Trace:
             out[rank] = spent
         return out
 
+    def overflow(self) -> str | None:
+        """What a full buffer cost, in words (``None`` when every call was recorded): per rank
+        the calls not recorded, and the capacity that would have held them all."""
+        if not any(self.dropped):
+            return None
+        lost = ", ".join(f"rank {r}: {d}" for r, d in enumerate(self.dropped) if d)
+        recorded = np.bincount(self.events["rank"], minlength=self.nranks) if len(self) else np.zeros(self.nranks, int)
+        need = max(int(recorded[r]) + int(d) for r, d in enumerate(self.dropped))
+        suggest = int(10 ** np.ceil(np.log10(need * 1.25)))
+        return (f"the trace buffer was full: calls not recorded ({lost}); the trace holds the first calls only. "
+                f"Record again with a larger buffer: wb.trace(capacity={suggest}) in a notebook, "
+                f"mpiworkbench trace --capacity {suggest} from the shell, recorder.start({suggest}) in code")
+
     def summary(self) -> str:
         """One line: calls, duration, calls per rank, messages, communicators beyond
         ``COMM_WORLD`` (and dropped events, if any)."""

@@ -266,3 +266,15 @@ def test_communicators_are_named_matched_apart_and_shared_by_ranks(comm):
     created = trace.of_rank(0)
     created = created[created["kind"] == KIND["MPI_Comm_split"]]
     assert created["tag"][0] == 0 and trace.comms[int(created["req"][0])].name == "split color=0"
+
+
+def test_a_full_buffer_counts_every_call_it_could_not_hold(comm):
+    _, trace = recorder.trace_call(comm, lambda: [comm.Barrier() for _ in range(20)], capacity=5)
+    if comm.rank != 0:
+        return
+    assert trace.dropped == [15] * comm.size
+    for r in range(comm.size):
+        assert len(trace.of_rank(r)) == 5  # the first calls are kept
+    said = trace.overflow()
+    assert said and "rank 0: 15" in said and "capacity=100" in said
+    assert "dropped (buffer full)" in trace.summary()

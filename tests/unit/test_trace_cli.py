@@ -57,3 +57,72 @@ def test_an_output_that_cannot_be_written_is_named_before_any_job_runs(tmp_path,
     # refused up front: no rank started, so no job printed anything and nothing was written
     assert "mpiexec" not in said.lower() and proc.stdout == "", proc.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == [], sorted(tmp_path.iterdir())
+
+
+# A program of the user's own: a non-blocking collective on a duplicate of COMM_WORLD, then a
+# partitioned ring on COMM_WORLD (MPI-3 and MPI-4 families, two communicators).
+PROGRAM = '''
+import sys
+import numpy as np
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+parts = int(sys.argv[1])
+dup = comm.Dup()
+x, y = np.ones(8), np.empty(8)
+dup.Iallreduce(x, y).Wait()
+assert y[0] == comm.size
+right, left = (comm.rank + 1) % comm.size, (comm.rank - 1) % comm.size
+out, got = np.arange(4.0 * parts), np.empty(4 * parts)
+recv, send = comm.Precv_init(got, parts, left, 3), comm.Psend_init(out, parts, right, 3)
+MPI.Prequest.Startall([recv, send])
+for p in range(parts):
+    send.Pready(p)
+MPI.Request.Waitall([recv, send])
+for r in (recv, send, dup):
+    r.Free()
+'''
+
+
+@pytest.mark.parametrize("np_", [1, 2, 3])
+def test_a_python_program_is_traced_with_its_families_and_communicators(tmp_path, np_):
+    from mpiworkbench.trace.model import Trace
+
+    program = tmp_path / "prog.py"
+    program.write_text(PROGRAM)
+    out = tmp_path / "t.json"
+    proc = _mpiworkbench("trace", "--np", str(np_), "--out", str(out), "--", str(program), "3", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "communicators: COMM_WORLD, dup" in proc.stdout
+    trace = Trace.from_chrome(json.loads(out.read_text()))
+    assert trace.nranks == np_
+    dup = next(c for c in trace.comms if c.kind == "dup")
+    for rank in range(np_):
+        assert trace.count("MPI_Iallreduce", rank, comm=dup.id) == 1
+        assert trace.count("MPI_Psend_init", rank, comm="COMM_WORLD") == 1
+        assert trace.count("MPI_Pready", rank) == 3
+    messages = trace.messages()
+    assert len(messages) == np_ and set(messages["bytes"]) == {8 * 4 * 3}
+
+
+def test_a_full_buffer_is_said_with_the_capacity_to_ask_for(tmp_path):
+    program = tmp_path / "prog.py"
+    program.write_text(PROGRAM)
+    proc = _mpiworkbench("trace", "--np", "2", "--capacity", "4", "--out", str(tmp_path / "t.json"), "--",
+                         str(program), "2", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "dropped (buffer full)" in proc.stdout
+    assert "the trace buffer was full" in proc.stderr and "--capacity 100" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--", "{tmp}/absent.py"], "no Python program"),
+    (["--np", "3", "--", "wave", "--np", "2", "--mesh", "9"], "disagrees with the traced command's --np 2"),
+    (["--np", "0", "--", "{tmp}/prog.py"], "--np must be at least 1; got 0"),
+])
+def test_bad_use_with_a_program_is_refused_before_any_job(tmp_path, argv, said):
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    proc = _mpiworkbench("trace", "--out", str(tmp_path / "t.json"), *[a.format(tmp=tmp_path) for a in argv],
+                         cwd=tmp_path)
+    assert proc.returncode == 2 and said in proc.stderr, proc.stderr
+    assert not (tmp_path / "t.json").exists()
