@@ -66,6 +66,7 @@ class Communicator:
 
     @property
     def size(self) -> int:
+        """How many ranks it has (0 when its members are not known)."""
         return len(self.ranks)
 
     def __str__(self) -> str:
