@@ -1,12 +1,29 @@
-"""A trace in the notebook: the timeline (zoomable), the communication matrix and the time per
-call kind, and an export to Chrome trace-event JSON — composed from :mod:`mpiworkbench.plot.trace`.
+"""A trace in the notebook: the timeline (zoomable, per communicator), the communication matrix
+and the time per call kind, and an export to Chrome trace-event JSON — composed from
+:mod:`mpiworkbench.plot.trace`.
 
     TraceView(t.trace).widget      # after `with wb.trace() as t: …`
 """
 
 from __future__ import annotations
 
+import html
+
+import numpy as np
+
 from mpiworkbench.trace.model import Trace
+
+#: The communicator dropdown's value for every communicator at once.
+ALL = "all"
+
+
+def communicator_options(trace: Trace) -> list[tuple[str, object]]:
+    """The communicator dropdown's ``(label, value)`` pairs: all, then each of ``trace.comms``
+    with its size."""
+    options: list[tuple[str, object]] = [("All", ALL)]
+    for c in trace.comms:
+        options.append((f"{c.name} ({c.size} rank{'s' if c.size != 1 else ''})" if c.ranks else c.name, c.id))
+    return options
 
 
 class TraceView:
@@ -19,6 +36,17 @@ class TraceView:
         Figure width in inches.
     title : str, optional
         Title of the timeline.
+
+    Attributes
+    ----------
+    widget : ipywidgets.VBox
+        The panel to display.
+    comm : ipywidgets.Dropdown
+        All communicators, or one of ``trace.comms``: the timeline and the matrix show its calls.
+    warning : ipywidgets.HTML
+        Shown when the trace buffer was full (:meth:`Trace.overflow`).
+    timeline_figure : matplotlib.figure.Figure
+        The timeline last drawn.
     """
 
     def __init__(self, trace: Trace, width: float = 9.0, title: str | None = None):
@@ -27,11 +55,25 @@ class TraceView:
         if trace is None:
             raise ValueError("no trace to show: the traced block has not finished (or recorded nothing)")
         self.trace, self.width, self.title = trace, width, title
+        # per communicator: its trace and (once asked) its messages; per (communicator, what):
+        # the matrix picture. Each is a pass over every event, not to repeat on each zoom.
+        self._on: dict[object, Trace] = {}
+        self._messages: dict[object, np.ndarray] = {}
+        self._matrices: dict[tuple[object, str], bytes] = {}
+        self.timeline_figure = None
         from mpiworkbench.plot.trace import span
 
         first, last = span(trace)
         end = max(trace.duration, last, 1e-9)
-        self.summary = w.HTML(f"<b>trace</b>: {trace.summary()}")
+        self.summary = w.HTML(f"<b>trace</b>: {html.escape(trace.summary())}")
+        # a full buffer: the figures miss calls, said above them in red, with the fix
+        warning = trace.overflow()
+        text = f'<span style="color:#b00020"><b>⚠ {html.escape(warning)}</b></span>' if warning else ""
+        self.warning = w.HTML(text, layout=w.Layout(display=None if warning else "none"))
+        self.warning.add_class("mpiwb-trace-overflow")
+        options = communicator_options(trace)
+        self.comm = w.Dropdown(options=options, value=ALL, description="Communicator",
+                               disabled=len(options) < 2, style={"description_width": "initial"})
         self.zoom = w.FloatRangeSlider(value=(first, last), min=0.0, max=end, step=end / 1000,
                                        description="Zoom (s)", readout_format=".6f",
                                        continuous_update=False, layout=w.Layout(width="95%"))
@@ -45,6 +87,7 @@ class TraceView:
         self.status = w.HTML()
         self.zoom.observe(lambda _: self.draw_timeline(), names="value")
         self.arrows.observe(lambda _: self.draw_timeline(), names="value")
+        self.comm.observe(lambda _: (self.draw_timeline(), self.draw_matrix()), names="value")
         self.matrix_what.observe(lambda _: self.draw_matrix(), names="value")
         self.export_button.on_click(lambda _: self.export())
         tabs = w.Tab(children=[
@@ -54,10 +97,39 @@ class TraceView:
         ])
         for i, name in enumerate(("Timeline", "Matrix", "Time per call")):
             tabs.set_title(i, name)
-        self.widget = w.VBox([self.summary, tabs, w.HBox([self.file, self.export_button]), self.status])
+        self.widget = w.VBox([self.summary, self.warning, self.comm, tabs,
+                              w.HBox([self.file, self.export_button]), self.status])
         self.widget.add_class("mpiwb-trace-view")
         self.draw()
 
+    # ------------------------------------------------------------------ the chosen communicator
+    def _comm(self):
+        return None if self.comm.value == ALL else self.comm.value
+
+    def shown(self) -> Trace:
+        """The trace as the communicator dropdown selects it (all of it, or one communicator's)."""
+        from mpiworkbench.plot.trace import select_comm
+
+        comm = self._comm()
+        if comm not in self._on:
+            self._on[comm] = select_comm(self.trace, comm)
+        return self._on[comm]
+
+    def _shown_messages(self) -> np.ndarray:
+        comm = self._comm()
+        if comm not in self._messages:
+            self._messages[comm] = self.shown().messages()
+        return self._messages[comm]
+
+    def _title(self, what: str | None) -> str | None:
+        from mpiworkbench.plot.trace import comm_name
+
+        comm = self._comm()
+        if comm is None:
+            return what
+        return f"{what or f'MPI calls of {self.trace.nranks} rank(s)'} on {comm_name(self.trace, comm)}"
+
+    # ------------------------------------------------------------------ drawing
     def draw(self) -> None:
         """Draw all three views: timeline, communication matrix, time per call kind."""
         self.draw_timeline()
@@ -65,22 +137,31 @@ class TraceView:
         self.draw_kinds()
 
     def draw_timeline(self) -> None:
-        """Draw the timeline of the current zoom window: calls per rank, arrows send → receive."""
+        """Draw the timeline of the current zoom window and communicator: calls per rank, arrows
+        send → receive (every call, or downsampled when the window holds too many)."""
         from mpiworkbench.plot.render import figure_to_png
         from mpiworkbench.plot.trace import timeline
 
         lo, hi = self.zoom.value
         if hi <= lo:
             return
-        fig = timeline(self.trace, lo, hi, arrows=self.arrows.value, title=self.title, width=self.width)
+        fig = timeline(self.shown(), lo, hi, arrows=self.arrows.value, title=self._title(self.title),
+                       width=self.width, messages=self._shown_messages)
+        self.timeline_figure = fig
         self.timeline_image.value = figure_to_png(fig)
 
     def draw_matrix(self) -> None:
-        """Draw the communication matrix (messages and bytes from rank to rank)."""
+        """Draw the communication matrix (messages and bytes from rank to rank) of the chosen
+        communicator."""
         from mpiworkbench.plot.render import figure_to_png
         from mpiworkbench.plot.trace import matrix_figure
 
-        self.matrix_image.value = figure_to_png(matrix_figure(self.trace, self.matrix_what.value))
+        key = (self._comm(), self.matrix_what.value)
+        if key not in self._matrices:
+            what = self.matrix_what.value
+            title = self._title(f"{what} sent, rank × rank")
+            self._matrices[key] = figure_to_png(matrix_figure(self.shown(), what, title=title))
+        self.matrix_image.value = self._matrices[key]
 
     def draw_kinds(self) -> None:
         """Draw the time spent per MPI call kind and rank."""
