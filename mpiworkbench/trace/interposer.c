@@ -137,9 +137,28 @@ static int32_t last_handle = 0, last_index = -1;   /* a one-entry cache: most ca
 
 static int32_t comm_handle(MPI_Comm comm) { return (int32_t)(intptr_t)comm; }
 
+/* A slot for a new entry: the next one, or, once the table is full (a long session that makes
+ * and frees communicators all the time), the oldest freed one (events of this trace that named
+ * it would then name its successor: the price of a bounded table). -1 if all are live. */
+static int recycle_from = 2;
+static int new_slot(void) {
+    if (ncomms < MAX_COMMS) return ncomms++;
+    for (int k = 0; k < MAX_COMMS - 2; k++) {
+        int i = 2 + (recycle_from - 2 + k) % (MAX_COMMS - 2);
+        if (comms[i].freed) {
+            recycle_from = i + 1;
+            free(members[i]);
+            members[i] = NULL;
+            children[i] = 0;
+            return i;
+        }
+    }
+    return -1;
+}
+
 static int add_comm(MPI_Comm comm, int how, int parent, int ordinal) {
-    if (ncomms >= MAX_COMMS) return -1;
-    int i = ncomms;
+    int i = new_slot();
+    if (i < 0) return -1;
     wb_comm *c = &comms[i];
     memset(c, 0, sizeof *c);
     c->handle = comm_handle(comm); c->how = how; c->parent = parent; c->ordinal = ordinal; c->color = -1;
@@ -164,7 +183,6 @@ static int add_comm(MPI_Comm comm, int how, int parent, int ordinal) {
         free(ranks);
         free(world);
     }
-    ncomms++;
     last_handle = c->handle;
     last_index = i;
     return i;
@@ -192,9 +210,26 @@ static int world_rank_in(int index, int r) {
     return members[index] && r < comms[index].size ? members[index][r] : r;
 }
 
+/* The world rank of rank *r* of a communicator the table has no room for (every entry live):
+ * translated on each call, slower but right. */
+static int translate(MPI_Comm comm, int r) {
+    int inter = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    if (inter) return r;
+    MPI_Group g, wg;
+    int out = r;
+    PMPI_Comm_group(comm, &g);
+    PMPI_Comm_group(MPI_COMM_WORLD, &wg);
+    PMPI_Group_translate_ranks(g, 1, &r, wg, &out);
+    PMPI_Group_free(&g);
+    PMPI_Group_free(&wg);
+    return out;
+}
+
 static int world_rank(MPI_Comm comm, int r) {
     if (r < 0 || comm == MPI_COMM_WORLD) return r;
-    return world_rank_in(comm_index(comm), r);
+    int index = comm_index(comm);
+    return index < 0 && comm != MPI_COMM_NULL ? translate(comm, r) : world_rank_in(index, r);
 }
 
 /* A constructor on *parent* returned *made*: count the call on the parent (also when this rank
@@ -235,7 +270,8 @@ typedef struct { double t0; int32_t kind, peer, tag, comm; int64_t bytes; } call
 
 static inline call_t enter(int kind, MPI_Comm comm, int peer, int tag, int64_t bytes) {
     int index = comm == MPI_COMM_WORLD ? 0 : comm_index(comm);
-    call_t c = {now(), kind, world_rank_in(index, peer), tag, index, bytes};
+    int world = index < 0 && comm != MPI_COMM_NULL && peer >= 0 ? translate(comm, peer) : world_rank_in(index, peer);
+    call_t c = {now(), kind, world, tag, index, bytes};
     if (slot->depth++ == 0) {
         slot->kind = kind;
         slot->peer = c.peer;

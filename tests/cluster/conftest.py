@@ -28,12 +28,28 @@ def wb(_shared_wb, request):
     known yet; the warning says when it happens)."""
     if _shared_wb.cluster is not None and _shared_wb._world_died():
         lost = _shared_wb._lost_ranks()
+        lost = f"{lost}; {_how_it_ended(_shared_wb)}"
         _shared_wb.restart()
         with warnings.catch_warnings():  # said in the warnings summary, not turned into an error
             warnings.simplefilter("always")
             warnings.warn(f"the shared workbench's MPI world was found dead before {request.node.nodeid} "
                           f"({lost}); restarted it", stacklevel=1)
     return _shared_wb
+
+
+def _how_it_ended(bench) -> str:
+    """What the dead world's launchers know: mpiexec's exit code and the end of its output
+    (the ranks' last words: an MPI_Abort, a signal, a Python traceback)."""
+    said = []
+    for launcher in (getattr(bench.cluster, "engines", None) or {}).values():
+        data = getattr(launcher, "stop_data", None) or {}
+        try:
+            output = launcher.get_output() or ""
+        except Exception as exc:  # noqa: BLE001 - a diagnostic must not fail the test
+            output = f"(output not readable: {exc})"
+        tail = " | ".join(line for line in output.strip().splitlines()[-12:])
+        said.append(f"engines launcher exit data {data or 'none (still running?)'}; last output: {tail or '(none)'}")
+    return "; ".join(said) or "no engine launcher to ask"
 
 
 @pytest.fixture

@@ -278,3 +278,38 @@ def test_a_full_buffer_counts_every_call_it_could_not_hold(comm):
     said = trace.overflow()
     assert said and "rank 0: 15" in said and "capacity=100" in said
     assert "dropped (buffer full)" in trace.summary()
+
+
+def test_peers_stay_world_ranks_beyond_the_communicator_table(comm):
+    """The table holds 1024 communicators: a long session makes more. Freed entries are reused;
+    with every entry live, peers are translated on each call (slower, still right)."""
+    from mpi4py import MPI
+
+    size, rank = comm.size, comm.rank
+    for _ in range(1100):  # made and freed: the table recycles their entries
+        comm.Dup().Free()
+    live = [comm.Dup() for _ in range(1030)]  # more live than the table holds
+    try:
+        reversed_comm = comm.Split(0, size - rank)  # rank order reversed: peers need translating
+        right = (reversed_comm.rank + 1) % size
+        left = (reversed_comm.rank - 1) % size
+
+        def body():
+            out, got = np.full(3, float(rank)), np.empty(3)
+            reversed_comm.Sendrecv(out, right, 41, got, left, 41)
+            live[-1].Barrier()
+            return got
+
+        got, trace = recorder.trace_call(comm, body, capacity=100)
+        world_right = size - 1 - right  # reversed_comm rank k is world rank size-1-k
+        assert got[0] == size - 1 - left
+        calls = comm.gather(world_right, root=0)
+        if rank == 0:
+            for r in range(size):
+                (e,) = _of(trace, r, "MPI_Sendrecv")
+                assert e["peer"] == calls[r], "a peer is a world rank, however full the table"
+            assert len(trace.messages()[trace.messages()["tag"] == 41]) == size
+        reversed_comm.Free()
+    finally:
+        for c in live:
+            c.Free()
