@@ -13,8 +13,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from mpiworkbench.client.solver_handle import Frame, SolverHandle, slowest
+from mpiworkbench.client.solver_handle import Frame, SolverHandle, field_frame, slowest
 from mpiworkbench.solvers.cg import poisson
+from mpiworkbench.solvers.picture import DEFAULT_RESOLUTION, Picture, check_resolution, reduce_picture
 
 FACTORY = "mpiworkbench.solvers.cg.solver:CGSolver"
 
@@ -89,20 +90,25 @@ class CGHandle(SolverHandle):
     COMPUTE = ("matvec", "vector")
     EXCHANGE = ("exchange", "allreduce")
 
-    def frame(self, k: int) -> Frame:
+    def frame(self, k: int, resolution: int | None = DEFAULT_RESOLUTION) -> Frame:
         """Iterate *k* times (fewer at convergence) and gather the iterate, in one round trip
         (what each frame of the panel's **Run to convergence** does).
+
+        The iterate comes as a picture of at most *resolution* points per side (block means,
+        each rank reducing its block first; exact extremes in ``frame.picture``), or whole
+        for ``None``. At or below *resolution* it is the iterate itself.
 
         Returns
         -------
         Frame
-            The iterate (``mesh × mesh``), the iterations taken and the slowest rank's
+            The iterate, the iterations taken and the slowest rank's
             compute (matvec, vector ops) and communication (exchange, allreduce) seconds.
         """
-        return self.finish_frame(self.submit_frame(k))
+        return self.finish_frame(self.submit_frame(k, resolution))
 
-    def _frame_calls(self, k: int) -> list[tuple]:
-        return [("advance", int(k), len(self._residuals)), ("gather_solution",), ("timings",)]
+    def _frame_calls(self, k: int, resolution: int | None = DEFAULT_RESOLUTION) -> list[tuple]:
+        gather = ("gather_solution",) if resolution is None else ("solution_picture", resolution)
+        return [("advance", int(k), len(self._residuals)), gather, ("timings",)]
 
     def _frame_before(self) -> tuple:
         return self.last_timings, self.iterations
@@ -112,7 +118,7 @@ class CGHandle(SolverHandle):
         self._record(reports[0])
         self.last_timings = timings
         compute, exchange = slowest(old, timings, self.COMPUTE, self.EXCHANGE)
-        return Frame(self.iterations - start, solutions[0], compute, exchange, wall)
+        return field_frame(self.iterations - start, solutions[0], compute, exchange, wall)
 
     @property
     def finished(self) -> bool:
@@ -175,6 +181,34 @@ class CGHandle(SolverHandle):
         """The current iterate as a ``mesh × mesh`` array (gathered by MPI to rank 0)."""
         with self._lock:
             return self._obj.root("gather_solution")
+
+    def picture(self, resolution: int = DEFAULT_RESOLUTION) -> Picture:
+        """The iterate as a screen shows it: at most *resolution* points per side (block
+        means, reduced on the ranks) and its exact extremes. :meth:`solution` is exact."""
+        check_resolution(resolution)
+        with self._lock:
+            return self._obj.root("solution_picture", resolution)
+
+    def exact_picture(self, shape: tuple[int, int]) -> np.ndarray:
+        """The exact solution as a picture of *shape* (what :meth:`picture` gives for the
+        iterate), to subtract from it: the same bins, so the difference is the bins' mean error.
+
+        ``x(1−x)y(1−y)`` is a product of one function of each axis, and so is its bin mean:
+        two 1-D reductions and an outer product, never the whole ``mesh²`` array. Kept for
+        the last shape asked (a panel asks for the same one every frame).
+        """
+        shape = tuple(int(n) for n in shape)
+        if getattr(self, "_exact_picture", (None, None))[0] != shape:
+            if not self.manufactured:
+                self.exact()  # raises: the exact solution is known only for the manufactured rhs
+            if shape == (self.mesh, self.mesh):
+                values = poisson.exact_solution(self.mesh)
+            else:
+                t = (np.arange(self.mesh) + 1) * poisson.grid_spacing(self.mesh)
+                f = t * (1 - t)
+                values = np.outer(reduce_picture(f, shape[0]).values, reduce_picture(f, shape[1]).values)
+            self._exact_picture = (shape, values)
+        return self._exact_picture[1]
 
     def exact(self) -> np.ndarray:
         """``x(1−x)y(1−y)`` at the nodes (the exact discrete solution of the default problem)."""

@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from mpiworkbench.client.solver_handle import Frame, SolverHandle, slowest
+from mpiworkbench.client.solver_handle import Frame, SolverHandle, field_frame, slowest
 from mpiworkbench.solvers.heat import row_range
+from mpiworkbench.solvers.picture import DEFAULT_RESOLUTION, Picture, check_resolution
 
 FACTORY = "mpiworkbench.solvers.heat:HeatSolver"
 
@@ -79,19 +80,24 @@ class HeatHandle(SolverHandle):
 
         return trace_steps(self.wb, self.step, steps)
 
-    def frame(self, k: int) -> Frame:
+    def frame(self, k: int, resolution: int | None = DEFAULT_RESOLUTION) -> Frame:
         """Step *k* times and gather the field, in one round trip (a frame of the panel's **Play**).
+
+        The field comes as a picture of at most *resolution* points per side (block means,
+        each rank reducing its rows first; exact extremes in ``frame.picture``), or whole
+        for ``None``. At or below *resolution* it is the field itself.
 
         Returns
         -------
         Frame
-            The ``M × N`` field, the steps taken and the slowest rank's compute and
+            The field, the steps taken and the slowest rank's compute and
             communication (exchange, allreduce) seconds.
         """
-        return self.finish_frame(self.submit_frame(k))
+        return self.finish_frame(self.submit_frame(k, resolution))
 
-    def _frame_calls(self, k: int) -> list[tuple]:
-        return [("step", int(k)), ("gather",), ("error",), ("timings",)]
+    def _frame_calls(self, k: int, resolution: int | None = DEFAULT_RESOLUTION) -> list[tuple]:
+        gather = ("gather",) if resolution is None else ("picture", resolution)
+        return [("step", int(k)), gather, ("error",), ("timings",)]
 
     def _frame_before(self) -> tuple:
         return self.last_timings, self.steps
@@ -101,7 +107,7 @@ class HeatHandle(SolverHandle):
         self._record(reports[0], errors[0])
         self.last_timings = timings
         compute, exchange = slowest(old, timings, self.COMPUTE, self.EXCHANGE)
-        return Frame(self.steps - steps, fields[0], compute, exchange, wall)
+        return field_frame(self.steps - steps, fields[0], compute, exchange, wall)
 
     @property
     def finished(self) -> bool:
@@ -113,6 +119,13 @@ class HeatHandle(SolverHandle):
         """The whole current ``M × N`` field (gathered by MPI to rank 0)."""
         with self._lock:
             return self._obj.root("gather")
+
+    def picture(self, resolution: int = DEFAULT_RESOLUTION) -> Picture:
+        """The field as a screen shows it: at most *resolution* points per side (block means,
+        reduced on the ranks) and its exact extremes. :meth:`field` is exact."""
+        check_resolution(resolution)
+        with self._lock:
+            return self._obj.root("picture", resolution)
 
     def timings(self) -> list[dict[str, float]]:
         """Per-rank cumulative seconds in compute, exchange and allreduce (rank order)."""

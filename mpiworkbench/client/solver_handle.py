@@ -11,6 +11,14 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from mpiworkbench.core import objects
+from mpiworkbench.solvers.picture import DEFAULT_RESOLUTION, Picture, check_resolution
+
+
+def field_frame(steps: int, gathered: Any, compute_s: float, exchange_s: float, wall: float) -> Frame:
+    """A :class:`Frame` of what rank 0 gathered: a :class:`Picture` or a whole field."""
+    if isinstance(gathered, Picture):
+        return Frame(steps, gathered.values, compute_s, exchange_s, wall, gathered)
+    return Frame(steps, gathered, compute_s, exchange_s, wall)
 
 
 @dataclass
@@ -29,6 +37,14 @@ class Frame:
     compute_s: float
     exchange_s: float
     round_trip_s: float
+    #: What the engines sent: a reduced picture with the field's exact extremes, or ``None``
+    #: when the frame asked for the whole field (``resolution=None``).
+    picture: Picture | None = None
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the field the frame brought back (the picture's values)."""
+        return int(np.asarray(self.field).nbytes)
 
     @property
     def transfer_s(self) -> float:
@@ -121,7 +137,7 @@ class SolverHandle:
         return self._collect(self._submit(*calls))
 
     # -- live frames: one round trip each, startable ahead of drawing the previous one -----
-    def _frame_calls(self, k: int, **where: Any) -> list[tuple]:
+    def _frame_calls(self, k: int, resolution: int | None = DEFAULT_RESOLUTION, **where: Any) -> list[tuple]:
         raise NotImplementedError
 
     def _frame_result(self, results: list[list[Any]], wall: float, before: tuple) -> Frame:
@@ -131,13 +147,17 @@ class SolverHandle:
         """What a frame's result is measured against (timings and step count before it)."""
         raise NotImplementedError
 
-    def submit_frame(self, k: int, **where: Any) -> tuple:
+    def submit_frame(self, k: int, resolution: int | None = DEFAULT_RESOLUTION, **where: Any) -> tuple:
         """Start a frame of *k* steps on the engines; :meth:`finish_frame` waits for it.
 
-        A live panel starts the next frame before it draws the last one, so the engines
-        step while the notebook draws. Until it is finished the handle is locked.
+        The engines send a picture of at most *resolution* points per side (each rank
+        reduces its block first; :mod:`mpiworkbench.solvers.picture`), or the whole field
+        for ``None`` (what every frame pulled before; kept to measure against). A live panel
+        starts the next frame before it draws the last one, so the engines step while the
+        notebook draws. Until it is finished the handle is locked.
         """
-        return self._submit(*self._frame_calls(k, **where)), self._frame_before()
+        check_resolution(resolution)  # here, not as a failed engine task
+        return self._submit(*self._frame_calls(k, resolution=resolution, **where)), self._frame_before()
 
     def finish_frame(self, started: tuple) -> Frame:
         """Wait for a :meth:`submit_frame` and record what it brought back."""

@@ -12,8 +12,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from mpiworkbench.client.solver_handle import Frame, SolverHandle, slowest
+from mpiworkbench.client.solver_handle import Frame, SolverHandle, field_frame, slowest
 from mpiworkbench.solvers.decomposition import decompose
+from mpiworkbench.solvers.picture import DEFAULT_RESOLUTION, Picture, check_resolution
 
 FACTORY = "mpiworkbench.solvers.wave.solver:WaveSolver"
 
@@ -79,21 +80,33 @@ class WaveHandle(SolverHandle):
         self.last_timings = [{k: r[k] for k in ("rank", "coords", "steps", "compute_s", "exchange_s")} for r in reports]
         return {"steps": self.steps, "t": head["t"], "error": head["error"]}
 
-    def frame(self, k: int, axis: int | str = "z", index: int | None = None) -> Frame:
+    def frame(self, k: int, axis: int | str = "z", index: int | None = None,
+              resolution: int | None = DEFAULT_RESOLUTION) -> Frame:
         """Step *k* times and gather the plane *index* (default: the middle) along *axis*, in
         one round trip (what each frame of the panel's **Play** does).
+
+        The plane comes as a picture of at most *resolution* points per side (block means,
+        each rank reducing its part first; the plane's exact extremes in ``frame.picture``),
+        or whole for ``None``. At or below *resolution* it is the plane itself.
 
         Returns
         -------
         Frame
             The plane, the steps taken and the slowest rank's compute and exchange seconds.
         """
-        return self.finish_frame(self.submit_frame(k, axis=axis, index=index))
+        return self.finish_frame(self.submit_frame(k, resolution, axis=axis, index=index))
 
-    def _frame_calls(self, k: int, axis: int | str = "z", index: int | None = None) -> list[tuple]:
+    def _index(self, axis: int | str, index: int | None) -> int:
         if index is None:
-            index = self.mesh["xyz".index(axis) if isinstance(axis, str) else int(axis)] // 2
-        return [("advance", int(k)), ("gather_slice", axis, int(index))]
+            return self.mesh["xyz".index(axis) if isinstance(axis, str) else int(axis)] // 2
+        return int(index)
+
+    def _frame_calls(self, k: int, resolution: int | None = DEFAULT_RESOLUTION, axis: int | str = "z",
+                     index: int | None = None) -> list[tuple]:
+        index = self._index(axis, index)
+        if resolution is None:
+            return [("advance", int(k)), ("gather_slice", axis, index)]
+        return [("advance", int(k)), ("slice_picture", axis, index, resolution)]
 
     def _frame_before(self) -> tuple:
         return self.last_timings, self.steps
@@ -102,7 +115,7 @@ class WaveHandle(SolverHandle):
         (reports, planes), (timings, steps) = results, before
         self._record(reports)
         compute, exchange = slowest(timings, self.last_timings, ["compute_s"], ["exchange_s"])
-        return Frame(self.steps - steps, planes[0], compute, exchange, wall)
+        return field_frame(self.steps - steps, planes[0], compute, exchange, wall)
 
     def step(self, k: int = 1) -> dict[str, Any]:
         """Advance *k* time steps on every rank.
@@ -160,6 +173,14 @@ class WaveHandle(SolverHandle):
             index = self.mesh[a] // 2
         with self._lock:
             return self._obj.root("gather_slice", axis, int(index))
+
+    def picture(self, axis: int | str = "z", index: int | None = None,
+                resolution: int = DEFAULT_RESOLUTION) -> Picture:
+        """The plane as a screen shows it: at most *resolution* points per side (block means,
+        reduced on the ranks before the gather) and its exact extremes. :meth:`slice` is exact."""
+        check_resolution(resolution)
+        with self._lock:
+            return self._obj.root("slice_picture", axis, self._index(axis, index), resolution)
 
     def field(self) -> np.ndarray:
         """The whole current field (gathered to rank 0 by MPI; mind the size)."""

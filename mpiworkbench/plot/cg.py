@@ -61,8 +61,9 @@ def _draw_partition(ax, mesh: int, layout: Sequence[Sequence[int]]) -> None:
         ax.text((x0 + x1) / 2, (y0 + y1) / 2, f"rank {rank}", color="white", ha="center", va="center", fontsize=8)
 
 
-def _field(ax, fig, u: np.ndarray, layout, title: str, cmap: str, symmetric: bool) -> None:
-    mesh = u.shape[0]
+def _field(ax, fig, u: np.ndarray, layout, title: str, cmap: str, symmetric: bool, mesh: int | None = None) -> None:
+    # a reduced picture has fewer points than the mesh: place it (and the blocks) by the mesh
+    mesh = u.shape[0] if mesh is None else mesh
     h = 1.0 / (mesh + 1)
     extent = (0.5 * h, (mesh + 0.5) * h, 0.5 * h, (mesh + 0.5) * h)
     if symmetric:
@@ -86,16 +87,21 @@ def solution_error_figure(
     iteration: int | None = None,
     width: float = 8.0,
     height: float = 3.4,
+    mesh: int | None = None,
 ) -> Figure:
-    """The solution (and its error against the exact one, when known), rank blocks drawn."""
+    """The solution (and its error against the exact one, when known), rank blocks drawn.
+
+    *mesh* is the solver's (default: the arrays' size); give it when *u* is a reduced picture
+    (:mod:`mpiworkbench.solvers.picture`), so the image and the rank blocks sit on the mesh.
+    """
     panels = 1 if error is None else 2
     fig = new_figure(width if panels == 2 else width / 2 + 0.5, height)
     axes = fig.subplots(1, panels, squeeze=False)[0]
     suffix = "" if iteration is None else f" (k = {iteration})"
-    _field(axes[0], fig, u, layout, "solution $x_k$" + suffix, "viridis", False)
+    _field(axes[0], fig, u, layout, "solution $x_k$" + suffix, "viridis", False, mesh)
     if error is not None:
         emax = float(np.max(np.abs(error)))
-        _field(axes[1], fig, error, layout, f"error $x_k - u$, max {emax:.1e}", "RdBu_r", True)
+        _field(axes[1], fig, error, layout, f"error $x_k - u$, max {emax:.1e}", "RdBu_r", True, mesh)
     return fig
 
 
@@ -132,7 +138,10 @@ class LiveSolution(LiveFigure):
             self.fields[1].set_title("error $x_k - u$", fontsize=10)
         super().__init__(fig, [a for ax in self.fields for a in over_image(ax)], dpi=dpi)
 
-    def update(self, u: np.ndarray, error: np.ndarray | None = None) -> bytes:
+    def update(self, u: np.ndarray, error: np.ndarray | None = None,
+               extremes: tuple[float, float] | None = None) -> bytes:
+        """The PNG of *u* (and *error*); *extremes* are the whole field's minimum and maximum
+        when *u* is a reduced picture (its bin means never reach them), for the colour scale."""
         for ax, data, symmetric in zip(self.fields, (u, error), (False, True)):
             image = ax.images[0]
             image.set_data(data)
@@ -140,7 +149,7 @@ class LiveSolution(LiveFigure):
                 top = 10.0 ** math.ceil(math.log10(max(float(np.max(np.abs(data))), 1e-300)))
                 clim = (-top, top)
             else:
-                lo, hi = float(np.min(data)), float(np.max(data))
+                lo, hi = (float(np.min(data)), float(np.max(data))) if extremes is None else extremes
                 if self.scale and -0.1 * self.scale <= lo and hi <= 1.1 * self.scale:
                     clim = (-0.1 * self.scale, 1.1 * self.scale)  # iterates over- and undershoot a little
                 else:

@@ -84,6 +84,13 @@ class LiveFigure:
         artist.set_animated(True)  # left out of full draws, drawn by png() on top
         self.changing.append(artist)
 
+    def pixels(self, ax: Axes) -> int:
+        """Pixels of *ax*'s longer side as drawn (after the first :meth:`png`, the layout is
+        fixed): the resolution a picture shown in it needs, no more."""
+        if self._background is None:
+            self.canvas.draw()
+        return max(1, int(math.ceil(max(ax.bbox.width, ax.bbox.height))))
+
     def invalidate(self) -> None:
         """Redraw everything at the next :meth:`png` (limits, colour scale or layout changed)."""
         self._background = None

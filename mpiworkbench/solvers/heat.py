@@ -35,6 +35,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from mpiworkbench.core import mpi
+from mpiworkbench.solvers.picture import DEFAULT_RESOLUTION, Picture, check_resolution, gather_picture
+
 EXCHANGES = ("sendrecv", "nonblocking", "persistent", "persistent-naive")
 #: The correct exchanges (what a timing may compare; the naive one is wrong on purpose).
 TIMED_EXCHANGES = tuple(e for e in EXCHANGES if not e.endswith("-naive"))
@@ -273,6 +275,15 @@ class HeatSolver:
         out = np.empty((m, n)) if self.rank == 0 else None
         self.comm.Gatherv(np.ascontiguousarray(self.owned()), [out, counts] if self.rank == 0 else None, root=0)
         return out
+
+    def picture(self, resolution: int | None = DEFAULT_RESOLUTION) -> Picture | None:
+        """The field as a screen shows it (block means at most *resolution* per side, the exact
+        minimum and maximum) on rank 0, ``None`` elsewhere; each rank reduces its own rows
+        before the gather. At or below *resolution* the values are :meth:`gather`'s. Collective."""
+        mpi.checked(self.comm, lambda: check_resolution(resolution))
+        m, n = self.shape
+        ranges = [(row_range(m, r, self.size), (0, n)) for r in range(self.size)]
+        return gather_picture(self.comm, self.owned(), ranges, self.shape, resolution)
 
     def error(self) -> float:
         """Max distance from the exact steady state (collective)."""

@@ -61,7 +61,7 @@ class HeatPanel(SteppingPanel):
     # -- drawing -----------------------------------------------------------------------
     def refresh(self) -> None:
         """Redraw everything from the handle (no stepping); new figures (after a reset)."""
-        field = self.handle.field()
+        field = self.handle.picture(self.resolution).values
         self.handle.timings()
         with self._draw_lock:
             self._field = self._history = None
@@ -85,6 +85,7 @@ class HeatPanel(SteppingPanel):
             lo, hi = sorted((h.top, h.bottom))
             self._field = plot.LiveField(field, h.rows, vmin=lo, vmax=hi,
                                          title=f"temperature on {h.nranks} rank(s)' strips of rows")
+            self.resolution = self._field.pixels(self._field.ax)  # what the image is drawn at
             self._history = plot.live_history(h.history_steps, h.deltas, h.errors, tol=h.tol)
         self._picture(self.field_image, self._field.update(field), frame)
         self.history_image.value = self._history.update(h.history_steps, [h.deltas, h.errors])

@@ -16,6 +16,7 @@ from collections import deque
 from typing import Callable
 
 from mpiworkbench.client.solver_handle import Frame
+from mpiworkbench.solvers.picture import DEFAULT_RESOLUTION
 from mpiworkbench.widgets.report import error_html
 
 #: The frame rate Play aims at (the steps per frame adapt to it).
@@ -98,11 +99,14 @@ class LivePanel:
         self._busy = threading.Lock()
         self._draw_lock = threading.RLock()
         self._thread: threading.Thread | None = None
+        #: Points per side the engines reduce the picture to: the pixels the panel's image is
+        #: drawn at, once its figure is laid out (a mesh at or below it comes exact).
+        self.resolution: int | None = DEFAULT_RESOLUTION
 
     # -- subclass hooks ----------------------------------------------------------------
     def _submit(self, k: int):
         """Start a frame of *k* steps on the engines (the handle stays locked until :meth:`_finish`)."""
-        return self.handle.submit_frame(k)
+        return self.handle.submit_frame(k, self.resolution)
 
     def _finish(self, started) -> Frame:
         return self.handle.finish_frame(started)

@@ -17,7 +17,8 @@ class WavePanel(SteppingPanel):
 
     Buttons ``Step 1``, ``Step 10``, ``Step 100``, toggle ``Play`` (pressed = playing),
     dropdown ``Slice axis``, slider ``Slice index``. Steps run on the engines in a worker
-    thread, one round trip per frame (steps and the gathered slice); the step buttons are
+    thread, one round trip per frame (steps and the slice, reduced on the ranks to the
+    pixels it is drawn at; ``w.slice`` stays exact); the step buttons are
     disabled while it runs. Play adapts the steps per frame to hold a steady frame rate and
     shows frames/s and where a frame's time goes.
     """
@@ -68,7 +69,7 @@ class WavePanel(SteppingPanel):
     # -- workers -----------------------------------------------------------------------
     def _submit(self, k: int):
         where = (self.axis.value, int(self.index.value))
-        return self.handle.submit_frame(k, axis=where[0], index=where[1]), where
+        return self.handle.submit_frame(k, self.resolution, axis=where[0], index=where[1]), where
 
     def _finish(self, started) -> Frame:
         started, where = started
@@ -85,7 +86,7 @@ class WavePanel(SteppingPanel):
         if self._playing.is_set() and self._busy.locked():
             return
         axis, index = self.axis.value, int(self.index.value)
-        plane = self.handle.slice(axis, index)
+        plane = self.handle.picture(axis, index, self.resolution).values
         self.handle.timings()
         with self._draw_lock:
             self._draw_state(plane, axis, index)
@@ -104,6 +105,7 @@ class WavePanel(SteppingPanel):
         )
         if self._slice is None or self._slice.axis != axis:
             self._slice = plot.LiveSlice(plane, axis, index, h.layout)
+            self.resolution = self._slice.pixels(self._slice.ax)  # what the image is drawn at
         self._picture(self.slice_image, self._slice.update(plane, index), frame)
         if self._error is None:
             self._error = plot.live_error(h.times, h.errors, width=4.0)

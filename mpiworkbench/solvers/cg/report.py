@@ -9,8 +9,9 @@ import numpy as np
 from mpiworkbench.solvers.cg.variants import ALLREDUCES_PER_ITERATION
 from mpiworkbench.solvers.cg.timing import TIMING_KEYS
 from mpiworkbench.solvers.decomposition import gather_blocks
+from mpiworkbench.solvers.picture import DEFAULT_RESOLUTION, Picture, check_resolution, gather_picture
 
-__all__ = ["gather_solution", "solver_result"]
+__all__ = ["gather_solution", "solution_picture", "solver_result"]
 
 
 def gather_solution(solver) -> np.ndarray | None:
@@ -21,6 +22,20 @@ def gather_solution(solver) -> np.ndarray | None:
     """
     pieces = [(b.rank, (slice(b.i0, b.i1), slice(b.j0, b.j1))) for b in solver.blocks]
     return gather_blocks(solver.comm, solver.x.reshape(solver.block.shape), pieces, (solver.mesh, solver.mesh))
+
+
+def solution_picture(solver, resolution: int | None = DEFAULT_RESOLUTION) -> Picture | None:
+    """The solution of *solver* as a screen shows it, on rank 0 (``None`` elsewhere). Collective.
+
+    See :func:`mpiworkbench.solvers.picture.gather_picture`: each rank reduces its own block
+    to bin means before one ``Gatherv`` (plain mpi4py, like :func:`gather_solution`).
+    """
+    from mpiworkbench.core import mpi
+
+    mpi.checked(solver.comm, lambda: check_resolution(resolution))
+    ranges = [((b.i0, b.i1), (b.j0, b.j1)) for b in solver.blocks]
+    return gather_picture(solver.comm, solver.x.reshape(solver.block.shape), ranges, (solver.mesh, solver.mesh),
+                          resolution)
 
 
 def solver_result(solver) -> dict[str, Any]:

@@ -30,10 +30,11 @@ import numpy as np
 from mpiworkbench.core import mpi
 from mpiworkbench.solvers.cg import poisson, recurrences
 from mpiworkbench.solvers.cg.exchange import LocalValueExchange, make_backend
-from mpiworkbench.solvers.cg.report import gather_solution, solver_result
+from mpiworkbench.solvers.cg.report import gather_solution, solution_picture, solver_result
 from mpiworkbench.solvers.cg.timing import TIMING_KEYS, TimedOperations
 from mpiworkbench.solvers.cg.variants import ALLREDUCES_PER_ITERATION, default_maxiter, validate
 from mpiworkbench.solvers.cg.vectors import local_dot
+from mpiworkbench.solvers.picture import DEFAULT_RESOLUTION, Picture
 
 __all__ = ["ALLREDUCES_PER_ITERATION", "TIMING_KEYS", "CGSolver", "LocalValueExchange"]
 
@@ -290,6 +291,13 @@ class CGSolver:
     def gather_solution(self) -> np.ndarray | None:
         """The ``mesh × mesh`` solution on rank 0 (``None`` elsewhere). Collective."""
         return gather_solution(self)
+
+    def solution_picture(self, resolution: int | None = DEFAULT_RESOLUTION) -> Picture | None:
+        """The solution as a screen shows it (block means at most *resolution* per side, the
+        exact minimum and maximum) on rank 0, ``None`` elsewhere; each rank reduces its own
+        block before the gather. At or below *resolution* the values are
+        :meth:`gather_solution`'s. Collective."""
+        return solution_picture(self, resolution)
 
     def result(self) -> dict[str, Any]:
         """Everything a report needs (same on every rank; timing split from all ranks). Collective.

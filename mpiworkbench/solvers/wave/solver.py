@@ -28,6 +28,7 @@ import numpy as np
 from mpiworkbench.core import mpi
 from mpiworkbench.solvers import halo
 from mpiworkbench.solvers.decomposition import create_cart, gather_blocks
+from mpiworkbench.solvers.picture import DEFAULT_RESOLUTION, Picture, check_resolution, gather_picture
 from mpiworkbench.solvers.wave import kernels
 from mpiworkbench.solvers.wave.problem import WHOLE_STEP, check_plane, check_steps, local_energy, validate
 
@@ -301,6 +302,28 @@ class WaveSolver:
             local = np.empty((0, 0))
         shape2d = tuple(n for a_, n in enumerate(self.shape) if a_ != axis_i)
         return gather_blocks(self.cart, local, pieces, shape2d)
+
+    def slice_picture(self, axis: int | str, index: int, resolution: int | None = DEFAULT_RESOLUTION) -> Picture | None:
+        """The plane *index* along *axis* as a screen shows it, on rank 0 (``None`` elsewhere).
+
+        Each rank reduces its part of the plane to block means at most *resolution* points
+        per side before the gather (:mod:`mpiworkbench.solvers.picture`), so a frame moves
+        about one picture whatever the mesh; the plane's exact minimum and maximum come
+        with it. At or below *resolution* the values are :meth:`gather_slice`'s, bit for bit.
+        """
+        axis_i = mpi.checked(self.cart, lambda: (check_resolution(resolution), check_plane(self.shape, axis, index))[1])
+        index = int(index)
+        pieces = self.layout.plane_blocks(axis_i, index)
+        a, b = self.ranges[axis_i]
+        if a <= index < b:
+            idx = [slice(None)] * 3
+            idx[axis_i] = index - a
+            local = self.owned()[tuple(idx)]
+        else:
+            local = np.empty((0, 0))
+        shape2d = tuple(n for a_, n in enumerate(self.shape) if a_ != axis_i)
+        ranges = [tuple((s.start, s.stop) for s in sl) for _, sl in pieces]
+        return gather_picture(self.cart, local, ranges, shape2d, resolution)
 
     def close(self) -> None:
         """Free the Cartesian communicator and datatypes (collective)."""
