@@ -43,6 +43,7 @@ class FrameStats:
         frame period a viewer sees), *drawing_s* the part spent drawing this one."""
         self.recent.append({"steps": frame.steps, "compute": frame.compute_s, "exchange": frame.exchange_s,
                             "transfer": frame.transfer_s, "drawing": drawing_s, "total": total_s,
+                            "bytes": frame.nbytes,
                             "overhead": max(0.0, total_s - frame.compute_s - frame.exchange_s)})
         self.count += 1
 
