@@ -32,6 +32,14 @@ is shared: read ratios from one run, not absolute times across runs). Usage::
 
 ``--ordering`` plays every case a second time, right after, without the shared MPI world's turn
 (:mod:`mpiworkbench.client.world`): what ordering every call across notebooks costs a panel.
+
+``--sweep`` measures instead the mesh sweep of issue 24 (wave 33³…257³, CG 257²…4097²): per case,
+Play with the picture reduced on the ranks to the pixels the panel draws
+(:mod:`mpiworkbench.solvers.picture`) against Play pulling the whole picture every frame
+(``resolution=None``, the code path before), each on a fresh solver, one after the other in the
+same run: bytes per frame, beyond the solver, frames/s, and their ratios::
+
+    .venv/bin/python benchmarks/interactive.py --sweep [--sweep-frames 20] [--kernel c] [--json FILE]
 """
 
 from __future__ import annotations
@@ -51,10 +59,15 @@ CASES = [("wave", 65), ("cg", 257), ("heat", 256), ("wave", 33), ("wave", 129), 
 QUICK = CASES[:3]
 
 
-def make_handle(wb, solver: str, size: int):
+#: The mesh sweep of ``--sweep`` (issue 24): bytes per frame and time beyond the solver must not grow.
+SWEEP = [("wave", 33), ("wave", 65), ("wave", 129), ("wave", 257),
+         ("cg", 257), ("cg", 1025), ("cg", 2049), ("cg", 4097)]
+
+
+def make_handle(wb, solver: str, size: int, kernel: str = "numpy"):
     """The case's handle, with options that keep it running through every frame."""
     if solver == "wave":
-        return wb.wave(mesh=size)
+        return wb.wave(mesh=size, kernel=kernel)
     if solver == "cg":  # an unreachable tolerance: it iterates on at machine precision
         return wb.cg(mesh=size, tol=1e-300, maxiter=10**7)
     return wb.heat(shape=(size, size), tol=1e-12)
@@ -210,6 +223,70 @@ def run_cluster(cases, args, env: dict[str, str] | None = None) -> list[dict]:
                 os.environ[k] = v
 
 
+def play(wb, solver: str, size: int, frames: int, warmup: int, kernel: str, full: bool) -> dict:
+    """Play *frames* frames (after *warmup*) of a fresh solver's panel, pulling the whole
+    picture (*full*, the path before issue 24) or the one reduced to the panel's pixels."""
+    from mpiworkbench.widgets.live import FrameStats
+
+    handle = make_handle(wb, solver, size, kernel)
+    try:
+        panel = handle.panel(handle)
+        resolution = panel.resolution  # the pixels the panel's image is drawn at
+        if full:
+            panel.resolution = None
+        panel.play_frames(lambda: False, max_frames=warmup)
+        panel.stats = FrameStats(window=frames)
+        t0 = time.perf_counter()
+        done = panel.play_frames(lambda: False, max_frames=frames)
+        wall = time.perf_counter() - t0
+    finally:
+        handle.close()
+    assert done == frames, f"{solver} {size}: the solver finished after {done} of {frames} frames"
+    records = list(panel.stats.recent)
+
+    def med(key):
+        return statistics.median(f[key] for f in records)
+
+    return {"resolution": None if full else resolution, "bytes": med("bytes"), "steps_per_frame": med("steps"),
+            "compute_ms": med("compute") * 1e3, "exchange_ms": med("exchange") * 1e3,
+            "transfer_ms": med("transfer") * 1e3, "drawing_ms": med("drawing") * 1e3,
+            "overhead_ms": med("overhead") * 1e3, "frame_ms": med("total") * 1e3, "fps": len(records) / wall}
+
+
+def run_sweep(args) -> list[dict]:
+    """Every case of :data:`SWEEP` on one 2-rank workbench: the whole picture, then the reduced one."""
+    from mpiworkbench import Workbench
+
+    rows = []
+    with Workbench(n=2, timeout=900) as wb:
+        for solver, size in SWEEP:
+            full = play(wb, solver, size, args.sweep_frames, args.sweep_warmup, args.kernel, full=True)
+            screen = play(wb, solver, size, args.sweep_frames, args.sweep_warmup, args.kernel, full=False)
+            row = {"case": f"{solver} {size}" + ("³" if solver == "wave" else "²"), "full": full, "screen": screen}
+            print(format_sweep(row), flush=True)
+            rows.append(row)
+    return rows
+
+
+SWEEP_HEADER = ("| case | picture | bytes/frame: whole → reduced | **beyond the solver** (ms): whole → reduced "
+                "| transfer (ms) | drawing (ms) | compute + exchange (ms), reduced | steps/frame | "
+                "**frames/s**: whole → reduced |\n|" + "---|" * 9)
+
+
+def _size(n: float) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.0f} kB"
+
+
+def format_sweep(r: dict) -> str:
+    f, s = r["full"], r["screen"]
+    side = int(round((s["bytes"] / 8) ** 0.5))
+    return (f"| {r['case']} | {side}² | {_size(f['bytes'])} → {_size(s['bytes'])} (×{s['bytes'] / f['bytes']:.3f}) "
+            f"| {f['overhead_ms']:.1f} → **{s['overhead_ms']:.1f}** (×{s['overhead_ms'] / max(f['overhead_ms'], 1e-9):.2f}) "
+            f"| {f['transfer_ms']:.1f} → {s['transfer_ms']:.1f} | {f['drawing_ms']:.1f} → {s['drawing_ms']:.1f} "
+            f"| {s['compute_ms']:.1f} + {s['exchange_ms']:.1f} | {f['steps_per_frame']:.0f} → {s['steps_per_frame']:.0f} "
+            f"| {f['fps']:.1f} → **{s['fps']:.1f}** |")
+
+
 HEADER = ("| case | steps/frame | compute + exchange (ms) | transfer (ms) | drawing (ms) | **beyond the solver** (ms) "
           "| frame (ms) | **frames/s** | same steps, no panel (ms/frame) | old redraw (ms/frame) "
           "| cores busy: kernel / controller / engines |\n|" + "---|" * 11)
@@ -236,7 +313,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the rows here")
     parser.add_argument("--ordering", action="store_true",
                         help="measure each case also without the shared world's turn (its cost)")
+    parser.add_argument("--sweep", action="store_true",
+                        help="the mesh sweep (wave 33-257, CG 257-4097): reduced pictures against whole ones")
+    parser.add_argument("--sweep-frames", type=int, default=20, help="recorded frames per sweep case and path")
+    parser.add_argument("--sweep-warmup", type=int, default=4)
+    parser.add_argument("--kernel", default="c", help="the wave kernel of the sweep (bit for bit the same field)")
     args = parser.parse_args(argv)
+    if args.sweep:
+        print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; 2 ranks; "
+              f"{args.sweep_frames} frames per case and path after {args.sweep_warmup}; wave kernel {args.kernel}\n")
+        print(SWEEP_HEADER, flush=True)
+        rows = run_sweep(args)
+        print(f"\nload average after: {os.getloadavg()[0]:.2f}")
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"sweep": rows, "load_after": os.getloadavg()[0]}, f, indent=1)
+        return 0
     cases = QUICK if args.quick else CASES
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; 2 ranks; "
           f"{args.repeat} x {args.frames} frames per case\n")
