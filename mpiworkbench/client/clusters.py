@@ -25,6 +25,11 @@ HEARTBEAT_MS = 250
 #: Missed heartbeats tolerated before the hub drops an engine (120 × 250 ms = 30 s), so
 #: oversubscribed, busy-polling ranks are never mistaken for dead ones.
 HEARTBEAT_MISSES = 120
+#: Seconds a new engine waits for the controller's connection file. The engines are started
+#: together with the controller (not once it is up), so each one's Python imports (~1 s) overlap
+#: the controller's start (~1-2 s) instead of following it; an engine then reads the file the
+#: controller writes. ipyparallel waits 10 s by default: an oversubscribed machine can take longer.
+CONNECTION_FILE_WAIT_S = 120
 
 
 def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", thread_level: str | None = None,
@@ -50,7 +55,11 @@ def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", threa
     # every rank runs with the MPI interposer preloaded: traces and hang reports
     from mpiworkbench.trace.library import mpiexec_args
     config.MPIEngineSetLauncher.mpi_args = mpiexec_args(find_mpiexec())
-    return ipp.Cluster(
+    config.MPIEngineSetLauncher.engine_args = [f"--IPEngine.wait_for_url_file={CONNECTION_FILE_WAIT_S}"]
+    # ipengine with its nanny started at once (mpiworkbench.client.engine_start)
+    from mpiworkbench.client.engine_start import ENGINE_CMD
+    config.MPIEngineSetLauncher.engine_cmd = list(ENGINE_CMD)
+    cluster = ipp.Cluster(
         config=config,
         engines="mpi",
         n=n,
@@ -64,6 +73,17 @@ def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", threa
         log_level=log_level,
         shutdown_atexit=True,
     )
+    # Engines read the controller's connection file instead of waiting, with mpiexec unlaunched,
+    # for ipyparallel to pass it in their environment: see CONNECTION_FILE_WAIT_S. Only while
+    # no file of that name exists yet (a fresh cluster id): a file left by a dead controller of
+    # the same id would send the engines to it.
+    cluster.send_engines_connection_env = engine_connection_file(cluster).exists()
+    return cluster
+
+
+def engine_connection_file(cluster) -> Path:
+    """Where *cluster*'s controller writes the connection file its engines read."""
+    return Path(cluster.profile_dir) / "security" / f"ipcontroller-{cluster.cluster_id}-engine.json"
 
 
 def ipython_dir() -> Path:

@@ -1,0 +1,96 @@
+"""How a workbench's own cluster is started (``mpiworkbench.client.clusters.new_cluster``,
+``mpiworkbench.client.engine_start``), without starting one: the engines are launched with the
+controller and read its connection file only when no stale file of that cluster id could
+mislead them; each engine's nanny is the process spawned at its start."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from mpiworkbench.client import clusters, engine_start
+
+
+@pytest.fixture
+def ipython_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path))
+    return tmp_path
+
+
+def test_a_fresh_cluster_launches_its_engines_with_the_controller(ipython_dir):
+    cluster = clusters.new_cluster(2, "fresh-id")
+    assert not cluster.send_engines_connection_env  # engines read the file; mpiexec starts at once
+    launcher = cluster.config.MPIEngineSetLauncher
+    assert launcher.engine_cmd == engine_start.ENGINE_CMD
+    assert f"--IPEngine.wait_for_url_file={clusters.CONNECTION_FILE_WAIT_S}" in launcher.engine_args
+    assert clusters.engine_connection_file(cluster).name == "ipcontroller-fresh-id-engine.json"
+    assert cluster.controller_ip == "127.0.0.1"  # the file the engines read names loopback only
+
+
+def test_a_stale_connection_file_makes_the_engines_wait_for_the_controller(ipython_dir):
+    cluster = clusters.new_cluster(2, "reused-id")
+    stale = clusters.engine_connection_file(cluster)
+    stale.parent.mkdir(parents=True, exist_ok=True)
+    stale.write_text("{}")
+    again = clusters.new_cluster(2, "reused-id")
+    assert again.send_engines_connection_env  # ipyparallel's way: the connection in their environment
+
+
+FAKE_NANNY = textwrap.dedent("""
+    import pickle, sys
+    kwargs = pickle.load(sys.stdin.buffer)
+    print(f"tcp://127.0.0.1:{kwargs['engine_id'] + 5000} {kwargs['pid']}", flush=True)
+    sys.stdin.close()
+""")
+
+
+def _fake_nanny() -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", FAKE_NANNY], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+
+def test_the_prestarted_nanny_gets_the_arguments_ipyparallel_would_start_one_with():
+    nanny = _fake_nanny()
+    fallback_calls = []
+    start = engine_start.handing_over(nanny, lambda **kw: fallback_calls.append(kw) or ("fallback", None))
+    url, process = start(engine_id=3, control_url="tcp://127.0.0.1:1")
+    assert url == f"tcp://127.0.0.1:5003 {os.getpid()}"  # the nanny watches the engine: this process
+    assert process is nanny and not fallback_calls
+    assert nanny.wait(timeout=30) == 0
+    # a second engine start in the same process (never happens in ipyparallel) starts its own
+    assert start(engine_id=4) == ("fallback", None)
+
+
+def test_a_dead_prestarted_nanny_is_replaced_by_ipyparallels_own():
+    nanny = subprocess.Popen([sys.executable, "-c", "pass"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    nanny.wait(timeout=30)
+    start = engine_start.handing_over(nanny, lambda **kw: ("started by ipyparallel", kw["engine_id"]))
+    assert start(engine_id=1) == ("started by ipyparallel", 1)
+
+
+def test_a_prestarted_nanny_that_fails_is_replaced_by_ipyparallels_own():
+    nanny = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.buffer.read()"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    start = engine_start.handing_over(nanny, lambda **kw: ("started by ipyparallel", kw["engine_id"]))
+    assert start(engine_id=2) == ("started by ipyparallel", 2)
+    assert nanny.poll() is not None
+
+
+def test_the_nanny_code_imports_ipyparallels_nanny_without_the_package_init():
+    probe = engine_start.NANNY_CODE.replace("run_name='__main__'", "run_name='probe'") + (
+        "print(sorted(name for name in sys.modules if name.startswith('ipyparallel.')))\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    imported = eval(out.stdout)  # noqa: S307 - our own child's list of module names
+    assert "ipyparallel.util" in imported  # what the nanny module imports: it ran
+    assert "ipyparallel.cluster" not in imported and "ipyparallel.client" not in imported
+
+
+def test_the_engine_command_runs_the_file_without_importing_the_client_package():
+    # importing mpiworkbench.client costs each rank ~1 s: the engine command must not
+    code = engine_start.ENGINE_CMD[-1].replace("run_name='__main__'", "run_name='probe'")
+    probe = code + "; import sys; print('mpiworkbench.client' in sys.modules, 'ipyparallel' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["False", "False"]
