@@ -36,8 +36,9 @@ is shared: read ratios from one run, not absolute times across runs). Usage::
 ``--sweep`` measures instead the mesh sweep of issue 24 (wave 33³…257³, CG 257²…4097²): per case,
 Play with the picture reduced on the ranks to the pixels the panel draws
 (:mod:`mpiworkbench.solvers.picture`) against Play pulling the whole picture every frame
-(``resolution=None``, the code path before), each on a fresh solver, one after the other in the
-same run: bytes per frame, beyond the solver, frames/s, and their ratios::
+(``resolution=None``, the code path before), each on its own solver, five frames of one then five
+of the other (a shared machine's load falls on both alike): bytes per frame, beyond the solver,
+frames/s, and their ratios::
 
     .venv/bin/python benchmarks/interactive.py --sweep [--sweep-frames 20] [--kernel c] [--json FILE]
 """
@@ -223,46 +224,60 @@ def run_cluster(cases, args, env: dict[str, str] | None = None) -> list[dict]:
                 os.environ[k] = v
 
 
-def play(wb, solver: str, size: int, frames: int, warmup: int, kernel: str, full: bool) -> dict:
-    """Play *frames* frames (after *warmup*) of a fresh solver's panel, pulling the whole
-    picture (*full*, the path before issue 24) or the one reduced to the panel's pixels."""
+def sweep_case(wb, solver: str, size: int, frames: int, warmup: int, kernel: str, chunk: int = 5) -> dict:
+    """Play a case's panel pulling the whole picture (``resolution=None``, the path before issue
+    24) and, on a second solver, with the picture reduced on the ranks to the panel's pixels:
+    *chunk* frames of one, then of the other, until each has played *frames* (after *warmup*),
+    so that a shared machine's changing load falls on both alike."""
     from mpiworkbench.widgets.live import FrameStats
 
-    handle = make_handle(wb, solver, size, kernel)
+    handles, panels = {}, {}
     try:
-        panel = handle.panel(handle)
-        resolution = panel.resolution  # the pixels the panel's image is drawn at
-        if full:
-            panel.resolution = None
-        panel.play_frames(lambda: False, max_frames=warmup)
-        panel.stats = FrameStats(window=frames)
-        t0 = time.perf_counter()
-        done = panel.play_frames(lambda: False, max_frames=frames)
-        wall = time.perf_counter() - t0
+        for path in ("whole", "reduced"):
+            handles[path] = make_handle(wb, solver, size, kernel)
+            panels[path] = handles[path].panel(handles[path])
+        screen = panels["reduced"].resolution  # the pixels the panel's image is drawn at
+        panels["whole"].resolution = None
+        records, wall = {path: [] for path in panels}, {path: 0.0 for path in panels}
+        for path, panel in panels.items():
+            panel.play_frames(lambda: False, max_frames=warmup)
+        while len(records["reduced"]) < frames:
+            for path, panel in panels.items():
+                n = min(chunk, frames - len(records[path]))
+                panel.stats = FrameStats(window=n)
+                t0 = time.perf_counter()
+                done = panel.play_frames(lambda: False, max_frames=n)
+                wall[path] += time.perf_counter() - t0
+                assert done == n, f"{solver} {size}: the solver finished early"
+                records[path] += list(panel.stats.recent)
     finally:
-        handle.close()
-    assert done == frames, f"{solver} {size}: the solver finished after {done} of {frames} frames"
-    records = list(panel.stats.recent)
+        for handle in handles.values():
+            handle.close()
 
-    def med(key):
-        return statistics.median(f[key] for f in records)
+    def summary(path):
+        rec = records[path]
 
-    return {"resolution": None if full else resolution, "bytes": med("bytes"), "steps_per_frame": med("steps"),
-            "compute_ms": med("compute") * 1e3, "exchange_ms": med("exchange") * 1e3,
-            "transfer_ms": med("transfer") * 1e3, "drawing_ms": med("drawing") * 1e3,
-            "overhead_ms": med("overhead") * 1e3, "frame_ms": med("total") * 1e3, "fps": len(records) / wall}
+        def med(key):
+            return statistics.median(f[key] for f in rec)
+
+        return {"resolution": screen if path == "reduced" else None, "bytes": med("bytes"),
+                "steps_per_frame": med("steps"), "compute_ms": med("compute") * 1e3,
+                "exchange_ms": med("exchange") * 1e3, "transfer_ms": med("transfer") * 1e3,
+                "drawing_ms": med("drawing") * 1e3, "overhead_ms": med("overhead") * 1e3,
+                "frame_ms": med("total") * 1e3, "fps": len(rec) / wall[path]}
+
+    return {"case": f"{solver} {size}" + ("³" if solver == "wave" else "²"),
+            "full": summary("whole"), "screen": summary("reduced")}
 
 
 def run_sweep(args) -> list[dict]:
-    """Every case of :data:`SWEEP` on one 2-rank workbench: the whole picture, then the reduced one."""
+    """Every case of :data:`SWEEP` on one 2-rank workbench (:func:`sweep_case`)."""
     from mpiworkbench import Workbench
 
     rows = []
     with Workbench(n=2, timeout=900) as wb:
         for solver, size in SWEEP:
-            full = play(wb, solver, size, args.sweep_frames, args.sweep_warmup, args.kernel, full=True)
-            screen = play(wb, solver, size, args.sweep_frames, args.sweep_warmup, args.kernel, full=False)
-            row = {"case": f"{solver} {size}" + ("³" if solver == "wave" else "²"), "full": full, "screen": screen}
+            row = sweep_case(wb, solver, size, args.sweep_frames, args.sweep_warmup, args.kernel)
             print(format_sweep(row), flush=True)
             rows.append(row)
     return rows
