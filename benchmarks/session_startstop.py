@@ -318,7 +318,11 @@ def sweep(counts: list[int], repeats: int, baseline: str | None, px_repeats: int
             for _ in range(repeats):
                 for n in counts:
                     for name, tree in trees.items():  # alternately: old, new, old, new …
-                        runs[name][n].append(_child(tree, Path(site), n, px_repeats))
+                        try:
+                            runs[name][n].append(_child(tree, Path(site), n, px_repeats))
+                        except RuntimeError as exc:  # counted and said, not hidden
+                            print(f"FAILED: {exc}", file=sys.stderr)
+                            runs[name][n].append({"n": n, "failed": str(exc)[-3000:]})
         finally:
             if worktree is not None:
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(worktree)],
@@ -327,9 +331,14 @@ def sweep(counts: list[int], repeats: int, baseline: str | None, px_repeats: int
 
 
 def _summary(results: list[dict]) -> dict:
+    failed = sum("failed" in r for r in results)
+    results = [r for r in results if "failed" not in r]
     keys = ("ready_s", "first_call_s", "px_s", "attach_s", "stop_s")
+    if not results:
+        raise RuntimeError(f"every start failed ({failed}): nothing to summarise")
     out = {k: _median(r[k] for r in results) for k in keys}
     out["phases"] = {p: _median(r["phases"][p] for r in results) for p in results[0]["phases"]}
+    out["failed_starts"] = failed
     return out
 
 
@@ -353,6 +362,10 @@ def report_sweep(runs: dict, counts: list[int]) -> dict:
             at = summary[name][lastn]["attach_s"] / summary[name][first]["attach_s"]
             print(f"{name}: {per:.2f} s per extra engine ({first}→{lastn}); at {lastn} vs {first} engines: "
                   f"%%px ×{px:.2f}, attach ×{at:.2f}")
+    for name in names:
+        for n in counts:
+            if summary[name][n]["failed_starts"]:
+                print(f"{name}: {summary[name][n]['failed_starts']} start(s) of {n} engines FAILED (see stderr)")
     if "old" in summary:
         print("ratio new/old (same run):")
         for n in counts:

@@ -77,7 +77,13 @@ def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", threa
     # for ipyparallel to pass it in their environment: see CONNECTION_FILE_WAIT_S. Only while
     # no file of that name exists yet (a fresh cluster id): a file left by a dead controller of
     # the same id would send the engines to it.
-    cluster.send_engines_connection_env = engine_connection_file(cluster).exists()
+    connection_file = engine_connection_file(cluster)
+    cluster.send_engines_connection_env = connection_file.exists()
+    if not cluster.send_engines_connection_env:
+        # the controller writes the file in place: the engines wait until it is whole
+        from mpiworkbench.client.engine_start import CONNECTION_FILE_VARIABLE
+        cluster.config.MPIEngineSetLauncher.environment[CONNECTION_FILE_VARIABLE] = (
+            f"{connection_file}:{CONNECTION_FILE_WAIT_S}")
     return cluster
 
 

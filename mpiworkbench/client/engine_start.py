@@ -12,6 +12,10 @@ entry points: a fifth of its imports), which it never uses (:data:`NANNY_CODE`).
 imports NumPy before it waits for the controller: ipyparallel's serializer imports it at the
 engine's first reply anyway (the rank map), which was on the critical path too.
 
+The engines start together with the controller (:func:`mpiworkbench.client.clusters.new_cluster`)
+and read its connection file, which the controller writes in place: an engine could read it
+half-written. :func:`wait_for_connection_file` waits until it parses.
+
 Should the prestarted nanny fail, ipyparallel's own is started instead. Nothing else of the
 engine changes.
 
@@ -22,10 +26,12 @@ It imports nothing of :mod:`mpiworkbench`.
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -86,6 +92,27 @@ def handing_over(nanny: subprocess.Popen, original: Callable[..., Any]) -> Calla
     return start_nanny
 
 
+#: The environment variable naming the controller's connection file for the engines, and how
+#: long to wait for it (``PATH:SECONDS``); set by :func:`mpiworkbench.client.clusters.new_cluster`.
+CONNECTION_FILE_VARIABLE = "MPIWORKBENCH_ENGINE_CONNECTION_FILE"
+
+
+def wait_for_connection_file(spec: str, poll_s: float = 0.02) -> bool:
+    """Wait until the file of *spec* (``PATH:SECONDS``) holds a whole JSON object, at most
+    SECONDS; whether it does. (ipyparallel's engine waits only until the file exists.)"""
+    path, _, seconds = spec.rpartition(":")
+    deadline = time.monotonic() + float(seconds or 0)
+    while True:
+        try:
+            if isinstance(json.loads(Path(path).read_text()), dict):
+                return True
+        except (OSError, ValueError):  # not there yet, or caught half-written
+            pass
+        if time.monotonic() > deadline:
+            return False  # ipyparallel's engine then says what is missing
+        time.sleep(poll_s)
+
+
 def main() -> None:
     # An engine that never asks for its nanny (it failed before registering) exits and so
     # closes the nanny's stdin: the nanny then ends too.
@@ -97,6 +124,8 @@ def main() -> None:
         import numpy  # noqa: F401 - see the module's docstring: needed at the first reply anyway
     except ImportError:
         pass
+    if os.environ.get(CONNECTION_FILE_VARIABLE):
+        wait_for_connection_file(os.environ[CONNECTION_FILE_VARIABLE])
     app.main()
 
 

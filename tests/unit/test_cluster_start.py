@@ -28,6 +28,9 @@ def test_a_fresh_cluster_launches_its_engines_with_the_controller(ipython_dir):
     assert launcher.engine_cmd == engine_start.ENGINE_CMD
     assert f"--IPEngine.wait_for_url_file={clusters.CONNECTION_FILE_WAIT_S}" in launcher.engine_args
     assert clusters.engine_connection_file(cluster).name == "ipcontroller-fresh-id-engine.json"
+    # the engines wait until the file is whole, not only until it exists
+    assert launcher.environment[engine_start.CONNECTION_FILE_VARIABLE] == (
+        f"{clusters.engine_connection_file(cluster)}:{clusters.CONNECTION_FILE_WAIT_S}")
     assert cluster.controller_ip == "127.0.0.1"  # the file the engines read names loopback only
 
 
@@ -38,6 +41,15 @@ def test_a_stale_connection_file_makes_the_engines_wait_for_the_controller(ipyth
     stale.write_text("{}")
     again = clusters.new_cluster(2, "reused-id")
     assert again.send_engines_connection_env  # ipyparallel's way: the connection in their environment
+
+
+def test_engines_wait_until_the_connection_file_is_whole(tmp_path):
+    path = tmp_path / "ipcontroller-x-engine.json"
+    assert not engine_start.wait_for_connection_file(f"{path}:0")  # missing: gives up at the deadline
+    path.write_text('{\n  "key": "abc",\n  "interf')  # caught half-written
+    assert not engine_start.wait_for_connection_file(f"{path}:0.05")
+    path.write_text('{"key": "abc", "interface": "tcp://127.0.0.1"}')
+    assert engine_start.wait_for_connection_file(f"{path}:0")
 
 
 FAKE_NANNY = textwrap.dedent("""
