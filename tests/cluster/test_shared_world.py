@@ -93,7 +93,9 @@ def test_a_blocked_world_answers_an_attach_at_once_and_its_notebook_learns_of_th
             # ipcluster tears its cluster down when its engines stop in their first 30 s
             wait_until(lambda: "Engines appear to have started successfully"
                        in ipcluster_mpi.log.read_text(errors="replace"), "ipcluster to consider its engines started", LIMIT)
-            old_world = world_files()
+            # the files the live processes use now (the blocked world's, and those of any other
+            # MPI job running meanwhile): not what earlier jobs on this machine left behind
+            old_world = shm.in_use(world_files())
             wb.restart()  # blocked work does not need force: the restart is what it needs
             assert wb.state == "running" and len(set(wb.run(os.getpid))) == ipcluster_mpi.n
             # the killed ranks' files in /dev/shm went with them (the blocked ones never

@@ -18,6 +18,16 @@ def wb():
     bench.stop()
 
 
+@pytest.fixture
+def patient(wb):
+    """*wb* with a generous timeout, for tests that trace work rather than make it hang: a
+    solver's first creation on fresh engines compiles its kernels (seconds on a loaded machine,
+    beyond the 4 s the hang tests wait)."""
+    wb.timeout = 120.0
+    yield wb
+    wb.timeout = 4.0
+
+
 @pytest.fixture(params=["this host", "another host"])
 def seen_from(request, monkeypatch):
     """The hang report read as on the ranks' host (their slots and stacks read directly), and
@@ -137,7 +147,8 @@ def test_px_trace_magic(wb):
         InteractiveShell.clear_instance()
 
 
-def test_wave_handle_trace_shows_the_halo_exchange(wb):
+def test_wave_handle_trace_shows_the_halo_exchange(patient):
+    wb = patient
     w = wb.wave(mesh=17, dims=(2, 1, 1))
     try:
         t = w.trace(steps=3)
@@ -149,7 +160,8 @@ def test_wave_handle_trace_shows_the_halo_exchange(wb):
     assert len(halo) >= 2 * 3 and {(int(m["src"]), int(m["dst"])) for m in halo} == {(0, 1), (1, 0)}
 
 
-def test_cg_handle_trace_counts_allreduces(wb):
+def test_cg_handle_trace_counts_allreduces(patient):
+    wb = patient
     c = wb.cg(mesh=17, variant="fused")
     try:
         t = c.trace(steps=2)
@@ -158,7 +170,8 @@ def test_cg_handle_trace_counts_allreduces(wb):
     assert t.count("MPI_Allreduce", 0) == t.count("MPI_Allreduce", 1) >= 2
 
 
-def test_heat_handle_trace(wb):
+def test_heat_handle_trace(patient):
+    wb = patient
     h = wb.heat(shape=(16, 12))
     try:
         t = h.trace(steps=2)
@@ -168,7 +181,8 @@ def test_heat_handle_trace(wb):
     assert {(int(m["src"]), int(m["dst"])) for m in t.messages()} >= {(0, 1), (1, 0)}
 
 
-def test_bench_panel_trace_toggle(wb):
+def test_bench_panel_trace_toggle(patient):
+    wb = patient
     from mpiworkbench.widgets.bench import BenchPanel
 
     panel = BenchPanel(wb, "pingpong", backends=["mpi4py-buf"], sizes="8:16")
