@@ -88,8 +88,10 @@ def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", threa
 
 
 def engine_connection_file(cluster) -> Path:
-    """Where *cluster*'s controller writes the connection file its engines read."""
-    return Path(cluster.profile_dir) / "security" / f"ipcontroller-{cluster.cluster_id}-engine.json"
+    """Where *cluster*'s controller writes the connection file its engines read (named as
+    ipyparallel's launchers name it: no id part for the empty cluster id)."""
+    prefix = f"ipcontroller-{cluster.cluster_id}" if cluster.cluster_id else "ipcontroller"
+    return Path(cluster.profile_dir) / "security" / f"{prefix}-engine.json"
 
 
 def ipython_dir() -> Path:

@@ -34,6 +34,15 @@ def test_a_fresh_cluster_launches_its_engines_with_the_controller(ipython_dir):
     assert cluster.controller_ip == "127.0.0.1"  # the file the engines read names loopback only
 
 
+def test_the_connection_file_is_named_as_ipyparallel_names_it(ipython_dir):
+    # the empty id (ipcluster's default, which a session that attached and detached keeps) has no id part
+    cluster = clusters.new_cluster(1, "")
+    launcher = cluster.engine_launcher_class(work_dir=".", parent=cluster, log=cluster.log, profile_dir=cluster.profile_dir,
+                                             cluster_id=cluster.cluster_id, engine_set_id="1")
+    assert str(clusters.engine_connection_file(cluster)) == launcher.connection_files["engine"]
+    assert clusters.engine_connection_file(cluster).name == "ipcontroller-engine.json"
+
+
 def test_a_stale_connection_file_makes_the_engines_wait_for_the_controller(ipython_dir):
     cluster = clusters.new_cluster(2, "reused-id")
     stale = clusters.engine_connection_file(cluster)
