@@ -57,8 +57,9 @@ class TraceRecording:
             return  # some ranks are still busy: a collective gather would hang
         self.trace = self.wb.run(recorder.finish_world)[0]
         self.complete = True
-        if self.trace is not None and self.trace.overflow():
-            warnings.warn(self.trace.overflow(), TraceOverflow, stacklevel=2)
+        overflow = self.trace.overflow() if self.trace is not None else None
+        if overflow:
+            warnings.warn(overflow, TraceOverflow, stacklevel=2)
 
     def _repr_pretty_(self, p, cycle) -> None:
         p.text(repr(self.trace) if self.trace is not None else "<trace not finished>")

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 from matplotlib.collections import LineCollection, PolyCollection
@@ -31,7 +30,7 @@ from matplotlib.patches import Patch
 from mpiworkbench.plot.render import new_figure
 from mpiworkbench.trace import events as spec
 from mpiworkbench.trace.events import (
-    COLLECTIVES, FAMILIES, FAMILY, KIND, KINDS, NONBLOCKING_COLLECTIVES, ONE_SIDED, SENDS, STARTED_SENDS, STARTS,
+    COLLECTIVES, FAMILIES, FAMILY, KIND, KINDS, NONBLOCKING_COLLECTIVES, ONE_SIDED, SENDS, STARTED_COLLECTIVES, STARTED_SENDS, STARTS,
     TESTS,
 )
 from mpiworkbench.trace.model import Trace
@@ -62,10 +61,7 @@ _HATCHED = frozenset(FAMILY[KINDS[k]] for k in COLLECTIVES)
 _FAMILY_INDEX = {f: i for i, f in enumerate(FAMILIES)}
 #: kind code → family index, for whole columns of events at once
 _FAMILY_OF_KIND = np.array([_FAMILY_INDEX[FAMILY[k]] for k in KINDS], dtype=np.int64)
-#: The persistent collectives' inits: an MPI_Start of one of them runs until its t_done.
-_COLLECTIVE_INITS = frozenset(KIND[k] for k in KINDS
-                              if k.endswith("_init") and FAMILY.get(k[: -len("_init")]) in _HATCHED)
-_LABELLED_PARTITION = frozenset(KIND[k] for k in ("MPI_Pready", "MPI_Parrived") if k in KIND)
+_LABELLED_PARTITION = frozenset((KIND["MPI_Pready"], KIND["MPI_Parrived"]))
 
 
 def family(kind: str) -> str:
@@ -267,9 +263,7 @@ def _density(ax, w: np.ndarray, fams: np.ndarray, lo: float, hi: float, scale: f
 # ---------------------------------------------------------------------- figures
 def timeline(trace: Trace, t0: float | None = None, t1: float | None = None, *, arrows: bool = True,
              title: str | None = None, width: float = 9.0, height: float | None = None, ax=None,
-             comm: int | str | None = None,
-             messages: np.ndarray | Callable[[], np.ndarray] | None = None,
-             max_events: int = MAX_EVENTS, bins: int = BINS) -> Figure:
+             comm: int | str | None = None, max_events: int = MAX_EVENTS, bins: int = BINS) -> Figure:
     """Per-rank timeline of *trace* between *t0* and *t1* (seconds; by default the :func:`span`
     of its calls).
 
@@ -300,10 +294,6 @@ def timeline(trace: Trace, t0: float | None = None, t1: float | None = None, *, 
     comm : int or str, optional
         Only the events on this communicator (an index of ``trace.comms`` or its name); lanes
         stay world ranks.
-    messages : numpy.ndarray or callable, optional
-        The drawn trace's :meth:`~Trace.messages` (after *comm*), or a function returning them
-        (called only when arrows are drawn): matching is a pass over the whole trace, which a
-        redrawing caller does once.
     max_events : int
         Most calls drawn one by one.
     bins : int
@@ -368,7 +358,7 @@ def timeline(trace: Trace, t0: float | None = None, t1: float | None = None, *, 
                                             folded[labelled].tolist())]
         _labels(ax, left[labelled], widths[labelled], y[labelled], texts, points_per_unit)
         if arrows:
-            _message_arrows(ax, trace, messages, lo, hi, scale, extra_handles)
+            _message_arrows(ax, trace, lo, hi, scale, extra_handles)
             _rma_arrows(ax, trace, lo, hi, scale, extra_handles)
     unfinished = np.asarray(trace.unfinished, dtype=np.int64)
     for index in unfinished[keep[unfinished]].tolist():  # read from a hung world: the call it is blocked in
@@ -401,7 +391,7 @@ def _completion_spans(ax, ev: np.ndarray, lo: float, hi: float, scale: float, ha
     """Thin spans from the start of a non-blocking (or started persistent) collective to its
     completion: the call itself returns at once, the operation runs on until a Wait or Test."""
     running = np.isin(ev["kind"], list(NONBLOCKING_COLLECTIVES))
-    running |= np.isin(ev["kind"], list(STARTS)) & np.isin(ev["op"], list(_COLLECTIVE_INITS))
+    running |= np.isin(ev["kind"], list(STARTS)) & np.isin(ev["op"], list(STARTED_COLLECTIVES))
     running &= (ev["t_done"] > ev["t0"]) & (ev["t_done"] >= lo) & (ev["t0"] <= hi)
     if not running.any():
         return
@@ -416,11 +406,8 @@ def _completion_spans(ax, ev: np.ndarray, lo: float, hi: float, scale: float, ha
                           label=f"running until completed ({int(running.sum())})"))
 
 
-def _message_arrows(ax, trace: Trace, messages, lo: float, hi: float, scale: float, handles: list) -> None:
-    if messages is None:
-        messages = trace.messages()
-    elif callable(messages):
-        messages = messages()
+def _message_arrows(ax, trace: Trace, lo: float, hi: float, scale: float, handles: list) -> None:
+    messages = trace.messages()  # matched once per trace (Trace caches them)
     inside = (messages["t_recv"] >= lo) & (messages["t_send"] <= hi)
     m = messages[inside]
     if not len(m):

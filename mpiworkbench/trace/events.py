@@ -24,7 +24,7 @@ _KINDS_AND_FAMILIES = (
     ("MPI_Igather", "nonblocking collective"), ("MPI_Iscatter", "nonblocking collective"),
     ("MPI_Iallgather", "nonblocking collective"), ("MPI_Ialltoall", "nonblocking collective"),
     # completion: consecutive unsuccessful tests of the same request(s) fold into one event
-    # (``count`` calls, from the first to the last); ``aux`` is 1 when the last one completed
+    # (``count`` calls, from the first to the last); ``t_done`` is set when the last completed
     ("MPI_Test", "test"), ("MPI_Testall", "test"), ("MPI_Testany", "test"), ("MPI_Testsome", "test"),
     ("MPI_Waitsome", "wait"),
     # persistent point-to-point and MPI-4 persistent collectives: the *_init call, then one
@@ -70,6 +70,9 @@ RECEIVES = frozenset(KIND[k] for k in ("MPI_Recv", "MPI_Irecv", "MPI_Mrecv", "MP
 #: Persistent and partitioned inits whose MPI_Start is a send, or a receive (``op`` of a Start).
 STARTED_SENDS = frozenset(KIND[k] for k in ("MPI_Send_init", "MPI_Ssend_init", "MPI_Psend_init"))
 STARTED_RECEIVES = frozenset(KIND[k] for k in ("MPI_Recv_init", "MPI_Precv_init"))
+#: MPI-4 persistent collectives' inits: an MPI_Start of one runs until its ``t_done``.
+STARTED_COLLECTIVES = frozenset(KIND[k] for k in ("MPI_Barrier_init", "MPI_Bcast_init", "MPI_Reduce_init",
+                                                  "MPI_Allreduce_init", "MPI_Allgather_init", "MPI_Alltoall_init"))
 STARTS = frozenset(KIND[k] for k in ("MPI_Start", "MPI_Startall"))
 WAITS = frozenset(KIND[k] for k in ("MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Probe", "MPI_Mprobe"))
 #: Blocking collectives: every member of the communicator is in the call at once.
@@ -77,6 +80,8 @@ COLLECTIVES = _kinds("barrier", "collective")
 NONBLOCKING_COLLECTIVES = _kinds("nonblocking collective")
 ONE_SIDED = _kinds("one-sided")
 TESTS = _kinds("test")
+#: Communicator constructors (and Comm_free): their ``req`` is a communicator, not a request.
+COMMUNICATORS = _kinds("communicator")
 
 #: A peer of -1 (MPI_PROC_NULL) or none; -2 any source. A tag of -3: none; -1 any tag.
 NO_PEER, ANY_SOURCE, NO_TAG, ANY_TAG = -1, -2, -3, -1
@@ -87,8 +92,10 @@ UNKNOWN_COMM = -1
 #: table (:data:`COMM_DTYPE`; 0 is ``MPI_COMM_WORLD``); in a gathered :class:`Trace` it is the
 #: index in ``Trace.comms``. ``req`` names a request (non-blocking and persistent operations:
 #: a number per rank), a window (one-sided) or a new communicator; ``op`` is what an
-#: ``MPI_Start`` started (a kind); ``count`` folds repeated calls (tests) or counts partitions,
-#: requests or targets; ``aux`` is a partition (Pready/Parrived) or a completion flag (tests).
+#: ``MPI_Start`` started (a kind), or how many requests a multi-request test or wait was given;
+#: ``count`` folds repeated calls (tests) or counts partitions or a grid's dimensions; ``aux`` is
+#: a partition (Pready/Parrived) or a one-sided target (a rank of the window's communicator);
+#: a test's ``t_done`` is when the one that completed its request(s) returned.
 EVENT_DTYPE = np.dtype([
     ("t0", "f8"), ("t1", "f8"), ("t_done", "f8"),
     ("kind", "i4"), ("peer", "i4"), ("tag", "i4"), ("comm", "i4"),

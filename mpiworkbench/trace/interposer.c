@@ -608,14 +608,18 @@ int MPI_Wait(MPI_Request *req, MPI_Status *status) {
 }
 
 #define MANY 64
+/* While tracing, a copy of the requests a completion call is given (it frees them; their
+ * events are found by handle afterwards); 0 when not tracing, or too many to copy. */
+static inline int copied(int n, const MPI_Request *reqs_, MPI_Request *copy) {
+    if (!slot->on || n > MANY) return 0;
+    memcpy(copy, reqs_, sizeof(MPI_Request) * (size_t)n);
+    return 1;
+}
 int MPI_Waitall(int n, MPI_Request reqs_[], MPI_Status statuses[]) {
     MPI_Request copy[MANY];
     MPI_Status own[MANY];
-    int track = slot->on && n <= MANY;
-    if (track) {
-        memcpy(copy, reqs_, sizeof(MPI_Request) * (size_t)n);
-        if (statuses == MPI_STATUSES_IGNORE) statuses = own;
-    }
+    int track = copied(n, reqs_, copy);
+    if (track && statuses == MPI_STATUSES_IGNORE) statuses = own;
     call_t c = enter(K_WAITALL, MPI_COMM_NULL, -1, -3, 0);
     int err = PMPI_Waitall(n, reqs_, statuses);
     wb_event *e = leave(&c);
@@ -627,8 +631,7 @@ int MPI_Waitall(int n, MPI_Request reqs_[], MPI_Status statuses[]) {
 int MPI_Waitany(int n, MPI_Request reqs_[], int *index, MPI_Status *status) {
     MPI_Request copy[MANY];
     MPI_Status own;
-    int track = slot->on && n <= MANY;
-    if (track) memcpy(copy, reqs_, sizeof(MPI_Request) * (size_t)n);
+    int track = copied(n, reqs_, copy);
     if (status == MPI_STATUS_IGNORE) status = &own;
     call_t c = enter(K_WAITANY, MPI_COMM_NULL, -1, -3, 0);
     int err = PMPI_Waitany(n, reqs_, index, status);
@@ -957,11 +960,8 @@ int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
 int MPI_Testall(int n, MPI_Request reqs_[], int *flag, MPI_Status statuses[]) {
     MPI_Request copy[MANY];
     MPI_Status own[MANY];
-    int track = slot->on && n <= MANY;
-    if (track) {
-        memcpy(copy, reqs_, sizeof(MPI_Request) * (size_t)n);
-        if (statuses == MPI_STATUSES_IGNORE) statuses = own;
-    }
+    int track = copied(n, reqs_, copy);
+    if (track && statuses == MPI_STATUSES_IGNORE) statuses = own;
     int32_t id = track && n > 0 ? req_id(copy[0]) : -1;
     call_t c = enter(K_TESTALL, MPI_COMM_NULL, -1, -3, 0);
     int err = PMPI_Testall(n, reqs_, flag, statuses);
@@ -974,8 +974,7 @@ int MPI_Testall(int n, MPI_Request reqs_[], int *flag, MPI_Status statuses[]) {
 int MPI_Testany(int n, MPI_Request reqs_[], int *index, int *flag, MPI_Status *status) {
     MPI_Request copy[MANY];
     MPI_Status own;
-    int track = slot->on && n <= MANY;
-    if (track) memcpy(copy, reqs_, sizeof(MPI_Request) * (size_t)n);
+    int track = copied(n, reqs_, copy);
     if (status == MPI_STATUS_IGNORE) status = &own;
     int32_t id = track && n > 0 ? req_id(copy[0]) : -1;
     call_t c = enter(K_TESTANY, MPI_COMM_NULL, -1, -3, 0);
@@ -990,11 +989,8 @@ int MPI_Testany(int n, MPI_Request reqs_[], int *index, int *flag, MPI_Status *s
     int NAME(int n, MPI_Request reqs_[], int *outcount, int indices[], MPI_Status statuses[]) { \
         MPI_Request copy[MANY];                                                              \
         MPI_Status own[MANY];                                                                \
-        int track = slot->on && n <= MANY;                                                   \
-        if (track) {                                                                         \
-            memcpy(copy, reqs_, sizeof(MPI_Request) * (size_t)n);                            \
-            if (statuses == MPI_STATUSES_IGNORE) statuses = own;                             \
-        }                                                                                    \
+        int track = copied(n, reqs_, copy);                                                  \
+        if (track && statuses == MPI_STATUSES_IGNORE) statuses = own;                        \
         int32_t id = track && n > 0 ? req_id(copy[0]) : -1;                                  \
         call_t c = enter(KIND, MPI_COMM_NULL, -1, -3, 0);                                   \
         int err = P##NAME(n, reqs_, outcount, indices, statuses);                            \
@@ -1094,21 +1090,33 @@ static void complete_rma(int win, int target, double t) {
     }
 }
 
+/* Enter a call on window *win* with target *target* (a rank of the window's communicator, or
+ * -1): the event names the window's communicator and the target's world rank. */
+static call_t win_call(int kind, MPI_Win win, int target, int64_t bytes, int *wi) {
+    *wi = win_index(win);
+    call_t c = enter(kind, MPI_COMM_NULL, -1, -3, bytes);
+    if (*wi >= 0) { c.comm = wins[*wi].comm; c.peer = world_rank_in(wins[*wi].comm, target); }
+    return c;
+}
+
+/* An operation on window *wi* towards *target*, complete once a synchronisation covers it. */
+static void pend(wb_event *e, int wi, int target) {
+    e->req = wi;
+    e->aux = target;
+    if (npending >= PENDING) return;
+    pending[npending].event = event_index(e);
+    pending[npending].win = wi;
+    pending[npending].target = target;
+    npending++;
+}
+
 #define RMA(KIND, TARGET, BYTES, WIN, CALL)                                                  \
     do {                                                                                     \
-        int wi = win_index(WIN);                                                             \
-        call_t c = enter(KIND, MPI_COMM_NULL, -1, -3, BYTES);                               \
-        if (wi >= 0) { c.comm = wins[wi].comm; c.peer = world_rank_in(wins[wi].comm, TARGET); } \
+        int wi;                                                                              \
+        call_t c = win_call(KIND, WIN, TARGET, BYTES, &wi);                                  \
         int err = CALL;                                                                      \
         wb_event *e = leave(&c);                                                             \
-        if (e) {                                                                             \
-            e->req = wi; e->aux = TARGET;                                                    \
-            if (npending < PENDING) {                                                        \
-                pending[npending].event = event_index(e);                                    \
-                pending[npending].win = wi; pending[npending].target = TARGET;               \
-                npending++;                                                                  \
-            }                                                                                \
-        }                                                                                    \
+        if (e) pend(e, wi, TARGET);                                                          \
         return err;                                                                          \
     } while (0)
 
@@ -1153,9 +1161,8 @@ int MPI_Compare_and_swap(const void *o, const void *cmp, void *r, MPI_Datatype t
 /* Synchronisation: *TARGET* < 0 completes every pending operation of the window. */
 #define WIN_SYNC(KIND, WIN, TARGET, COMPLETES, CALL)                                         \
     do {                                                                                     \
-        int wi = win_index(WIN);                                                             \
-        call_t c = enter(KIND, MPI_COMM_NULL, -1, -3, 0);                                   \
-        if (wi >= 0) { c.comm = wins[wi].comm; c.peer = world_rank_in(wins[wi].comm, TARGET); } \
+        int wi;                                                                              \
+        call_t c = win_call(KIND, WIN, TARGET, 0, &wi);                                      \
         int err = CALL;                                                                      \
         wb_event *e = leave(&c);                                                             \
         if (e) e->req = wi;                                                                  \
@@ -1198,9 +1205,8 @@ int MPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Com
 }
 
 int MPI_Win_free(MPI_Win *win) {
-    int wi = win_index(*win);
-    call_t c = enter(K_WIN_FREE, MPI_COMM_NULL, -1, -3, 0);
-    if (wi >= 0) c.comm = wins[wi].comm;
+    int wi;
+    call_t c = win_call(K_WIN_FREE, *win, -1, 0, &wi);
     int err = PMPI_Win_free(win);
     wb_event *e = leave(&c);
     if (e) e->req = wi;
@@ -1214,57 +1220,53 @@ int MPI_Win_free(MPI_Win *win) {
 /* ---------------------------------------------------------------- communicators
  * Constructors: the event's comm is the parent, req the new communicator's index, bytes its
  * size, tag a split's colour, count a Cartesian grid's dimensions. */
-static wb_event *made(call_t *c, MPI_Comm parent, int err, const MPI_Comm *newcomm, int kind) {
-    int idx = made_comm(parent, err == MPI_SUCCESS ? *newcomm : MPI_COMM_NULL, kind);
+static int made(call_t *c, MPI_Comm parent, int err, const MPI_Comm *newcomm, int count) {
+    int idx = made_comm(parent, err == MPI_SUCCESS ? *newcomm : MPI_COMM_NULL, c->kind);
     wb_event *e = leave(c);
-    if (e) { e->req = idx; e->bytes = idx >= 0 ? comms[idx].size : 0; }
-    return e;
+    if (e) { e->req = idx; e->bytes = idx >= 0 ? comms[idx].size : 0; e->count = count; }
+    return idx;
 }
 
+/* A constructor on COMM writing *newcomm: enter, call, record; leaves the new communicator's
+ * table index in `idx` (-1: none on this rank) and the call's result in `err`. */
+#define MAKE_COMM(KIND, COMM, TAG, COUNT, CALL)                                              \
+    call_t c = enter(KIND, COMM, -1, TAG, 0);                                                \
+    int err = CALL;                                                                          \
+    int idx = made(&c, COMM, err, newcomm, COUNT)
+
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
-    call_t c = enter(K_COMM_DUP, comm, -1, -3, 0);
-    int err = PMPI_Comm_dup(comm, newcomm);
-    made(&c, comm, err, newcomm, K_COMM_DUP);
+    MAKE_COMM(K_COMM_DUP, comm, -3, 1, PMPI_Comm_dup(comm, newcomm));
+    (void)idx;
     return err;
 }
 
 int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) {
-    call_t c = enter(K_COMM_DUP, comm, -1, -3, 0);
-    int err = PMPI_Comm_dup_with_info(comm, info, newcomm);
-    made(&c, comm, err, newcomm, K_COMM_DUP);
+    MAKE_COMM(K_COMM_DUP, comm, -3, 1, PMPI_Comm_dup_with_info(comm, info, newcomm));
+    (void)idx;
     return err;
 }
 
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
-    call_t c = enter(K_COMM_SPLIT, comm, -1, color, 0);
-    int err = PMPI_Comm_split(comm, color, key, newcomm);
-    wb_event *e = made(&c, comm, err, newcomm, K_COMM_SPLIT);
-    int idx = e ? e->req : (err == MPI_SUCCESS && *newcomm != MPI_COMM_NULL ? comm_index(*newcomm) : -1);
+    MAKE_COMM(K_COMM_SPLIT, comm, color, 1, PMPI_Comm_split(comm, color, key, newcomm));
     if (idx >= 0) comms[idx].color = color;
     return err;
 }
 
 int MPI_Comm_split_type(MPI_Comm comm, int type, int key, MPI_Info info, MPI_Comm *newcomm) {
-    call_t c = enter(K_COMM_SPLIT_TYPE, comm, -1, type, 0);
-    int err = PMPI_Comm_split_type(comm, type, key, info, newcomm);
-    made(&c, comm, err, newcomm, K_COMM_SPLIT_TYPE);
+    MAKE_COMM(K_COMM_SPLIT_TYPE, comm, type, 1, PMPI_Comm_split_type(comm, type, key, info, newcomm));
+    (void)idx;
     return err;
 }
 
 int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm) {
-    call_t c = enter(K_COMM_CREATE, comm, -1, -3, 0);
-    int err = PMPI_Comm_create(comm, group, newcomm);
-    made(&c, comm, err, newcomm, K_COMM_CREATE);
+    MAKE_COMM(K_COMM_CREATE, comm, -3, 1, PMPI_Comm_create(comm, group, newcomm));
+    (void)idx;
     return err;
 }
 
 int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int periods[], int reorder,
                     MPI_Comm *newcomm) {
-    call_t c = enter(K_CART_CREATE, comm, -1, -3, 0);
-    int err = PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm);
-    wb_event *e = made(&c, comm, err, newcomm, K_CART_CREATE);
-    int idx = err == MPI_SUCCESS && *newcomm != MPI_COMM_NULL ? comm_index(*newcomm) : -1;
-    if (e) e->count = ndims;
+    MAKE_COMM(K_CART_CREATE, comm, -3, ndims, PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm));
     if (idx >= 0) {
         comms[idx].ndims = ndims;
         for (int i = 0; i < ndims && i < MAX_DIMS; i++) comms[idx].dims[i] = dims[i];
@@ -1273,9 +1275,8 @@ int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int period
 }
 
 int MPI_Cart_sub(MPI_Comm comm, const int remain[], MPI_Comm *newcomm) {
-    call_t c = enter(K_CART_SUB, comm, -1, -3, 0);
-    int err = PMPI_Cart_sub(comm, remain, newcomm);
-    made(&c, comm, err, newcomm, K_CART_SUB);
+    MAKE_COMM(K_CART_SUB, comm, -3, 1, PMPI_Cart_sub(comm, remain, newcomm));
+    (void)idx;
     return err;
 }
 

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from mpiworkbench.trace.events import (
-    COLLECTIVES, EVENT_DTYPE, FAMILY, KIND, KINDS, ONE_SIDED, RECEIVES, SELF_HOW, SENDS, SEEN_HOW, STARTED_RECEIVES,
-    STARTED_SENDS, STARTS, TRACE_DTYPE, WORLD_HOW, kind_name,
+    COLLECTIVES, COMMUNICATORS, EVENT_DTYPE, KIND, KINDS, ONE_SIDED, RECEIVES, SELF_HOW, SENDS, SEEN_HOW, STARTED_RECEIVES,
+    STARTED_SENDS, STARTS, TRACE_DTYPE, WORLD_HOW, family, kind_name,
 )
 
 #: A matched message: send on ``src`` at ``t_send`` → receive completed on ``dst`` at ``t_recv``,
@@ -151,7 +151,7 @@ def communicators(tables: list[list[dict]], nranks: int,
     return comms, maps
 
 
-_MADE = np.array([KIND[k] for k, f in FAMILY.items() if f == "communicator"])
+_MADE = np.array(sorted(COMMUNICATORS))
 
 
 def _comms_used(events: np.ndarray) -> set[int]:
@@ -503,7 +503,7 @@ class Trace:
         for e in self.events:
             kind = int(e["kind"])
             name = kind_name(kind)
-            fam = FAMILY.get(name, "collective")
+            fam = family(name)
             args: dict[str, Any] = {"bytes": int(e["bytes"])}
             if e["peer"] >= 0 or e["peer"] == -2:  # a rank, or -2: any source
                 args["root" if kind in COLLECTIVES else "peer"] = int(e["peer"])

@@ -31,7 +31,6 @@ import bisect
 import os
 from collections import Counter
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -127,14 +126,6 @@ def check_destination(directory: str | os.PathLike) -> Path:
     return path
 
 
-def _communicators(trace) -> list[Any]:
-    """``trace.comms``, or (a trace from before communicators were recorded) COMM_WORLD alone."""
-    comms = getattr(trace, "comms", None)
-    if comms:
-        return list(comms)
-    return [SimpleNamespace(id=0, name="COMM_WORLD", ranks=tuple(range(trace.nranks)), kind="world", parent=None)]
-
-
 def _ns(t: float) -> int:
     return max(0, int(round(float(t) * TIMER_RESOLUTION)))
 
@@ -164,8 +155,8 @@ def write_otf2(trace, directory: str | os.PathLike, archive_name: str = "traces"
     Parameters
     ----------
     trace : mpiworkbench.trace.model.Trace
-        The gathered trace. ``trace.comms`` (when present) names the communicators its events'
-        ``comm`` field indexes; without it every event is taken to be on ``COMM_WORLD``.
+        The gathered trace; ``trace.comms`` names the communicators its events' ``comm``
+        field indexes.
     directory : str or os.PathLike
         Where the archive goes: a new directory (its parent must exist) or an empty one.
     archive_name : str, optional
@@ -207,7 +198,7 @@ def write_otf2(trace, directory: str | os.PathLike, archive_name: str = "traces"
     ev = np.asarray(trace.events)
     nranks = int(trace.nranks)
     hosts = [(trace.hosts[r] if r < len(trace.hosts) and trace.hosts[r] else "localhost") for r in range(nranks)]
-    comms = _communicators(trace)
+    comms = list(trace.comms)
 
     with otf2.writer.open(str(path), archive_name=archive_name, timer_resolution=TIMER_RESOLUTION) as archive:
         archive.creator = "mpiworkbench"

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import html
 
-import numpy as np
-
 from mpiworkbench.trace.model import Trace
 
 #: The communicator dropdown's value for every communicator at once.
@@ -58,7 +56,6 @@ class TraceView:
         # per communicator: its trace and (once asked) its messages; per (communicator, what):
         # the matrix picture. Each is a pass over every event, not to repeat on each zoom.
         self._on: dict[object, Trace] = {}
-        self._messages: dict[object, np.ndarray] = {}
         self._matrices: dict[tuple[object, str], bytes] = {}
         self.timeline_figure = None
         from mpiworkbench.plot.trace import span
@@ -115,12 +112,6 @@ class TraceView:
             self._on[comm] = select_comm(self.trace, comm)
         return self._on[comm]
 
-    def _shown_messages(self) -> np.ndarray:
-        comm = self._comm()
-        if comm not in self._messages:
-            self._messages[comm] = self.shown().messages()
-        return self._messages[comm]
-
     def _title(self, what: str | None) -> str | None:
         from mpiworkbench.plot.trace import comm_name
 
@@ -146,7 +137,7 @@ class TraceView:
         if hi <= lo:
             return
         fig = timeline(self.shown(), lo, hi, arrows=self.arrows.value, title=self._title(self.title),
-                       width=self.width, messages=self._shown_messages)
+                       width=self.width)
         self.timeline_figure = fig
         self.timeline_image.value = figure_to_png(fig)
 

@@ -76,3 +76,23 @@ def need_ranks(comm, n: int) -> None:
     """Skip the calling test (on every rank of *comm*) unless *comm* has at least *n* ranks."""
     if comm.size < n:
         pytest.skip(f"needs at least {n} ranks; this communicator has {comm.size}")
+
+
+@pytest.fixture
+def interposer():
+    """The ranks' MPI calls go through the interposer (the tier runs with it preloaded:
+    ``make test-mpi``); recording is off again after the test. Without it the test fails and
+    says how to run it, unless ``MPIWORKBENCH_INTERPOSER=0`` asks to skip."""
+    import os
+
+    from mpiworkbench.trace import library, recorder
+
+    if not recorder.available():
+        if os.environ.get(library.ENV_SWITCH) == "0":
+            pytest.skip("MPIWORKBENCH_INTERPOSER=0: ranks run without the interposer")
+        pytest.fail("ranks run without the interposer: run `make test-mpi` (mpiexec "
+                    "$(python -m mpiworkbench.trace.library) -n N python -m mpi4py -m pytest tests/mpi)")
+    yield
+    if recorder.is_on():
+        recorder.stop()
+

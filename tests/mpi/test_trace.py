@@ -16,16 +16,7 @@ from mpiworkbench.trace import library, recorder
 from mpiworkbench.trace.events import KIND
 
 
-@pytest.fixture(autouse=True)
-def _interposer():
-    if not recorder.available():
-        if os.environ.get(library.ENV_SWITCH) == "0":
-            pytest.skip("MPIWORKBENCH_INTERPOSER=0: ranks run without the interposer")
-        pytest.fail("ranks run without the interposer: run `make test-mpi` (mpiexec "
-                    "$(python -m mpiworkbench.trace.library) -n N python -m mpi4py -m pytest tests/mpi)")
-    yield
-    if recorder.is_on():
-        recorder.stop()
+pytestmark = pytest.mark.usefixtures("interposer")  # tests/mpi/conftest.py
 
 
 @pytest.fixture

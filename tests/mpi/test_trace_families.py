@@ -9,24 +9,15 @@ Run by the MPI tier at 1, 2 and 3 ranks, with the interposer preloaded (``make t
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import pytest
 
-from mpiworkbench.trace import library, recorder
+from mpiworkbench.trace import recorder
 from mpiworkbench.trace.events import KIND
 
 
-@pytest.fixture(autouse=True)
-def _interposer():
-    if not recorder.available():
-        if os.environ.get(library.ENV_SWITCH) == "0":
-            pytest.skip("MPIWORKBENCH_INTERPOSER=0: ranks run without the interposer")
-        pytest.fail("ranks run without the interposer: run `make test-mpi`")
-    yield
-    if recorder.is_on():
-        recorder.stop()
+pytestmark = pytest.mark.usefixtures("interposer")  # tests/mpi/conftest.py
 
 
 @pytest.fixture

@@ -288,10 +288,9 @@ class WaveSolver:
         """The whole current field on rank 0 (``None`` elsewhere)."""
         return gather_blocks(self.cart, self.owned(), self.layout.blocks(), self.shape)
 
-    def gather_slice(self, axis: int | str, index: int) -> np.ndarray | None:
-        """The 2-D plane *index* along *axis* (0/1/2 or "x"/"y"/"z") on rank 0 (``None`` elsewhere)."""
-        axis_i = mpi.checked(self.cart, lambda: check_plane(self.shape, axis, index))
-        index = int(index)
+    def _plane(self, axis_i: int, index: int):
+        """This rank's part of the plane *index* along *axis_i* (empty when it owns none of it),
+        the plane's pieces per rank and the plane's 2-D shape."""
         pieces = self.layout.plane_blocks(axis_i, index)
         a, b = self.ranges[axis_i]
         if a <= index < b:
@@ -300,7 +299,12 @@ class WaveSolver:
             local = self.owned()[tuple(idx)]
         else:
             local = np.empty((0, 0))
-        shape2d = tuple(n for a_, n in enumerate(self.shape) if a_ != axis_i)
+        return local, pieces, tuple(n for a_, n in enumerate(self.shape) if a_ != axis_i)
+
+    def gather_slice(self, axis: int | str, index: int) -> np.ndarray | None:
+        """The 2-D plane *index* along *axis* (0/1/2 or "x"/"y"/"z") on rank 0 (``None`` elsewhere)."""
+        axis_i = mpi.checked(self.cart, lambda: check_plane(self.shape, axis, index))
+        local, pieces, shape2d = self._plane(axis_i, int(index))
         return gather_blocks(self.cart, local, pieces, shape2d)
 
     def slice_picture(self, axis: int | str, index: int, resolution: int | None = DEFAULT_RESOLUTION) -> Picture | None:
@@ -312,16 +316,7 @@ class WaveSolver:
         with it. At or below *resolution* the values are :meth:`gather_slice`'s, bit for bit.
         """
         axis_i = mpi.checked(self.cart, lambda: (check_resolution(resolution), check_plane(self.shape, axis, index))[1])
-        index = int(index)
-        pieces = self.layout.plane_blocks(axis_i, index)
-        a, b = self.ranges[axis_i]
-        if a <= index < b:
-            idx = [slice(None)] * 3
-            idx[axis_i] = index - a
-            local = self.owned()[tuple(idx)]
-        else:
-            local = np.empty((0, 0))
-        shape2d = tuple(n for a_, n in enumerate(self.shape) if a_ != axis_i)
+        local, pieces, shape2d = self._plane(axis_i, int(index))
         ranges = [tuple((s.start, s.stop) for s in sl) for _, sl in pieces]
         return gather_picture(self.cart, local, ranges, shape2d, resolution)
 
