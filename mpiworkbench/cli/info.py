@@ -25,11 +25,14 @@ def format_environment(env: dict) -> str:
         f"python         {env['python']} on {env['platform']}",
         f"MPI library    {env['library']} (MPI standard {env['mpi_standard']})",
         f"thread level   {env['thread_level']}",
-        f"ranks / cores  {env['np']} / {env['cores']}" + ("  (oversubscribed)" if env["oversubscribed"] else ""),
+        f"ranks / cores  {env['np']} / {env.get('cores_available', env['cores'])}" + ("  (oversubscribed)" if env["oversubscribed"] else ""),
     ]
     lines += [f"{name:<14} {version or 'not installed'}" for name, version in env["packages"].items()]
     for name, state in env.get("backends", {}).items():
         lines.append(f"backend        {name}: {'available' if state is True else state}")
+    for name, state in env.get("implementations", {}).items():
+        running = "  (this job)" if name == env.get("mpi") else ""
+        lines.append(f"MPI            {name}: {state}{running}")
     return "\n".join(lines)
 
 

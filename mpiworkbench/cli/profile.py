@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from mpiworkbench.core import implementations
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -14,7 +16,10 @@ def register(subparsers) -> None:
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     create = actions.add_parser("create", help="write (or overwrite) a profile")
-    create.add_argument("--name", default="mpi", help="profile name (default: mpi)")
+    create.add_argument("--name", default=None,
+                        help="profile name (default: mpi, or mpi-NAME for --mpi NAME other than mpich)")
+    create.add_argument("--mpi", default=None, choices=implementations.names(),
+                        help="MPI implementation of the engines (default: $MPIWORKBENCH_MPI, else mpich)")
     create.add_argument("--launcher", default="mpi",
                         help="engines started by mpiexec here (mpi, default) or as one Slurm job (slurm)")
     create.add_argument("--ip", default="127.0.0.1", help="controller interface (default: loopback only)")
@@ -32,10 +37,13 @@ def run_create(args: argparse.Namespace) -> int:
 
     from mpiworkbench.client.profile import create_profile
 
+    from mpiworkbench.client.profile import profile_name
+
+    args.name = args.name or profile_name(args.mpi or implementations.current().name)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         path = create_profile(args.name, launcher=args.launcher, ip=args.ip, ipython_dir_=args.ipython_dir,
-                              encrypt=args.encrypt)
+                              encrypt=args.encrypt, mpi=args.mpi)
     for warning in caught:
         print(f"warning: {warning.message}", file=sys.stderr)
     print(f"profile {args.name!r} written to {path}")

@@ -70,12 +70,13 @@ def run(args: argparse.Namespace) -> int:
     if args.otf2 is not None:
         _check_otf2(args.otf2)  # before the job: a run must not end in an archive it cannot write
     if launch.needs_launch(np_):
+        from mpiworkbench.core import implementations
         from mpiworkbench.trace.library import build
 
         argv = ["trace", "--out", args.out, *(["--otf2", args.otf2] if args.otf2 is not None else []),
                 *(["--capacity", str(args.capacity)] if args.capacity else []),
                 *(["--np", str(args.np)] if args.np is not None else []), "--", *command]
-        return launch.run_under_mpiexec(np_, argv, mpi_args=["-genv", "LD_PRELOAD", str(build())])
+        return launch.run_under_mpiexec(np_, argv, mpi_args=implementations.current().env_args("LD_PRELOAD", str(build())))
     return _traced(command, args.out, args.capacity, args.otf2)
 
 

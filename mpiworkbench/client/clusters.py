@@ -33,28 +33,34 @@ CONNECTION_FILE_WAIT_S = 120
 
 
 def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", thread_level: str | None = None,
-                log_level: int = 30, yield_while_waiting: bool | None = None):
+                log_level: int = 30, yield_while_waiting: bool | None = None, mpi: str | None = None):
     """A (not yet started) :class:`ipyparallel.Cluster` of *n* MPI engines on this machine:
-    the mpiexec beside this Python, one BLAS thread per rank, a fast heartbeat.
+    the mpiexec of MPI implementation *mpi* (:mod:`mpiworkbench.core.implementations`; default:
+    this process's), one BLAS thread per rank, a fast heartbeat.
     *yield_while_waiting*: MPICH ranks yield their core while waiting
     (:data:`mpiworkbench.core.launch.YIELD_WHILE_WAITING`; default from
     ``$MPIWORKBENCH_YIELD_WHILE_WAITING``), for more ranks than cores."""
     import ipyparallel as ipp
     from traitlets.config import Config
 
+    from mpiworkbench.core import implementations
     from mpiworkbench.core.launch import find_mpiexec, rank_environment
 
+    impl = implementations.get(mpi) if mpi else implementations.current()
     config = Config()
-    # The mpiexec that belongs to this Python's mpi4py (the venv's, from the mpich wheel),
-    # even when the venv's bin/ is not on PATH (a kernel started by a system Jupyter).
-    config.MPILauncher.mpi_cmd = [find_mpiexec()]
+    # The mpiexec that belongs to the implementation's library (the venv's, from the mpich
+    # wheel, by default), even when the venv's bin/ is not on PATH (a kernel started by a
+    # system Jupyter); its environment points mpi4py (and its compilers) at that library.
+    config.MPILauncher.mpi_cmd = [find_mpiexec(impl), *impl.launcher_args]
     environment = rank_environment(yield_while_waiting)
+    environment.update(impl.variables())
+    environment[implementations.SIZE_VARIABLE] = str(n)
     if thread_level is not None:
         environment["MPI4PY_RC_THREAD_LEVEL"] = thread_level
     config.MPIEngineSetLauncher.environment = environment
     # every rank runs with the MPI interposer preloaded: traces and hang reports
     from mpiworkbench.trace.library import mpiexec_args
-    config.MPIEngineSetLauncher.mpi_args = mpiexec_args(find_mpiexec())
+    config.MPIEngineSetLauncher.mpi_args = mpiexec_args(impl)
     config.MPIEngineSetLauncher.engine_args = [f"--IPEngine.wait_for_url_file={CONNECTION_FILE_WAIT_S}"]
     # ipengine with its nanny started at once (mpiworkbench.client.engine_start)
     from mpiworkbench.client.engine_start import ENGINE_CMD
@@ -214,7 +220,24 @@ def rank_map(client, n: int, timeout: float | None) -> dict[int, dict[str, Any]]
         raise TimeoutError(f"{answered} of {len(ar.split())} engines answered within {timeout} s")
     infos = ar.get_dict()
     leftovers.remember_ranks(client, infos)  # what their files in /dev/shm are, should they be killed
+    check_one_world(infos, n)
     return infos
+
+
+def check_one_world(infos: dict[int, dict[str, Any]], n: int) -> None:
+    """Refuse engines that are not the *n* ranks of one MPI world (:func:`rank_map`'s answers):
+    a launcher and an MPI library that do not belong together start one world per engine."""
+    sizes = sorted({info["size"] for info in infos.values()})
+    ranks = sorted(info["rank"] for info in infos.values())
+    if sizes == [n] and ranks == list(range(n)):
+        return
+    libraries = sorted({str(info.get("mpi", "?")) for info in infos.values()})
+    raise RuntimeError(
+        f"the {len(infos)} engines are not the ranks of one MPI world of {n}: they report world "
+        f"size(s) {sizes} and ranks {ranks} (MPI library: {', '.join(libraries)}). The mpiexec that "
+        "started them does not belong to the MPI library mpi4py loaded: start the cluster with one "
+        "implementation's own launcher (Workbench(mpi=...), `mpiworkbench profile create --mpi ...`) "
+        "and do not set MPI4PY_LIBMPI by hand")
 
 
 def engine_uuids(client) -> dict[int, str]:

@@ -16,14 +16,18 @@ from pathlib import Path
 
 from mpiworkbench.client.clusters import HEARTBEAT_MISSES, HEARTBEAT_MS, ipython_dir
 
-#: Launcher name → extra ``ipcluster_config.py`` lines for it (``{mpiexec}`` and ``{preload}``,
-#: the interposer's mpiexec arguments, are filled in as Python literals, ``{mpiexec_sh}`` and
-#: ``{preload_sh}`` as shell words; literal braces are doubled).
+#: Launcher name → extra ``ipcluster_config.py`` lines for it (``{mpi_cmd}``, the mpiexec command,
+#: ``{preload}``, the interposer's mpiexec arguments, and ``{environment}``, the MPI
+#: implementation's variables, are filled in as Python literals, ``{mpi_cmd_sh}``,
+#: ``{preload_sh}`` and ``{environment_sh}`` as shell words; literal braces are doubled).
 LAUNCHERS: dict[str, list[str]] = {
     "mpi": [
         'c.Cluster.engine_launcher_class = "mpi"',
-        "# the mpiexec beside this Python (the mpich wheel's), so launcher and library match",
-        "c.MPILauncher.mpi_cmd = [{mpiexec!r}]",
+        "# the mpiexec of the MPI implementation the profile is for (the venv's own, the mpich",
+        "# wheel's, unless `profile create --mpi` said otherwise), so launcher and library match",
+        "c.MPILauncher.mpi_cmd = {mpi_cmd!r}",
+        "# what its ranks need to load that library (mpi4py's MPI4PY_LIBMPI, ...)",
+        "c.MPIEngineSetLauncher.environment = {environment!r}",
         "# every rank runs with mpiworkbench's MPI interposer preloaded (traces, hang reports)",
         "c.MPIEngineSetLauncher.mpi_args = {preload!r}",
     ],
@@ -44,7 +48,8 @@ LAUNCHERS: dict[str, list[str]] = {
         "#SBATCH --job-name=ipengine-{{cluster_id}}",
         "#SBATCH --ntasks={{n}}",
         "#SBATCH --output={{output_file}}",
-        "{mpiexec_sh} {preload_sh} -n {{n}} {{program_and_args}}",
+        "export {environment_sh}",
+        "{mpi_cmd_sh} {preload_sh} -n {{n}} {{program_and_args}}",
         '"""',
         "# your site's settings, e.g.:",
         '# c.SlurmEngineSetLauncher.queue = "partition"',
@@ -62,9 +67,22 @@ _HEADER = "# Written by `mpiworkbench profile create`; edit freely, re-running o
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
+def profile_name(mpi: str | None = None) -> str:
+    """The default profile name for MPI implementation *mpi*: ``mpi`` for the venv's own
+    (``mpich``), ``mpi-<name>`` for another (``mpi-openmpi``, ``mpi-impi``)."""
+    from mpiworkbench.core import implementations
+
+    impl = implementations.get(mpi or implementations.DEFAULT)
+    return "mpi" if impl.name == implementations.DEFAULT else f"mpi-{impl.name}"
+
+
 def create_profile(name: str = "mpi", launcher: str = "mpi", ip: str = "127.0.0.1",
-                   ipython_dir_: str | os.PathLike | None = None, encrypt: bool | None = None) -> Path:
+                   ipython_dir_: str | os.PathLike | None = None, encrypt: bool | None = None,
+                   mpi: str | None = None) -> Path:
     """Write ``profile_<name>`` (ipcluster, ipcontroller and ipengine configs); return its path.
+
+    *mpi*: the MPI implementation its engines run under (:mod:`mpiworkbench.core.implementations`;
+    default ``$MPIWORKBENCH_MPI``, else ``mpich``); it must be installed.
 
     *ip*: the interface the controller listens on (loopback by default). Every message is signed
     with the key of the cluster's connection files (HMAC-SHA256, files of mode 600): a process
@@ -87,16 +105,23 @@ def create_profile(name: str = "mpi", launcher: str = "mpi", ip: str = "127.0.0.
             "--ip set to this host's address on the cluster network",
             stacklevel=2,
         )
+    from mpiworkbench.core import implementations
     from mpiworkbench.core.launch import find_mpiexec
+    impl = implementations.get(mpi) if mpi else implementations.current()
+    mpi_cmd = [find_mpiexec(impl), *impl.launcher_args]  # not installed: refused before any file is written
     root = Path(ipython_dir_) if ipython_dir_ is not None else ipython_dir()
     profile = root / f"profile_{name}"
     profile.mkdir(parents=True, exist_ok=True)
-    mpiexec = find_mpiexec()
     from mpiworkbench.trace.library import mpiexec_args
-    preload = mpiexec_args(mpiexec)
+    preload = mpiexec_args(impl)
+    environment = impl.variables()
+
+    def shell(words) -> str:
+        return " ".join(map(shlex.quote, words)).replace("{", "{{").replace("}", "}}")
+
     launcher_lines = "\n".join(LAUNCHERS[launcher]).format(
-        mpiexec=mpiexec, mpiexec_sh=shlex.quote(mpiexec), preload=preload,
-        preload_sh=" ".join(map(shlex.quote, preload)).replace("{", "{{").replace("}", "}}"))
+        mpi_cmd=mpi_cmd, mpi_cmd_sh=shell(mpi_cmd), preload=preload, preload_sh=shell(preload),
+        environment=environment, environment_sh=shell(f"{k}={v}" for k, v in environment.items()))
     (profile / "ipcluster_config.py").write_text(
         _HEADER + "c = get_config()  # noqa: F821\n" + launcher_lines + "\n"
         "c.Cluster.delay = 0\n"

@@ -14,7 +14,7 @@ import time
 import uuid
 from typing import Any, Iterator
 
-from mpiworkbench.core import machine
+from mpiworkbench.core import implementations, machine
 from mpiworkbench.client import clusters, leftovers, owners
 from mpiworkbench.client.errors import WorldBusy, WorldInUse
 from mpiworkbench.client.execution import Execution
@@ -87,6 +87,10 @@ class Session(Execution):
         of that profile (and ``cluster_id``, ``""`` unless given) when one is running —
         started with ``ipcluster``, JupyterLab's *IPython Parallel* sidebar or as a Slurm
         job — and starts a cluster of its own otherwise. See also :meth:`attach`.
+    mpi : str, optional
+        The MPI implementation of the cluster's ranks: ``"mpich"`` (the venv's own),
+        ``"openmpi"`` or ``"impi"`` (:mod:`mpiworkbench.core.implementations`; default:
+        ``$MPIWORKBENCH_MPI``, else ``mpich``). On an attached cluster it is read from the engines.
 
     Examples
     --------
@@ -108,8 +112,11 @@ class Session(Execution):
         log_level: int = logging.WARNING,
         thread_level: str | None = None,
         profile: str | None = None,
+        mpi: str | None = None,
     ):
         clusters.check_start_options(n, thread_level, oversubscribe)
+        #: The MPI implementation of the ranks (a name of :mod:`mpiworkbench.core.implementations`).
+        self.mpi = (implementations.get(mpi) if mpi else implementations.current()).name
         self.thread_level = thread_level
         self.n = n
         self.timeout = timeout
@@ -285,8 +292,9 @@ class Session(Execution):
             if found is not None:
                 return self._attach(found)
         self.owns_cluster = True
+        implementations.get(self.mpi).require()  # not installed: say so before anything starts
         self.cluster = clusters.new_cluster(self.n, self.cluster_id, self.controller_ip,
-                                            self.thread_level, self.log_level)
+                                            self.thread_level, self.log_level, mpi=self.mpi)
         try:
             self.cluster.start_cluster_sync()
             self._watchdog = start_watchdog(self.cluster.cluster_file)
@@ -333,6 +341,8 @@ class Session(Execution):
         if len(engines) != self.n or any(uuids.get(e) != u for e, (_rank, u) in engines.items()):
             return None  # another engine set (restarted, or a new cluster of the same id)
         hosts = {int(rank): host for rank, host in (record.get("hosts") or {}).items()}
+        if not self.owns_cluster and record.get("mpi"):
+            self.mpi = record["mpi"]
         return {e: rank for e, (rank, _u) in engines.items()}, record.get("thread_level"), hosts
 
     def _ask_engines(self, restarted: bool) -> None:
@@ -352,6 +362,8 @@ class Session(Execution):
                 "Workbench(profile=..., activate=False) then wb.restart(force=True)") from None
         levels = {info["thread_level"] for info in infos.values()}
         level = levels.pop() if len(levels) == 1 else self.thread_level
+        if not self.owns_cluster:  # our own cluster keeps the implementation asked for
+            self.mpi = next(iter(infos.values())).get("mpi", self.mpi)
         self._take_engine_set({e: info["rank"] for e, info in infos.items()}, level,
                               {info["rank"]: info.get("host", "") for info in infos.values()})
         if self._world is not None:
@@ -359,7 +371,7 @@ class Session(Execution):
             self._world.record_engine_set(
                 self.ranks, restarted=restarted,
                 engines={str(e): [r, uuids.get(e, "")] for e, r in self.ranks.items()},
-                thread_level=level, hosts={str(r): h for r, h in self.hosts.items()})
+                thread_level=level, hosts={str(r): h for r, h in self.hosts.items()}, mpi=self.mpi)
 
     def _build_view(self) -> None:
         by_rank = sorted(self.ranks, key=self.ranks.__getitem__)
@@ -550,4 +562,4 @@ class Session(Execution):
         self.stop()
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} n={self.n} cluster_id={self.cluster_id!r} state={self.state}>"
+        return f"<{type(self).__name__} n={self.n} mpi={self.mpi} cluster_id={self.cluster_id!r} state={self.state}>"

@@ -30,8 +30,19 @@ def cache_dir() -> Path:
     return Path(root)
 
 
-def find_compiler(mpi: bool = True) -> str:
-    """Path of ``mpicc`` (beside this Python first, as the ``mpich`` wheel installs it), or ``cc``."""
+def find_compiler(mpi: bool = True, impl=None) -> str:
+    """Path of the ``mpicc`` of MPI implementation *impl* (default: this process's; for the
+    venv's own, beside this Python first, as the ``mpich`` wheel installs it), or ``cc``."""
+    from mpiworkbench.core import implementations
+
+    impl = impl or implementations.current()
+    if mpi and not impl.in_venv:
+        compiler = impl.require().bin("mpicc")
+        if not compiler.exists():
+            raise FileNotFoundError(
+                f"cannot build the C code under {impl.title}: no mpicc at {compiler}; "
+                f"install it with: {impl.install_command()}")
+        return str(compiler)
     names = ("mpicc",) if mpi else ("cc", "gcc", "clang")
     for name in names:
         beside = Path(sys.executable).with_name(name)
@@ -47,8 +58,9 @@ def find_compiler(mpi: bool = True) -> str:
     )
 
 
-def library_path(name: str, sources: list[Path], mpi: bool = True, extra_flags: tuple[str, ...] = ()) -> Path:
-    compiler = find_compiler(mpi)
+def library_path(name: str, sources: list[Path], mpi: bool = True, extra_flags: tuple[str, ...] = (),
+                 impl=None) -> Path:
+    compiler = find_compiler(mpi, impl)
     digest = hashlib.sha256()
     for part in (compiler, *CFLAGS, *extra_flags):
         digest.update(part.encode())
@@ -57,18 +69,23 @@ def library_path(name: str, sources: list[Path], mpi: bool = True, extra_flags: 
     return cache_dir() / f"lib{name}-{digest.hexdigest()[:16]}.so"
 
 
-def build(name: str, sources: list[str | Path], mpi: bool = True, extra_flags: tuple[str, ...] = ()) -> Path:
-    """Compile *sources* into a cached shared library and return its path."""
+def build(name: str, sources: list[str | Path], mpi: bool = True, extra_flags: tuple[str, ...] = (),
+          impl=None) -> Path:
+    """Compile *sources* into a cached shared library and return its path (with the ``mpicc``
+    of MPI implementation *impl*, default this process's, when *mpi*)."""
+    from mpiworkbench.core import implementations
+
+    impl = impl or implementations.current()
     sources = [Path(s) for s in sources]
-    target = library_path(name, sources, mpi, extra_flags)
+    target = library_path(name, sources, mpi, extra_flags, impl)
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    compiler = find_compiler(mpi)
+    compiler = find_compiler(mpi, impl)
     fd, tmp = tempfile.mkstemp(prefix=target.name, suffix=".tmp", dir=target.parent)
     os.close(fd)
     cmd = [compiler, *CFLAGS, *extra_flags, "-o", tmp, *map(str, sources), "-lm"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=impl.apply(os.environ))
     if proc.returncode != 0:
         os.unlink(tmp)
         raise RuntimeError(f"compiling {name} failed:\n$ {' '.join(cmd)}\n{proc.stderr}")

@@ -16,7 +16,9 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from mpiworkbench.core import mpi, shm
+from mpiworkbench.core import implementations, mpi, shm
+from mpiworkbench.core.implementations import Implementation
+
 #: Default wall-clock limit (seconds) of an MPI job started by the CLI.
 DEFAULT_TIMEOUT_S = 1800
 
@@ -57,12 +59,17 @@ def rank_environment(yield_while_waiting: bool | None = None) -> dict[str, str]:
     return env
 
 
-def find_mpiexec() -> str:
-    """Path of the ``mpiexec`` that belongs to this Python's mpi4py.
+def find_mpiexec(impl: Implementation | None = None) -> str:
+    """Path of the ``mpiexec`` of MPI implementation *impl* (default: this process's,
+    :func:`mpiworkbench.core.implementations.current`).
 
-    The one beside the interpreter wins (the ``mpich`` wheel installs it into the venv),
-    so the launcher and the library always match.
+    For the venv's own MPI the one beside the interpreter wins (the ``mpich`` wheel installs
+    it into the venv), so the launcher and the library always match; ``PATH`` is the fallback.
+    Another implementation's lives in its prefix, or a ``RuntimeError`` says how to install it.
     """
+    impl = impl or implementations.current()
+    if not impl.in_venv:
+        return impl.require().mpiexec()
     beside = Path(sys.executable).with_name("mpiexec")
     if beside.exists():
         return str(beside)
@@ -76,13 +83,28 @@ def find_mpiexec() -> str:
     return found
 
 
-def mpiexec_command(np: int, argv: list[str], mpi_args: Sequence[str] = ()) -> list[str]:
-    """The command line that runs ``python -m mpiworkbench *argv`` on *np* ranks
-    (*mpi_args*: options of ``mpiexec`` itself, e.g. ``-genv NAME VALUE``).
+def mpiexec_command(np: int, argv: list[str], mpi_args: Sequence[str] = (),
+                    impl: Implementation | None = None) -> list[str]:
+    """The command line that runs ``python -m mpiworkbench *argv`` on *np* ranks of MPI
+    implementation *impl* (*mpi_args*: options of ``mpiexec`` itself, e.g. ``-genv NAME VALUE``).
 
-    (MPICH's Hydra runs more ranks than cores without an oversubscription flag.)
+    (MPICH's Hydra runs more ranks than cores without an oversubscription flag; Open MPI is
+    given its own, :attr:`~mpiworkbench.core.implementations.Implementation.launcher_args`.)
     """
-    return [find_mpiexec(), *mpi_args, "-n", str(np), sys.executable, "-m", "mpi4py", "-m", "mpiworkbench", *argv]
+    impl = impl or implementations.current()
+    program = [sys.executable, "-m", "mpi4py", "-m", "mpiworkbench", *argv]
+    return [find_mpiexec(impl), *impl.launcher_args, *mpi_args, "-n", str(np), *program]
+
+
+def job_environment(np: int, impl: Implementation | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of an ``mpiexec`` job of *np* ranks under *impl*: *base* (default this
+    process's) set up for the implementation, one thread per rank (:func:`rank_environment`),
+    and the world size the ranks check (:func:`~mpiworkbench.core.implementations.check_world_size`)."""
+    impl = impl or implementations.current()
+    env = impl.apply(dict(os.environ) if base is None else base)
+    env.update(rank_environment())
+    env[implementations.SIZE_VARIABLE] = str(np)
+    return env
 
 
 #: How the ranks of one host talk to each other: ``auto`` lets MPICH choose (shared memory
@@ -117,10 +139,12 @@ def check_transport(name: str) -> dict[str, str]:
 
 
 def run_under_mpiexec(np: int, argv: list[str], timeout_s: float | None = None,
-                      mpi_args: Sequence[str] = (), transport: str = "auto") -> int:
+                      mpi_args: Sequence[str] = (), transport: str = "auto",
+                      impl: Implementation | None = None) -> int:
     """Run ``mpiworkbench *argv`` on *np* ranks and return its exit code.
 
-    *transport*: how the ranks talk (:data:`TRANSPORTS`).
+    *transport*: how the ranks talk (:data:`TRANSPORTS`). *impl*: the MPI implementation
+    (default: this process's).
 
     The job gets a wall-clock limit (``MPIEXEC_TIMEOUT``, default
     :data:`DEFAULT_TIMEOUT_S` unless the caller's environment sets one). Each rank records
@@ -131,8 +155,8 @@ def run_under_mpiexec(np: int, argv: list[str], timeout_s: float | None = None,
     if np < 1:
         raise ValueError(f"--np must be at least 1; got {np}")
     extra = check_transport(transport)
-    env = dict(os.environ)
-    env.update(rank_environment())
+    impl = impl or implementations.current()
+    env = job_environment(np, impl)
     env.update(extra)
     env["MPIWORKBENCH_UNDER_MPIEXEC"] = "1"
     limit = timeout_s if timeout_s is not None else env.get("MPIEXEC_TIMEOUT", DEFAULT_TIMEOUT_S)
@@ -140,7 +164,7 @@ def run_under_mpiexec(np: int, argv: list[str], timeout_s: float | None = None,
     with tempfile.TemporaryDirectory(prefix="mpiworkbench-footprints-") as footprints:
         env[shm.FOOTPRINT_DIR_VARIABLE] = footprints
         try:
-            proc = subprocess.run(mpiexec_command(np, argv, mpi_args), env=env, check=False)
+            proc = subprocess.run(mpiexec_command(np, argv, mpi_args, impl), env=env, check=False)
         finally:
             remove_left_behind(footprints)
     return proc.returncode

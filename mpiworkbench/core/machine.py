@@ -28,7 +28,7 @@ from importlib import metadata
 from typing import Any, Iterable
 
 from mpiworkbench import __version__
-from mpiworkbench.core import launch, mpi
+from mpiworkbench.core import implementations, launch, mpi
 from mpiworkbench.core.load import LOADED_CORES, foreign_load, sample_load
 
 _PACKAGES = ("mpi4py", "mpich", "numpy", "scipy", "numba", "numba-mpi", "ipyparallel", "matplotlib")
@@ -112,9 +112,10 @@ def thread_level_name(level: int) -> str:
 def mpi_library() -> dict[str, Any]:
     """MPI standard version, library name and version string (initialises MPI)."""
     MPI = mpi.MPI()
-    version_string = MPI.Get_library_version().strip()
+    version_string = MPI.Get_library_version().replace("\x00", "").strip()  # (Open MPI ends it with NUL)
     first_line = version_string.splitlines()[0] if version_string else ""
     return {
+        "mpi": implementations.detect(version_string) or "other",
         "library": " ".join(first_line.split()),
         "library_version": version_string,
         "mpi_standard": "{}.{}".format(*MPI.Get_version()),
@@ -123,7 +124,8 @@ def mpi_library() -> dict[str, Any]:
 
 
 def rank_info(comm=None) -> dict[str, Any]:
-    """This rank's place in the world: rank, size, host, pid, thread level."""
+    """This rank's place in the world: rank, size, host, pid, thread level, MPI implementation
+    (:mod:`~mpiworkbench.core.implementations`' name, ``"other"`` for an unregistered one)."""
     comm = mpi.resolve_comm(comm)
     MPI = mpi.MPI()
     return {
@@ -133,6 +135,7 @@ def rank_info(comm=None) -> dict[str, Any]:
         "processor": MPI.Get_processor_name(),
         "pid": os.getpid(),
         "thread_level": thread_level_name(MPI.Query_thread()),
+        "mpi": implementations.detect(MPI.Get_library_version()) or "other",
     }
 
 
@@ -268,7 +271,8 @@ def capture(comm=None, measure_load: bool = True) -> dict[str, Any]:
     Returns
     -------
     dict
-        Results keys: ``mpi_library``, ``mpi_standard``, ``mpi_vendor``, ``thread_level``,
+        Results keys: ``mpi`` (the implementation's registered name,
+        :mod:`~mpiworkbench.core.implementations`), ``mpi_library``, ``mpi_standard``, ``mpi_vendor``, ``thread_level``,
         ``python``, ``packages``, ``np``, ``transport``
         (:data:`mpiworkbench.core.launch.TRANSPORTS`), ``hosts`` (host → ranks), ``binding`` (rank →
         CPUs), ``cores_online``, ``cores_available`` (this host), ``cpu``, ``thp``,
@@ -291,6 +295,7 @@ def capture(comm=None, measure_load: bool = True) -> dict[str, Any]:
     foreign = foreign_load([p["load"] for p in per_rank if p["host"] == host])
     env = {
         **facts,
+        "mpi": library["mpi"],
         "mpi_library": library["library"],
         "mpi_standard": library["mpi_standard"],
         "mpi_vendor": "%s %s" % (vendor, ".".join(map(str, version))),

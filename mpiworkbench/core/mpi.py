@@ -31,16 +31,21 @@ def MPI():
 
     In a rank started by :func:`mpiworkbench.core.launch.run_under_mpiexec`, the first call
     also records the rank's ``/dev/shm`` files (:func:`mpiworkbench.core.shm.record_footprint`),
-    so that they are removed should the rank die without removing them itself.
+    so that they are removed should the rank die without removing them itself, and checks
+    that the world has the size the launcher asked for
+    (:func:`mpiworkbench.core.implementations.check_world_size`: a launcher and a library
+    that do not belong together start one world per rank).
     """
     global _footprint_recorded
     from mpi4py import MPI as _MPI
 
     if not _footprint_recorded:
         _footprint_recorded = True
-        from mpiworkbench.core import shm
+        from mpiworkbench.core import implementations, shm
 
         shm.record_footprint()
+        # a launcher/library mismatch runs N worlds of 1 rank each: refuse it on every rank
+        implementations.check_world_size(_MPI.COMM_WORLD.size, _MPI.Get_library_version())
     return _MPI
 
 

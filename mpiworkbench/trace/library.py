@@ -10,9 +10,7 @@ picks the interposer (it re-exports the rest of libmpi), so numba-mpi calls are 
 from __future__ import annotations
 
 import ctypes
-import functools
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,11 +19,12 @@ SOURCE = Path(__file__).with_name("interposer.c")
 ENV_SWITCH = "MPIWORKBENCH_INTERPOSER"
 
 
-def build() -> Path:
-    """Path of the interposer, compiled first if needed (cached like every C library)."""
+def build(impl=None) -> Path:
+    """Path of the interposer for MPI implementation *impl* (default: this process's),
+    compiled first with its ``mpicc`` if needed (cached like every C library)."""
     from mpiworkbench.core import cbuild
 
-    return cbuild.build("mpi.wbtrace", [SOURCE], mpi=True)
+    return cbuild.build("mpi.wbtrace", [SOURCE], mpi=True, impl=impl)
 
 
 def enabled() -> bool:
@@ -33,28 +32,22 @@ def enabled() -> bool:
     return os.environ.get(ENV_SWITCH, "1") not in ("0", "no", "false", "")
 
 
-@functools.lru_cache(maxsize=None)
-def _is_hydra(mpiexec: str) -> bool:
-    try:
-        out = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return "hydra" in out.lower()
+def mpiexec_args(impl=None) -> list[str]:
+    """Arguments that make the ``mpiexec`` of MPI implementation *impl* (default: this
+    process's) preload the interposer into its ranks (only the ranks: ``mpiexec`` itself and
+    its proxies never load MPI). Empty when switched off or when the library cannot be built."""
+    from mpiworkbench.core import implementations
 
-
-def mpiexec_args(mpiexec: str) -> list[str]:
-    """Arguments that make *mpiexec* preload the interposer into its ranks (only the ranks:
-    ``mpiexec`` itself and its proxies never load MPI). Empty when switched off, when the
-    library cannot be built, or for an ``mpiexec`` other than MPICH's Hydra."""
-    if not enabled() or not _is_hydra(mpiexec):
+    impl = impl or implementations.current()
+    if not enabled():
         return []
     try:
-        path = build()
+        path = build(impl)
     except (FileNotFoundError, RuntimeError) as exc:
         print(f"mpiworkbench: MPI tracing is unavailable ({exc})", file=sys.stderr)
         return []
     preload = " ".join(p for p in (str(path), os.environ.get("LD_PRELOAD", "")) if p)
-    return ["-genv", "LD_PRELOAD", preload]
+    return impl.env_args("LD_PRELOAD", preload)
 
 
 _lib: ctypes.CDLL | None = None
@@ -122,6 +115,4 @@ def numba_mpi_traced() -> bool | None:
 
 
 if __name__ == "__main__":  # `mpiexec $(python -m mpiworkbench.trace.library) -n N …`
-    from mpiworkbench.core.launch import find_mpiexec
-
-    print(" ".join(mpiexec_args(find_mpiexec())))
+    print(" ".join(mpiexec_args()))

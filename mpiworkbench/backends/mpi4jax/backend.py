@@ -34,6 +34,12 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         f"backend 'mpi4jax' is unavailable here: {exc}; to use it: make install-mpi4jax "
         "(pip install 'mpiworkbench[mpi4jax]', then mpi4jax built with --no-build-isolation)"
     ) from exc
+except RuntimeError as exc:  # mpi4jax's own check: its bridge was built for another MPI's ABI
+    raise BackendUnavailableError(
+        "backend 'mpi4jax' is unavailable under this MPI library: its XLA bridge is compiled "
+        "against the venv's MPICH (make install-mpi4jax) and refuses another ABI "
+        f"({' '.join(str(exc).split())[:200]}); run it under mpich or impi (MPICH's ABI)"
+    ) from exc
 
 jax.config.update("jax_enable_x64", True)
 
