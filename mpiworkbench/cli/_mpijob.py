@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any, Callable
 
-from mpiworkbench.core import launch, mpi
+from mpiworkbench.core import implementations, launch, mpi
 from mpiworkbench.core.jsonfile import write_json
 
 
@@ -23,6 +23,7 @@ def add_mpi_arguments(parser: argparse.ArgumentParser, default_np: int | None = 
         help="number of MPI ranks; starts mpiexec unless already running under one",
     )
     add_transport_argument(parser)
+    add_implementation_argument(parser)
     parser.add_argument(
         "--timeout",
         type=float,
@@ -42,12 +43,50 @@ def add_transport_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_implementation_argument(parser: argparse.ArgumentParser, several: bool = False) -> None:
+    """``--mpi`` (:mod:`mpiworkbench.core.implementations`): the MPI implementation the ranks
+    run under; with *several*, a comma-separated list measured side by side."""
+    names = ", ".join(implementations.names())
+    parser.add_argument(
+        "--mpi",
+        default=None,
+        metavar="NAME[,NAME...]" if several else "NAME",
+        help=(f"MPI implementation(s) to run under, side by side in one run ({names}; "
+              f"default: ${implementations.VARIABLE}, else {implementations.DEFAULT})") if several else
+             (f"MPI implementation to run under ({names}; default: ${implementations.VARIABLE}, "
+              f"else {implementations.DEFAULT})"),
+    )
+
+
+def implementations_of(args: argparse.Namespace) -> list[implementations.Implementation]:
+    """The implementations ``--mpi`` names (this process's when it names none), each installed."""
+    text = getattr(args, "mpi", None)
+    chosen = implementations.parse(text) if text else [implementations.current()]
+    for impl in chosen:
+        impl.require()
+    return chosen
+
+
+def implementation(args: argparse.Namespace) -> implementations.Implementation:
+    """The one implementation ``--mpi`` names (a command that runs one job)."""
+    chosen = implementations_of(args)
+    if len(chosen) > 1:
+        raise ValueError(f"--mpi {args.mpi}: this command runs under one MPI implementation at a "
+                         "time; `bench` and `speedup` take several")
+    return chosen[0]
+
+
 def run(args: argparse.Namespace, body: Callable[[Any], int | None]) -> int:
     """Run ``body(comm)`` on every rank, launching ``mpiexec`` first when needed."""
     if args.np is not None and args.np < 1:
         raise ValueError(f"--np must be at least 1; got {args.np}")
     if launch.needs_launch(args.np):
-        return launch.run_under_mpiexec(args.np, args.argv, timeout_s=args.timeout, transport=transport(args))
+        return launch.run_under_mpiexec(args.np, args.argv, timeout_s=args.timeout, transport=transport(args),
+                                        impl=implementation(args))
+    if getattr(args, "mpi", None) and implementation(args).name != implementations.current().name:
+        raise ValueError(
+            f"--mpi {args.mpi} must be chosen when mpiexec starts the ranks, but this command runs "
+            f"inside an mpiexec of {implementations.current().name}: pass --np N to let it start them")
     if transport(args) != launch.transport():
         variables = " ".join(f"-genv {k} {v}" for k, v in launch.TRANSPORTS[transport(args)].items())
         raise ValueError(
