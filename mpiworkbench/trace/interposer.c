@@ -16,6 +16,14 @@
  */
 #define _GNU_SOURCE
 #include <mpi.h>
+/* The MPI-4 large-count entry points (MPI_Send_c, ...) are wrapped only where the library has
+ * them: Open MPI 5.0 is an MPI-3.1 library without them, and a wrapper whose PMPI_ call is
+ * missing would end the rank in a symbol lookup error the first time mpi4py calls it. */
+#if MPI_VERSION >= 4
+#define WB_LARGE_COUNT 1
+#else
+#define WB_LARGE_COUNT 0
+#endif
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -489,8 +497,12 @@ int wbtrace_loaded(void) { return slot != &local_slot; }
     }
 SEND_LIKE(MPI_Send, K_SEND, int)
 SEND_LIKE(MPI_Ssend, K_SSEND, int)
+#if WB_LARGE_COUNT
 SEND_LIKE(MPI_Send_c, K_SEND, MPI_Count)
+#endif
+#if WB_LARGE_COUNT
 SEND_LIKE(MPI_Ssend_c, K_SSEND, MPI_Count)
+#endif
 
 #define RECV_LIKE(NAME, CT)                                                                  \
     int NAME(void *buf, CT count, MPI_Datatype type, int source, int tag, MPI_Comm comm,    \
@@ -503,7 +515,9 @@ SEND_LIKE(MPI_Ssend_c, K_SSEND, MPI_Count)
         return err;                                                                          \
     }
 RECV_LIKE(MPI_Recv, int)
+#if WB_LARGE_COUNT
 RECV_LIKE(MPI_Recv_c, MPI_Count)
+#endif
 
 #define ISEND_LIKE(NAME, KIND, CT)                                                          \
     int NAME(const void *buf, CT count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, \
@@ -516,8 +530,12 @@ RECV_LIKE(MPI_Recv_c, MPI_Count)
     }
 ISEND_LIKE(MPI_Isend, K_ISEND, int)
 ISEND_LIKE(MPI_Issend, K_ISSEND, int)
+#if WB_LARGE_COUNT
 ISEND_LIKE(MPI_Isend_c, K_ISEND, MPI_Count)
+#endif
+#if WB_LARGE_COUNT
 ISEND_LIKE(MPI_Issend_c, K_ISSEND, MPI_Count)
+#endif
 
 #define IRECV_LIKE(NAME, CT)                                                                 \
     int NAME(void *buf, CT count, MPI_Datatype type, int source, int tag, MPI_Comm comm,    \
@@ -528,7 +546,9 @@ ISEND_LIKE(MPI_Issend_c, K_ISSEND, MPI_Count)
         return err;                                                                          \
     }
 IRECV_LIKE(MPI_Irecv, int)
+#if WB_LARGE_COUNT
 IRECV_LIKE(MPI_Irecv_c, MPI_Count)
+#endif
 
 #define SENDRECV_LIKE(NAME, CT)                                                              \
     int NAME(const void *sbuf, CT scount, MPI_Datatype stype, int dest, int stag, void *rbuf,   \
@@ -545,7 +565,9 @@ IRECV_LIKE(MPI_Irecv_c, MPI_Count)
         return err;                                                                             \
     }
 SENDRECV_LIKE(MPI_Sendrecv, int)
+#if WB_LARGE_COUNT
 SENDRECV_LIKE(MPI_Sendrecv_c, MPI_Count)
+#endif
 
 #define SENDRECV_REPLACE_LIKE(NAME, CT)                                                      \
     int NAME(void *buf, CT count, MPI_Datatype type, int dest, int stag, int source, int rtag,  \
@@ -560,7 +582,9 @@ SENDRECV_LIKE(MPI_Sendrecv_c, MPI_Count)
         return err;                                                                             \
     }
 SENDRECV_REPLACE_LIKE(MPI_Sendrecv_replace, int)
+#if WB_LARGE_COUNT
 SENDRECV_REPLACE_LIKE(MPI_Sendrecv_replace_c, MPI_Count)
+#endif
 
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
     MPI_Status own;
@@ -593,7 +617,9 @@ int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Sta
         return err;                                                                             \
     }
 MRECV_LIKE(MPI_Mrecv, int)
+#if WB_LARGE_COUNT
 MRECV_LIKE(MPI_Mrecv_c, MPI_Count)
+#endif
 
 /* ---------------------------------------------------------------- completion */
 int MPI_Wait(MPI_Request *req, MPI_Status *status) {
@@ -656,7 +682,9 @@ int MPI_Barrier(MPI_Comm comm) { ROOTED(K_BARRIER, comm, -1, 0, PMPI_Barrier(com
         ROOTED(K_BCAST, comm, root, nbytes(count, type), P##NAME(buf, count, type, root, comm)); \
     }
 BCAST_LIKE(MPI_Bcast, int)
+#if WB_LARGE_COUNT
 BCAST_LIKE(MPI_Bcast_c, MPI_Count)
+#endif
 
 #define REDUCE_LIKE(NAME, CT)                                                                \
     int NAME(const void *s, void *r, CT count, MPI_Datatype type, MPI_Op op, int root,          \
@@ -664,14 +692,18 @@ BCAST_LIKE(MPI_Bcast_c, MPI_Count)
         ROOTED(K_REDUCE, comm, root, nbytes(count, type), P##NAME(s, r, count, type, op, root, comm)); \
     }
 REDUCE_LIKE(MPI_Reduce, int)
+#if WB_LARGE_COUNT
 REDUCE_LIKE(MPI_Reduce_c, MPI_Count)
+#endif
 
 #define ALLREDUCE_LIKE(NAME, CT)                                                             \
     int NAME(const void *s, void *r, CT count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {   \
         ROOTED(K_ALLREDUCE, comm, -1, nbytes(count, type), P##NAME(s, r, count, type, op, comm)); \
     }
 ALLREDUCE_LIKE(MPI_Allreduce, int)
+#if WB_LARGE_COUNT
 ALLREDUCE_LIKE(MPI_Allreduce_c, MPI_Count)
+#endif
 
 /* Gather, Scatter: bytes are this rank's own part (sent, or received for a scatter). */
 #define GATHER_LIKE(NAME, KIND, CT, MINE)                                                    \
@@ -680,9 +712,13 @@ ALLREDUCE_LIKE(MPI_Allreduce_c, MPI_Count)
         ROOTED(KIND, comm, root, MINE, P##NAME(s, sc, st, r, rc, rt, root, comm));               \
     }
 GATHER_LIKE(MPI_Gather, K_GATHER, int, nbytes(sc, st))
+#if WB_LARGE_COUNT
 GATHER_LIKE(MPI_Gather_c, K_GATHER, MPI_Count, nbytes(sc, st))
+#endif
 GATHER_LIKE(MPI_Scatter, K_SCATTER, int, nbytes(rc, rt))
+#if WB_LARGE_COUNT
 GATHER_LIKE(MPI_Scatter_c, K_SCATTER, MPI_Count, nbytes(rc, rt))
+#endif
 
 #define GATHERV_LIKE(NAME, CT, DT)                                                           \
     int NAME(const void *s, CT sc, MPI_Datatype st, void *r, const CT rc[], const DT d[],       \
@@ -690,7 +726,9 @@ GATHER_LIKE(MPI_Scatter_c, K_SCATTER, MPI_Count, nbytes(rc, rt))
         ROOTED(K_GATHERV, comm, root, nbytes(sc, st), P##NAME(s, sc, st, r, rc, d, rt, root, comm)); \
     }
 GATHERV_LIKE(MPI_Gatherv, int, int)
+#if WB_LARGE_COUNT
 GATHERV_LIKE(MPI_Gatherv_c, MPI_Count, MPI_Aint)
+#endif
 
 #define SCATTERV_LIKE(NAME, CT, DT)                                                          \
     int NAME(const void *s, const CT sc[], const DT d[], MPI_Datatype st, void *r, CT rc,       \
@@ -698,7 +736,9 @@ GATHERV_LIKE(MPI_Gatherv_c, MPI_Count, MPI_Aint)
         ROOTED(K_SCATTERV, comm, root, nbytes(rc, rt), P##NAME(s, sc, d, st, r, rc, rt, root, comm)); \
     }
 SCATTERV_LIKE(MPI_Scatterv, int, int)
+#if WB_LARGE_COUNT
 SCATTERV_LIKE(MPI_Scatterv_c, MPI_Count, MPI_Aint)
+#endif
 
 #define ALLGATHER_LIKE(NAME, KIND, CT)                                                       \
     int NAME(const void *s, CT sc, MPI_Datatype st, void *r, CT rc, MPI_Datatype rt,            \
@@ -706,9 +746,13 @@ SCATTERV_LIKE(MPI_Scatterv_c, MPI_Count, MPI_Aint)
         ROOTED(KIND, comm, -1, nbytes(sc, st), P##NAME(s, sc, st, r, rc, rt, comm));             \
     }
 ALLGATHER_LIKE(MPI_Allgather, K_ALLGATHER, int)
+#if WB_LARGE_COUNT
 ALLGATHER_LIKE(MPI_Allgather_c, K_ALLGATHER, MPI_Count)
+#endif
 ALLGATHER_LIKE(MPI_Alltoall, K_ALLTOALL, int)
+#if WB_LARGE_COUNT
 ALLGATHER_LIKE(MPI_Alltoall_c, K_ALLTOALL, MPI_Count)
+#endif
 
 #define ALLGATHERV_LIKE(NAME, CT, DT)                                                        \
     int NAME(const void *s, CT sc, MPI_Datatype st, void *r, const CT rc[], const DT d[],       \
@@ -716,7 +760,9 @@ ALLGATHER_LIKE(MPI_Alltoall_c, K_ALLTOALL, MPI_Count)
         ROOTED(K_ALLGATHERV, comm, -1, nbytes(sc, st), P##NAME(s, sc, st, r, rc, d, rt, comm));  \
     }
 ALLGATHERV_LIKE(MPI_Allgatherv, int, int)
+#if WB_LARGE_COUNT
 ALLGATHERV_LIKE(MPI_Allgatherv_c, MPI_Count, MPI_Aint)
+#endif
 
 #define ALLTOALLV_LIKE(NAME, CT, DT)                                                         \
     int NAME(const void *s, const CT sc[], const DT sd[], MPI_Datatype st, void *r,             \
@@ -724,7 +770,9 @@ ALLGATHERV_LIKE(MPI_Allgatherv_c, MPI_Count, MPI_Aint)
         ROOTED(K_ALLTOALLV, comm, -1, 0, P##NAME(s, sc, sd, st, r, rc, rd, rt, comm));           \
     }
 ALLTOALLV_LIKE(MPI_Alltoallv, int, int)
+#if WB_LARGE_COUNT
 ALLTOALLV_LIKE(MPI_Alltoallv_c, MPI_Count, MPI_Aint)
+#endif
 
 /* ================================================================ MPI-2/3/4 families */
 
@@ -803,11 +851,17 @@ static void persist(MPI_Request r, const call_t *c, MPI_Comm comm, int partition
               P##NAME(buf, count, type, peer, tag, comm, req));                             \
     }
 P2P_INIT(MPI_Send_init, K_SEND_INIT, int, const)
+#if WB_LARGE_COUNT
 P2P_INIT(MPI_Send_init_c, K_SEND_INIT, MPI_Count, const)
+#endif
 P2P_INIT(MPI_Ssend_init, K_SSEND_INIT, int, const)
+#if WB_LARGE_COUNT
 P2P_INIT(MPI_Ssend_init_c, K_SSEND_INIT, MPI_Count, const)
+#endif
 P2P_INIT(MPI_Recv_init, K_RECV_INIT, int, )
+#if WB_LARGE_COUNT
 P2P_INIT(MPI_Recv_init_c, K_RECV_INIT, MPI_Count, )
+#endif
 
 int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *req) {
     PINIT(K_BARRIER_INIT, comm, -1, -3, 0, 0, PMPI_Barrier_init(comm, info, req));
@@ -819,7 +873,9 @@ int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *req) {
               P##NAME(buf, count, type, root, comm, info, req));                            \
     }
 BCAST_INIT(MPI_Bcast_init, int)
+#if WB_LARGE_COUNT
 BCAST_INIT(MPI_Bcast_init_c, MPI_Count)
+#endif
 #define REDUCE_INIT(NAME, CT)                                                                \
     int NAME(const void *s, void *r, CT count, MPI_Datatype type, MPI_Op op, int root,        \
              MPI_Comm comm, MPI_Info info, MPI_Request *req) {                              \
@@ -827,7 +883,9 @@ BCAST_INIT(MPI_Bcast_init_c, MPI_Count)
               P##NAME(s, r, count, type, op, root, comm, info, req));                       \
     }
 REDUCE_INIT(MPI_Reduce_init, int)
+#if WB_LARGE_COUNT
 REDUCE_INIT(MPI_Reduce_init_c, MPI_Count)
+#endif
 #define ALLREDUCE_INIT(NAME, CT)                                                             \
     int NAME(const void *s, void *r, CT count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,   \
              MPI_Info info, MPI_Request *req) {                                             \
@@ -835,16 +893,22 @@ REDUCE_INIT(MPI_Reduce_init_c, MPI_Count)
               P##NAME(s, r, count, type, op, comm, info, req));                             \
     }
 ALLREDUCE_INIT(MPI_Allreduce_init, int)
+#if WB_LARGE_COUNT
 ALLREDUCE_INIT(MPI_Allreduce_init_c, MPI_Count)
+#endif
 #define ALLGATHER_INIT(NAME, KIND, CT)                                                       \
     int NAME(const void *s, CT sc, MPI_Datatype st, void *r, CT rc, MPI_Datatype rt,          \
              MPI_Comm comm, MPI_Info info, MPI_Request *req) {                              \
         PINIT(KIND, comm, -1, -3, nbytes(sc, st), 0, P##NAME(s, sc, st, r, rc, rt, comm, info, req)); \
     }
 ALLGATHER_INIT(MPI_Allgather_init, K_ALLGATHER_INIT, int)
+#if WB_LARGE_COUNT
 ALLGATHER_INIT(MPI_Allgather_init_c, K_ALLGATHER_INIT, MPI_Count)
+#endif
 ALLGATHER_INIT(MPI_Alltoall_init, K_ALLTOALL_INIT, int)
+#if WB_LARGE_COUNT
 ALLGATHER_INIT(MPI_Alltoall_init_c, K_ALLTOALL_INIT, MPI_Count)
+#endif
 
 /* Partitioned (MPI-4): bytes are the whole message's, count the partitions. */
 int MPI_Psend_init(const void *buf, int partitions, MPI_Count count, MPI_Datatype type, int dest,
@@ -1021,7 +1085,9 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req) { NBC(K_IBARRIER, comm, -1, 0,
         NBC(K_IBCAST, comm, root, nbytes(count, type), P##NAME(buf, count, type, root, comm, req)); \
     }
 IBCAST_LIKE(MPI_Ibcast, int)
+#if WB_LARGE_COUNT
 IBCAST_LIKE(MPI_Ibcast_c, MPI_Count)
+#endif
 
 #define IREDUCE_LIKE(NAME, CT)                                                               \
     int NAME(const void *s, void *r, CT count, MPI_Datatype type, MPI_Op op, int root,        \
@@ -1029,7 +1095,9 @@ IBCAST_LIKE(MPI_Ibcast_c, MPI_Count)
         NBC(K_IREDUCE, comm, root, nbytes(count, type), P##NAME(s, r, count, type, op, root, comm, req)); \
     }
 IREDUCE_LIKE(MPI_Ireduce, int)
+#if WB_LARGE_COUNT
 IREDUCE_LIKE(MPI_Ireduce_c, MPI_Count)
+#endif
 
 #define IALLREDUCE_LIKE(NAME, CT)                                                            \
     int NAME(const void *s, void *r, CT count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,   \
@@ -1037,7 +1105,9 @@ IREDUCE_LIKE(MPI_Ireduce_c, MPI_Count)
         NBC(K_IALLREDUCE, comm, -1, nbytes(count, type), P##NAME(s, r, count, type, op, comm, req)); \
     }
 IALLREDUCE_LIKE(MPI_Iallreduce, int)
+#if WB_LARGE_COUNT
 IALLREDUCE_LIKE(MPI_Iallreduce_c, MPI_Count)
+#endif
 
 #define IGATHER_LIKE(NAME, KIND, CT, MINE)                                                   \
     int NAME(const void *s, CT sc, MPI_Datatype st, void *r, CT rc, MPI_Datatype rt, int root, \
@@ -1045,9 +1115,13 @@ IALLREDUCE_LIKE(MPI_Iallreduce_c, MPI_Count)
         NBC(KIND, comm, root, MINE, P##NAME(s, sc, st, r, rc, rt, root, comm, req));          \
     }
 IGATHER_LIKE(MPI_Igather, K_IGATHER, int, nbytes(sc, st))
+#if WB_LARGE_COUNT
 IGATHER_LIKE(MPI_Igather_c, K_IGATHER, MPI_Count, nbytes(sc, st))
+#endif
 IGATHER_LIKE(MPI_Iscatter, K_ISCATTER, int, nbytes(rc, rt))
+#if WB_LARGE_COUNT
 IGATHER_LIKE(MPI_Iscatter_c, K_ISCATTER, MPI_Count, nbytes(rc, rt))
+#endif
 
 #define IALLGATHER_LIKE(NAME, KIND, CT)                                                      \
     int NAME(const void *s, CT sc, MPI_Datatype st, void *r, CT rc, MPI_Datatype rt,          \
@@ -1055,9 +1129,13 @@ IGATHER_LIKE(MPI_Iscatter_c, K_ISCATTER, MPI_Count, nbytes(rc, rt))
         NBC(KIND, comm, -1, nbytes(sc, st), P##NAME(s, sc, st, r, rc, rt, comm, req));        \
     }
 IALLGATHER_LIKE(MPI_Iallgather, K_IALLGATHER, int)
+#if WB_LARGE_COUNT
 IALLGATHER_LIKE(MPI_Iallgather_c, K_IALLGATHER, MPI_Count)
+#endif
 IALLGATHER_LIKE(MPI_Ialltoall, K_IALLTOALL, int)
+#if WB_LARGE_COUNT
 IALLGATHER_LIKE(MPI_Ialltoall_c, K_IALLTOALL, MPI_Count)
+#endif
 
 /* ---------------------------------------------------------------- one-sided
  * Windows are numbered per rank in creation order (collective over their communicator: the
@@ -1126,9 +1204,13 @@ static void pend(wb_event *e, int wi, int target) {
         RMA(KIND, target, nbytes(oc, ot), win, P##NAME(o, oc, ot, target, disp, tc, tt, win)); \
     }
 PUT_LIKE(MPI_Put, K_PUT, int, const)
+#if WB_LARGE_COUNT
 PUT_LIKE(MPI_Put_c, K_PUT, MPI_Count, const)
+#endif
 PUT_LIKE(MPI_Get, K_GET, int, )
+#if WB_LARGE_COUNT
 PUT_LIKE(MPI_Get_c, K_GET, MPI_Count, )
+#endif
 
 #define ACC_LIKE(NAME, CT)                                                                   \
     int NAME(const void *o, CT oc, MPI_Datatype ot, int target, MPI_Aint disp, CT tc,         \
@@ -1136,7 +1218,9 @@ PUT_LIKE(MPI_Get_c, K_GET, MPI_Count, )
         RMA(K_ACCUMULATE, target, nbytes(oc, ot), win, P##NAME(o, oc, ot, target, disp, tc, tt, op, win)); \
     }
 ACC_LIKE(MPI_Accumulate, int)
+#if WB_LARGE_COUNT
 ACC_LIKE(MPI_Accumulate_c, MPI_Count)
+#endif
 
 #define GET_ACC_LIKE(NAME, CT)                                                               \
     int NAME(const void *o, CT oc, MPI_Datatype ot, void *r, CT rc, MPI_Datatype rt,          \
@@ -1145,7 +1229,9 @@ ACC_LIKE(MPI_Accumulate_c, MPI_Count)
             P##NAME(o, oc, ot, r, rc, rt, target, disp, tc, tt, op, win));                  \
     }
 GET_ACC_LIKE(MPI_Get_accumulate, int)
+#if WB_LARGE_COUNT
 GET_ACC_LIKE(MPI_Get_accumulate_c, MPI_Count)
+#endif
 
 int MPI_Fetch_and_op(const void *o, void *r, MPI_Datatype type, int target, MPI_Aint disp, MPI_Op op,
                      MPI_Win win) {
@@ -1193,16 +1279,20 @@ int MPI_Win_flush_all(MPI_Win win) { WIN_SYNC(K_WIN_FLUSH_ALL, win, -1, 1, PMPI_
 int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win) {
     WIN_MAKE(K_WIN_CREATE, comm, size, PMPI_Win_create(base, size, disp_unit, info, comm, win));
 }
+#if WB_LARGE_COUNT
 int MPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win) {
     WIN_MAKE(K_WIN_CREATE, comm, size, PMPI_Win_create_c(base, size, disp_unit, info, comm, win));
 }
+#endif
 int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) {
     WIN_MAKE(K_WIN_ALLOCATE, comm, size, PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win));
 }
+#if WB_LARGE_COUNT
 int MPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
                        MPI_Win *win) {
     WIN_MAKE(K_WIN_ALLOCATE, comm, size, PMPI_Win_allocate_c(size, disp_unit, info, comm, baseptr, win));
 }
+#endif
 
 int MPI_Win_free(MPI_Win *win) {
     int wi;

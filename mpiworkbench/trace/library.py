@@ -24,7 +24,10 @@ def build(impl=None) -> Path:
     compiled first with its ``mpicc`` if needed (cached like every C library)."""
     from mpiworkbench.core import cbuild
 
-    return cbuild.build("mpi.wbtrace", [SOURCE], mpi=True, impl=impl)
+    # a call the library lacks (a wrapper for an MPI-4 function under an MPI-3 library) is an
+    # error here, not a symbol lookup error in a rank later
+    return cbuild.build("mpi.wbtrace", [SOURCE], mpi=True, impl=impl,
+                        extra_flags=("-Werror=implicit-function-declaration",))
 
 
 def enabled() -> bool:
