@@ -260,7 +260,8 @@ class Session(Execution):
         """Which ipyparallel launcher started the engines (``"mpi"``, ``"slurm"``, …)."""
         return "none" if self.cluster is None else clusters.launcher_name(self.cluster)
 
-    def start(self, n: int | None = None, thread_level: str | None = None, own: bool = False) -> "Session":
+    def start(self, n: int | None = None, thread_level: str | None = None, own: bool = False,
+              mpi: str | None = None) -> "Session":
         """Start the controller and ``mpiexec -n N ipengine --mpi``; return when all are ready.
 
         With a *profile*, attach to that profile's running cluster instead, when there is one.
@@ -274,6 +275,8 @@ class Session(Execution):
             A new MPI thread level for the session's own cluster.
         own : bool
             Start a cluster of the session's own even when the profile's cluster runs.
+        mpi : str, optional
+            A new MPI implementation for the session's own cluster (the control panel's MPI).
 
         Returns
         -------
@@ -282,6 +285,8 @@ class Session(Execution):
         """
         if self.cluster is not None:
             return self
+        if mpi is not None:
+            self.mpi = implementations.get(mpi).name
         if n is not None or thread_level is not None:
             n = self.n if n is None else n
             clusters.check_start_options(n, thread_level, oversubscribe=True)

@@ -11,7 +11,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from mpiworkbench.client import clusters
-from mpiworkbench.core import machine
+from mpiworkbench.core import implementations, machine
 
 
 def clients_html(clients: list[dict[str, Any]], now: float | None = None) -> str:
@@ -50,7 +50,8 @@ def status_html(state: str, ranks: list[dict[str, Any]], env: dict[str, Any] | N
     if env:
         packages = env.get("packages", {})
         facts = (
-            f"<b>MPI library</b>: {html.escape(env.get('library', '?'))} (MPI {env.get('mpi_standard', '?')})<br>"
+            f"<b>MPI library</b>: {html.escape(env.get('library', '?'))} (MPI {env.get('mpi_standard', '?')}; "
+            f"implementation <code>{html.escape(str(env.get('mpi', '?')))}</code>)<br>"
             f"<b>mpi4py</b>: {packages.get('mpi4py')} &nbsp; <b>thread level</b>: {env.get('thread_level')}"
             f" &nbsp; <b>cores</b>: {env.get('cores')} &nbsp; <b>ranks</b>: {env.get('np')}"
             + (" <b style='color:#b35900'>(oversubscribed)</b>" if env.get("oversubscribed") else "")
@@ -101,6 +102,11 @@ class ControlPanel:
         self.ranks = widgets.BoundedIntText(value=wb.n, min=1, max=256, description="Ranks")
         self.level = widgets.Dropdown(options=[("mpi4py's default", None), *((lv, lv) for lv in machine.THREAD_LEVELS)],
                                       value=wb.thread_level if wb.owns_cluster else None, description="Thread level")
+        installed = [impl for impl in implementations.REGISTRY if impl.installed()]
+        missing = [impl.missing() for impl in implementations.REGISTRY if not impl.installed()]
+        self.mpi = widgets.Dropdown(options=[(impl.title, impl.name) for impl in installed] or [(wb.mpi, wb.mpi)],
+                                    value=wb.mpi, description="MPI",
+                                    tooltip="\n".join(["MPI implementation of the ranks", *missing]))
         self.start_button = widgets.Button(description="Start", icon="play", tooltip="start an MPI cluster of this session's own")
         self.restart_button = widgets.Button(description="Restart", icon="refresh", tooltip="a fresh MPI world")
         self.stop_button = widgets.Button(description="Stop", icon="stop", tooltip="stop engines and controller")
@@ -110,7 +116,7 @@ class ControlPanel:
         self.message = widgets.HTML()
         for button, action in (
             (self.attach_button, lambda: wb.attach_to(self.profile.value)),
-            (self.start_button, lambda: wb.start(self.ranks.value, self.level.value, own=True)),
+            (self.start_button, lambda: wb.start(self.ranks.value, self.level.value, own=True, mpi=self.mpi.value)),
             (self.restart_button, wb.restart),
             (self.stop_button, wb.stop),
         ):
@@ -119,7 +125,7 @@ class ControlPanel:
         buttons = widgets.HBox([self.start_button, self.restart_button, self.stop_button, self.refresh_button])
         self.widget = widgets.VBox([
             widgets.HBox([self.profile, self.attach_button, self.profile_info]),
-            widgets.HBox([self.ranks, self.level]),
+            widgets.HBox([self.ranks, self.level, self.mpi]),
             buttons, self.status, self.message,
         ])
         self.widget.add_class("mpiwb-control-panel")
@@ -151,7 +157,9 @@ class ControlPanel:
         self.status.value = status_html(state, ranks, env, engine_of, origin, wb.clients())
         self.profile_info.value = profile_status(self.profile.value)
         self.attach_button.disabled = state != "stopped" or self.profile.value is None
-        self.ranks.disabled = self.level.disabled = state != "stopped"
+        self.ranks.disabled = self.level.disabled = self.mpi.disabled = state != "stopped"
+        if state != "stopped" and wb.mpi in dict(self.mpi.options).values():
+            self.mpi.value = wb.mpi  # an attached cluster's, or a restarted one's
         self.start_button.disabled = state not in ("stopped", "starting")
         self.restart_button.disabled = state in ("stopped", "starting")
         self.stop_button.disabled = state == "stopped"

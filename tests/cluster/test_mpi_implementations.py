@@ -108,3 +108,24 @@ def test_a_profile_for_an_implementation_starts_its_engines_and_a_workbench_atta
         if client is not None:
             client.close()
         ipcluster.stop()
+
+
+@pytest.mark.parametrize("name", [_installed(n) for n in OTHERS])
+def test_the_control_panel_starts_a_cluster_of_the_implementation_picked(name):
+    from mpiworkbench.widgets.control import ControlPanel
+
+    impl = implementations.get(name)
+    wb = Workbench(n=2, activate=False)
+    try:
+        panel = ControlPanel(wb)
+        assert ("MPICH", "mpich") in panel.mpi.options and panel.mpi.value == "mpich"
+        panel.ranks.value, panel.mpi.value = 2, name
+        panel.start_button.click()
+        assert panel.message.value == "", panel.message.value
+        assert wb.state == "running" and wb.mpi == name and panel.mpi.disabled
+        assert f"implementation <code>{name}</code>" in panel.status.value
+        assert impl.marker in panel.status.value
+        panel.stop_button.click()
+        assert wb.state == "stopped" and not panel.mpi.disabled
+    finally:
+        wb.stop()
