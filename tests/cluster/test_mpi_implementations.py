@@ -129,3 +129,32 @@ def test_the_control_panel_starts_a_cluster_of_the_implementation_picked(name):
         assert wb.state == "stopped" and not panel.mpi.disabled
     finally:
         wb.stop()
+
+
+@pytest.mark.parametrize("name", [_installed(n) for n in OTHERS])
+def test_the_hang_report_names_each_ranks_call_under_each_implementation(name):
+    """A synchronous send to each other deadlocks under every implementation. (A plain Send of
+    16 MiB each way does under MPICH and Open MPI; Intel MPI's shared-memory transport completed
+    it here: the unsafe program works by chance there.)"""
+    from mpiworkbench import ExecutionTimeout
+
+    with Workbench(n=2, mpi=name, activate=False, timeout=60.0, failure_grace=1.0) as wb:
+        wb.start()
+        wb.run(_library)  # engines up and answering before the short timeout below
+        wb.timeout = 4.0
+        with pytest.raises(ExecutionTimeout) as info:
+            wb.execute(
+                "import numpy as np\n"
+                "from mpi4py import MPI\n"
+                "comm = MPI.COMM_WORLD\n"
+                "big = np.zeros(1 << 21)\n"
+                "comm.Ssend(big, dest=1 - comm.rank, tag=5)\n"
+                "comm.Recv(big, source=1 - comm.rank, tag=5)\n")
+        exc = info.value
+        assert exc.running == [0, 1], str(exc)
+        for state in exc.ranks:
+            rec = state.inflight
+            assert (rec.call, rec.peer, rec.tag, rec.bytes) == ("MPI_Ssend", 1 - state.rank, 5, 8 << 21), str(exc)
+        wb.timeout = 60.0
+        wb.restart()
+        assert wb.mpi == name and all(implementations.get(name).marker in t for t in wb.run(_library))
