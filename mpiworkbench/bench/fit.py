@@ -54,16 +54,19 @@ def pingpong_fits(rows: list[dict]) -> dict[str, dict]:
 def overhead_vs_c(rows: list[dict], reference: str = "c") -> list[dict]:
     """Relative overhead (t / t_ref − 1, in %) of each backend against *reference* per size.
 
-    Paper 001 Figs. 2, 4, 6 plot exactly this per message size.
+    Paper 001 Figs. 2, 4, 6 plot exactly this per message size. Each row is compared with the
+    reference of its own run and MPI implementation (``mpi``): every library against its own C.
     """
-    ref = {(r["run_id"], r["benchmark"], r["size"]): r["t_us"] for r in rows if r["backend"] == reference}
+    ref = {(r["run_id"], r.get("mpi"), r["benchmark"], r["size"]): r["t_us"]
+           for r in rows if r["backend"] == reference}
     out = []
     for r in rows:
-        key = (r["run_id"], r["benchmark"], r["size"])
+        key = (r["run_id"], r.get("mpi"), r["benchmark"], r["size"])
         if r["backend"] == reference or key not in ref or ref[key] <= 0:
             continue
         out.append({
             "run_id": r["run_id"], "benchmark": r["benchmark"], "backend": r["backend"],
             "size": r["size"], "overhead_pct": 100.0 * (r["t_us"] / ref[key] - 1.0),
+            **({"mpi": r["mpi"]} if "mpi" in r else {}),
         })
     return out

@@ -286,6 +286,7 @@ class BenchRun:
             "throughput_def": bench.throughput,
             "flagged": bool(self.environment["warnings"]),
             "time": time.strftime("%H:%M:%S"),
+            "mpi": self.environment["mpi"],
         }
 
     def summary(self) -> dict:

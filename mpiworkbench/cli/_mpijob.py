@@ -15,7 +15,9 @@ from mpiworkbench.core import implementations, launch, mpi
 from mpiworkbench.core.jsonfile import write_json
 
 
-def add_mpi_arguments(parser: argparse.ArgumentParser, default_np: int | None = None) -> None:
+def add_mpi_arguments(parser: argparse.ArgumentParser, default_np: int | None = None,
+                      several: bool = False) -> None:
+    """``--np``, ``--transport``, ``--mpi`` (*several*: a list, see :func:`add_implementation_argument`), ``--timeout``."""
     parser.add_argument(
         "--np",
         type=int,
@@ -23,7 +25,7 @@ def add_mpi_arguments(parser: argparse.ArgumentParser, default_np: int | None = 
         help="number of MPI ranks; starts mpiexec unless already running under one",
     )
     add_transport_argument(parser)
-    add_implementation_argument(parser)
+    add_implementation_argument(parser, several)
     parser.add_argument(
         "--timeout",
         type=float,
@@ -59,11 +61,13 @@ def add_implementation_argument(parser: argparse.ArgumentParser, several: bool =
 
 
 def implementations_of(args: argparse.Namespace) -> list[implementations.Implementation]:
-    """The implementations ``--mpi`` names (this process's when it names none), each installed."""
+    """The implementations ``--mpi`` names (this process's when it names none), each installed
+    (else a ``ValueError``, the CLI's clear error: which is missing and the command that installs it)."""
     text = getattr(args, "mpi", None)
     chosen = implementations.parse(text) if text else [implementations.current()]
     for impl in chosen:
-        impl.require()
+        if impl.missing():
+            raise ValueError(impl.missing())
     return chosen
 
 

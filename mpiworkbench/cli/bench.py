@@ -1,9 +1,20 @@
-"""``mpiworkbench bench NAME --np N --backend B[,B…] [--sizes 8:8M] [--json FILE] [--csv FILE]``.
+"""``mpiworkbench bench NAME --np N --backend B[,B…] [--sizes 8:8M] [--mpi M[,M…]] [--json FILE] [--csv FILE]``.
 
 Runs one micro-benchmark on every listed backend, size by size (backends interleaved),
 printing OSU-style rows and rewriting the JSON/CSV after every size, so an interrupted
 sweep keeps what it measured. Works under an existing ``mpiexec`` or launches one;
 ``--launches K`` launches it K times and reports the median over launches.
+
+``--mpi mpich,openmpi,impi`` measures the same sweep under each MPI implementation
+(:mod:`mpiworkbench.core.implementations`): one ``mpiexec`` job each, with that
+implementation's own launcher and library, and one document side by side
+(:func:`mpiworkbench.bench.results.side_by_side`): every row names its implementation
+(``mpi``), every implementation's own C backend is its reference (``overhead_vs_c``, the
+Table 5.1 fit per implementation in ``fit_by_mpi``), ``environments`` holds each one's
+environment record (``library_version`` included) while ``environment`` and ``fit`` stay the
+first one's. The files are rewritten after every job (with ``--launches K``, jobs go
+launch by launch, the implementations interleaved within each); a job that fails is named,
+the others still run, their rows are kept and the exit code is not 0.
 """
 
 from __future__ import annotations
@@ -16,8 +27,8 @@ from pathlib import Path
 
 from mpiworkbench.cli import _mpijob
 from mpiworkbench.core.machine import THREAD_LEVELS
-#: Set by ``--launches``' parent process for each launch: where that launch writes its
-#: document, and "k/K" for its header.
+#: Set by the parent process of ``--launches`` or of several ``--mpi`` for each job: where
+#: that job writes its document, and what it is for its header ("Open MPI, launch k/K").
 PART_ENV, LAUNCH_ENV = "MPIWORKBENCH_BENCH_PART", "MPIWORKBENCH_BENCH_LAUNCH"
 
 
@@ -31,7 +42,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("name", choices=sorted(BENCHMARKS), metavar="NAME",
                    help="benchmark: " + ", ".join(BENCHMARKS))
-    _mpijob.add_mpi_arguments(p, default_np=2)
+    _mpijob.add_mpi_arguments(p, default_np=2, several=True)
     p.add_argument("--backend", default=",".join(implemented_names()),
                    help="comma-separated backends, or api:NAME to time NAME through the unified "
                         "interface (default: every backend implemented here, %(default)s)")
@@ -68,55 +79,100 @@ def main(args: argparse.Namespace) -> int:
     _select_thread_level(args.thread_level)
     if args.launches < 1:
         raise ValueError(f"--launches must be at least 1; got {args.launches}")
-    if args.launches > 1 and PART_ENV not in os.environ:
-        from mpiworkbench.core import launch
-        if not launch.needs_launch(args.np):
-            raise ValueError(
-                f"--launches {args.launches} starts mpiexec {args.launches} times, so it cannot run "
-                "inside an mpiexec that is already running; start the command from a shell with "
-                "--np N, or drop --launches"
-            )
-        return _several_launches(args)
+    if PART_ENV in os.environ:  # one job of several: the parent chose its implementation
+        args.mpi = None
+    else:
+        chosen = _mpijob.implementations_of(args)  # unknown or not installed: said before any job
+        if args.launches > 1 or len(chosen) > 1:
+            from mpiworkbench.core import launch
+            if not launch.needs_launch(args.np):
+                what = (f"--launches {args.launches} starts mpiexec {args.launches} times" if args.launches > 1
+                        else f"--mpi {args.mpi} starts one mpiexec per implementation")
+                raise ValueError(
+                    f"{what}, so it cannot run inside an mpiexec that is already running; start the "
+                    "command from a shell with --np N" + (", or drop --launches" if args.launches > 1 else ""))
+            return _several_jobs(args, chosen)
     return _mpijob.run(args, lambda comm: _body(comm, args, sizes, policy))
 
 
-def _several_launches(args: argparse.Namespace) -> int:
-    """Launch the sweep ``args.launches`` times; merge and write after every launch."""
+def _several_jobs(args: argparse.Namespace, chosen: list) -> int:
+    """One ``mpiexec`` job per launch and implementation (implementations interleaved within
+    a launch); merge and write after every job. An implementation whose job fails is named
+    and not launched again; the others go on."""
     from mpiworkbench.core import launch
     from mpiworkbench.bench import results
-    docs: list[dict] = []
+    docs: dict[str, list[dict]] = {impl.name: [] for impl in chosen}
+    failed: dict[str, str] = {}
     merged: dict | None = None
+    code = 0
     with tempfile.TemporaryDirectory(prefix="wbbench-") as tmp:
         for k in range(1, args.launches + 1):
-            part = Path(tmp) / f"launch{k}.json"
-            extra = {PART_ENV: str(part), LAUNCH_ENV: f"{k}/{args.launches}"}
-            os.environ.update(extra)
-            try:
-                code = launch.run_under_mpiexec(args.np, args.argv, timeout_s=args.timeout,
-                                                transport=_mpijob.transport(args))
-            finally:
-                for name in extra:
-                    os.environ.pop(name, None)
-            if part.exists():
-                docs.append(results.load(part))
-                merged = results.merge_launches(docs, planned=args.launches)
-                _write(merged, args.json, args.csv)
-            if code != 0:
-                written = args.json or args.csv
-                kept = f"{written} keeps the {len(docs)} launch(es) that wrote rows" if docs and written else "nothing was written"
-                print(f"# launch {k}/{args.launches} failed (exit {code}); {kept}", file=sys.stderr)
-                return code
+            for impl in (i for i in chosen if i.name not in failed):
+                part = Path(tmp) / f"{impl.name}-launch{k}.json"
+                label = ", ".join(([impl.title] if len(chosen) > 1 else [])
+                                  + ([f"launch {k}/{args.launches}"] if args.launches > 1 else []))
+                extra = {PART_ENV: str(part), LAUNCH_ENV: label}
+                os.environ.update(extra)
+                try:
+                    job = launch.run_under_mpiexec(args.np, args.argv, timeout_s=args.timeout,
+                                                   transport=_mpijob.transport(args), impl=impl)
+                finally:
+                    for name in extra:
+                        os.environ.pop(name, None)
+                if part.exists():
+                    docs[impl.name].append(results.load(part))
+                    merged = _merged(docs, failed, args.launches)
+                    _write(merged, args.json, args.csv)
+                if job != 0:
+                    code = code or job
+                    failed[impl.name] = f"the mpiexec job of {label or impl.title} exited with code {job}"
+                    merged = _merged(docs, failed, args.launches) if merged is not None else None
+                    if merged is not None:
+                        _write(merged, args.json, args.csv)
+                    written = args.json or args.csv
+                    kept = (f"{written} keeps the rows of the jobs that wrote some" if merged and written
+                            else "nothing was written")
+                    print(f"# {impl.title} failed: {failed[impl.name]}; {kept}", file=sys.stderr)
     if merged is None:
-        print("# no launch wrote any rows", file=sys.stderr)
-        return 1
+        print("# no job wrote any rows", file=sys.stderr)
+        return code or 1
     if not args.quiet:
-        print(f"\n# median over {len(docs)} launches [min-max of the launches], us")
-        print(results.format_rows(merged["rows"]))
+        several = len(merged.get("mpis", [])) > 1
+        print("\n# " + ", ".join((["MPI implementations side by side"] if several else [])
+                                 + ([f"median over {args.launches} launches [min-max of the launches]"]
+                                    if args.launches > 1 else [])) + ", us")
+        for name, env in merged["environments"].items():
+            print(f"#   {name}: {env.get('mpi_library')}")
+        print(results.format_rows(_side_by_side_order(merged["rows"])))
         _print_fit(merged)
+    for name, why in failed.items():
+        print(f"# FAILED {name}: {why}", file=sys.stderr)
     for path in (args.json, args.csv):
         if path:
             print(f"# wrote {path}")
-    return 0
+    return code
+
+
+def _merged(docs: dict[str, list[dict]], failed: dict[str, str], launches: int) -> dict | None:
+    """The document of every job so far: launches merged per implementation, then the
+    implementations side by side (a run of one implementation: its document as before)."""
+    from mpiworkbench.bench import results
+    per_mpi = [results.merge_launches(mine, planned=launches) if launches > 1 else mine[0]
+               for mine in docs.values() if mine]
+    if not per_mpi:
+        return None
+    if len(docs) == 1:
+        return per_mpi[0]
+    return results.side_by_side(per_mpi, failed, planned=len(docs))
+
+
+def _side_by_side_order(rows: list[dict]) -> list[dict]:
+    """Rows by size, then backend, then implementation: one backend's implementations adjacent."""
+    first = {}
+    for i, r in enumerate(rows):
+        first.setdefault(("backend", r["backend"]), i)
+        first.setdefault(("mpi", r.get("mpi")), i)
+    return sorted(rows, key=lambda r: (r["size"], first[("backend", r["backend"])], first[("mpi", r.get("mpi"))]))
 
 
 def _write(doc: dict, json_path: str | None, csv_path: str | None) -> None:
@@ -144,12 +200,19 @@ def _print_then(doc: dict) -> None:
 
 def _print_fit(doc: dict) -> None:
     _print_then(doc)
-    if doc.get("fit"):
-        print("# least-squares fit t = latency + size/bandwidth (thesis eq. 5.1, Table 5.1)")
-        for backend, f in doc["fit"].items():
-            bw = "none (time does not grow with size)" if f["bandwidth_MBps"] is None else f"{f['bandwidth_MBps']:9.1f} MB/s"
-            print(f"#   {backend:<11} latency {f['latency_us']:9.2f} us  bandwidth {bw}"
-                  f"  rms residual {f['rms_residual_us']:.2f} us")
+    fits = doc.get("fit_by_mpi") or {"": doc.get("fit") or {}}
+    if any(fits.values()):
+        print("# least-squares fit t = latency + size/bandwidth (thesis eq. 5.1, Table 5.1)"
+              + (", per MPI implementation" if len(fits) > 1 else ""))
+        labels = {(name, backend): f"{name} {backend}" if len(fits) > 1 else backend
+                  for name, fit in fits.items() for backend in fit}
+        width = max([11, *map(len, labels.values())])
+        for name, fit in fits.items():
+            for backend, f in fit.items():
+                label = labels[(name, backend)]
+                bw = "none (time does not grow with size)" if f["bandwidth_MBps"] is None else f"{f['bandwidth_MBps']:9.1f} MB/s"
+                print(f"#   {label:<{width}} latency {f['latency_us']:9.2f} us  bandwidth {bw}"
+                      f"  rms residual {f['rms_residual_us']:.2f} us")
 
 
 def _select_thread_level(level: str) -> None:
@@ -176,7 +239,7 @@ def _body(comm, args, sizes, policy) -> int:
         if got != args.thread_level:
             print(f"# note: asked for thread level {args.thread_level}, MPI gave {got}", file=sys.stderr)
         if not args.quiet:
-            launch_of = f" (launch {os.environ[LAUNCH_ENV]})" if part else ""
+            launch_of = f" ({os.environ[LAUNCH_ENV]})" if part and os.environ.get(LAUNCH_ENV) else ""
             print(f"# mpiworkbench bench {run.bench.name}: {run.bench.title}{launch_of}")
             print(f"# {env['mpi_library']}; np={env['np']}; thread level {got}; "
                   f"collective mode {policy.collective_mode}; MB = 10^6 B")
