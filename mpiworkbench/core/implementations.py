@@ -36,6 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
+__all__ = ["Implementation", "REGISTRY", "VARIABLE", "ROOT_VARIABLE", "SIZE_VARIABLE", "DEFAULT", "names",
+           "get", "parse", "current", "detect", "status", "check_world_size", "install"]
+
 #: Names the implementation a process (and everything it starts) uses.
 VARIABLE = "MPIWORKBENCH_MPI"
 #: Where the prefixes of the implementations other than the venv's own live.
@@ -89,6 +92,7 @@ class Implementation:
         return self.prefix() / "bin" / program
 
     def library_file(self) -> Path:
+        """Its ``libmpi`` (what ``MPI4PY_LIBMPI`` names for its ranks)."""
         return self.prefix() / self.library
 
     def install_command(self) -> str:
@@ -107,6 +111,7 @@ class Implementation:
         return ""
 
     def installed(self) -> bool:
+        """Whether its launcher and library are where this module looks."""
         return not self.missing()
 
     def require(self) -> "Implementation":
@@ -118,6 +123,7 @@ class Implementation:
 
     # -- how it runs --------------------------------------------------------------------
     def mpiexec(self) -> str:
+        """Path of its ``mpiexec``."""
         return str(self.bin("mpiexec"))
 
     def variables(self) -> dict[str, str]:
