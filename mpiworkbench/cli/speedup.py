@@ -8,6 +8,14 @@ the variants with communication backends and adds every point's ratio to C (thes
 Figs. 6.2-6.5 and 6.10-6.13); a backend bound to ``MPI_COMM_WORLD`` (numba-mpi) makes
 every rank count run in a world of its own (one ``mpiexec`` per count), for all backends
 alike.
+
+``--mpi mpich,openmpi,impi`` runs the experiment under each MPI implementation
+(:mod:`mpiworkbench.core.implementations`), one after another with its own ``mpiexec``:
+one result side by side, every point naming its implementation (``mpi``), each one's points
+curves of their own (speedups and ratios to C within the implementation),
+``environments`` holding each one's library record (``library_version`` included) and
+``failed`` those whose job failed (the others are kept; the exit code is then not 0).
+``--json`` is rewritten after every job.
 """
 
 from __future__ import annotations
@@ -22,8 +30,10 @@ from mpiworkbench.cli import _mpijob
 from mpiworkbench.core.machine import PLACEMENTS
 from mpiworkbench.speedup import experiments
 
-#: Set in the environment of the ``mpiexec`` of one rank count when every count runs in
-#: a world of its own: ``"<nranks>"``; the JSON goes to ``--json`` as usual.
+#: Set in the environment of an ``mpiexec`` the command starts as one part of several (a
+#: rank count in a world of its own: ``"<nranks>"``; every count of one MPI implementation
+#: of several: ``"all"``): the part writes its JSON to the ``--json`` it is given and
+#: prints no table.
 WORLD_PART_VARIABLE = "MPIWORKBENCH_SPEEDUP_WORLD_OF"
 
 
@@ -73,6 +83,7 @@ def register(subparsers) -> None:
         sub.add_argument("--json", default=None, metavar="FILE", help="write the result to FILE ('-' for stdout)")
         sub.add_argument("--timeout", type=float, default=None, help="wall-clock limit of the MPI job in seconds")
         _mpijob.add_transport_argument(sub)
+        _mpijob.add_implementation_argument(sub, several=True)
         sub.add_argument(
             "--yield-while-waiting",
             action="store_true",
@@ -106,17 +117,23 @@ def build_spec(args: argparse.Namespace):
 
 
 def main(args: argparse.Namespace) -> int:
-    from mpiworkbench.core import launch, mpi
+    from mpiworkbench.core import implementations, launch, mpi
 
     spec = build_spec(args)  # bad input fails here, before any mpiexec starts
     largest = max(spec.nranks)
     if not mpi.launched_by_mpiexec():
+        chosen = _mpijob.implementations_of(args)  # unknown or not installed: said before any job
         if args.yield_while_waiting:
             os.environ[launch.YIELD_VARIABLE] = "1"
-        if spec.world_bound() and len(spec.nranks) > 1:
-            return _world_per_count(args, spec)
+        if len(chosen) > 1 or (spec.world_bound() and len(spec.nranks) > 1):
+            return _parts(args, spec, chosen)
         return launch.run_under_mpiexec(largest, args.argv, timeout_s=args.timeout,
-                                        transport=_mpijob.transport(args))
+                                        transport=_mpijob.transport(args), impl=chosen[0])
+    if args.mpi and WORLD_PART_VARIABLE not in os.environ:
+        named = _mpijob.implementation(args)
+        if named.name != implementations.current().name:
+            raise ValueError(f"--mpi {args.mpi}: this command runs inside an mpiexec of "
+                             f"{implementations.current().name}; drop --mpi, or start it from a shell")
     return _run_in_world(args, spec)
 
 
@@ -137,34 +154,54 @@ def _part_argv(argv: list[str], json_path: str) -> list[str]:
     return out + ["--json", json_path]
 
 
-def _world_per_count(args: argparse.Namespace, spec) -> int:
-    """One ``mpiexec -n N`` per rank count (a world-bound backend needs all of its world),
-    then one result from all of them: the table, ``--json`` and ``--plot`` as usual."""
+def _parts(args: argparse.Namespace, spec, chosen: list) -> int:
+    """One ``mpiexec`` per MPI implementation of *chosen* — per rank count, when a backend
+    needs a world of its own (numba-mpi) — then one result from all of them: the table,
+    ``--json`` (rewritten after every job) and ``--plot`` as usual. A failing job is named,
+    its implementation's remaining jobs skipped, the other implementations still run."""
     from mpiworkbench.core import launch
     from mpiworkbench.speedup import analysis
     from mpiworkbench.speedup.plan import begin_experiment
 
-    print(
-        f"# {', '.join(spec.world_bound())} talks only on MPI_COMM_WORLD: every rank count runs in a world "
-        "of its own (one mpiexec each), for every backend alike",
-        file=sys.stderr, flush=True,
-    )
+    per_count = bool(spec.world_bound()) and len(spec.nranks) > 1
+    if per_count:
+        print(
+            f"# {', '.join(spec.world_bound())} talks only on MPI_COMM_WORLD: every rank count runs in a world "
+            "of its own (one mpiexec each), for every backend alike",
+            file=sys.stderr, flush=True,
+        )
     _, result = begin_experiment(spec)
+    code = 0
     with tempfile.TemporaryDirectory(prefix="mpiworkbench-speedup-") as tmp:
-        for n in spec.nranks:
-            path = str(Path(tmp) / f"world{n}.json")
-            os.environ[WORLD_PART_VARIABLE] = str(n)
-            try:
-                code = launch.run_under_mpiexec(n, _part_argv(args.argv, path), timeout_s=args.timeout,
-                                                transport=_mpijob.transport(args))
-            finally:
-                os.environ.pop(WORLD_PART_VARIABLE, None)
-            if code != 0:
-                return code
-            for point in analysis.load(path).points:
-                point["world"] = "own"
-                result.add(point)
-    return _finish(args, result)
+        for impl in chosen:
+            for n in spec.nranks if per_count else ["all"]:
+                path = str(Path(tmp) / f"{impl.name}-{n}.json")
+                os.environ[WORLD_PART_VARIABLE] = str(n)
+                try:
+                    job = launch.run_under_mpiexec(max(spec.nranks) if n == "all" else n, _part_argv(args.argv, path),
+                                                   timeout_s=args.timeout, transport=_mpijob.transport(args),
+                                                   impl=impl)
+                finally:
+                    os.environ.pop(WORLD_PART_VARIABLE, None)
+                if job != 0:
+                    code = code or job
+                    where = "" if n == "all" else f" on {n} rank(s)"
+                    result.failed[impl.name] = f"the mpiexec job of {impl.title}{where} exited with code {job}"
+                    print(f"# {impl.title} failed: {result.failed[impl.name]}; its other points are not measured",
+                          file=sys.stderr, flush=True)
+                    break
+                part = analysis.load(path)
+                for point in part.points:
+                    if per_count:
+                        point["world"] = "own"
+                    result.add(point)
+                result.environments.update(part.environments)
+                if args.json not in (None, "-"):
+                    analysis.save(result, args.json)
+    if not result.points:
+        print("# no job measured any point", file=sys.stderr)
+        return code or 1
+    return _finish(args, result) or code
 
 
 def _finish(args: argparse.Namespace, result) -> int:
@@ -172,6 +209,10 @@ def _finish(args: argparse.Namespace, result) -> int:
     from mpiworkbench.speedup import analysis
 
     exp = experiments.get(result.experiment)
+    if len(result.environments) > 1:
+        print("# MPI implementations side by side (each its own curves, speedups and ratios to C):")
+        for name, library in result.environments.items():
+            print(f"#   {name}: {library.get('library')}")
     print(analysis.format_table(result, exp.size_name))
     ratios = analysis.format_ratio_table(result, exp.size_name)
     if ratios:
@@ -180,6 +221,8 @@ def _finish(args: argparse.Namespace, result) -> int:
     failed = [p for p in result.points if p.get("verify") and not p["verify"].get("ok", True)]
     for p in failed:
         print(f"verification FAILED for {p['variant']} on {p['nranks']} rank(s): {p['verify']}", file=sys.stderr)
+    for name, why in result.failed.items():
+        print(f"# FAILED {name}: {why}", file=sys.stderr)
     if args.json == "-":
         sys.stdout.write(analysis.to_json(result))
     elif args.json:
@@ -193,7 +236,7 @@ def _finish(args: argparse.Namespace, result) -> int:
 
 
 def _run_in_world(args: argparse.Namespace, spec) -> int:
-    from mpiworkbench.core import mpi
+    from mpiworkbench.core import implementations, machine, mpi
     from mpiworkbench.speedup import analysis
     from mpiworkbench.speedup.plan import run_experiment
     from mpiworkbench.speedup.point import run_point
@@ -201,8 +244,8 @@ def _run_in_world(args: argparse.Namespace, spec) -> int:
     comm = mpi.world()
     exp = experiments.get(spec.experiment)
     part = os.environ.get(WORLD_PART_VARIABLE)
-    if part is not None:  # one rank count of a world-per-count run (see _world_per_count)
-        spec.nranks = [int(part)]
+    if part is not None:  # one part of several (see _parts): one rank count, or every one
+        spec.nranks = spec.nranks if part == "all" else [int(part)]
         args.plot = None
     if max(spec.nranks) > comm.size:
         raise ValueError(
@@ -211,11 +254,13 @@ def _run_in_world(args: argparse.Namespace, spec) -> int:
         )
     root = comm.rank == 0
 
+    under = f"{implementations.current().name} " if part == "all" else ""  # one implementation of several
+
     def progress(result, point, i, total):
         if root:
             mark = " (oversubscribed)" if point.get("oversubscribed") else ""
             print(
-                f"[{i}/{total}] {analysis.placed(point['variant'], point)} {exp.size_name}={point['size']} "
+                f"[{i}/{total}] {under}{analysis.placed(point['variant'], point)} {exp.size_name}={point['size']} "
                 f"{analysis.where_text(point)}: "
                 f"median {point['median']:.4g} s, speedup {point['speedup']:.3f}{mark}",
                 file=sys.stderr,
@@ -223,6 +268,8 @@ def _run_in_world(args: argparse.Namespace, spec) -> int:
             )
 
     result = run_experiment(spec, lambda p: run_point(p, comm), on_point=progress)
+    library = machine.mpi_library()
+    result.environments[library["mpi"]] = library
     if root and part is not None:  # the parent prints and checks the whole result
         analysis.save(result, args.json)
         return 0

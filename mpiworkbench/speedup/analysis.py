@@ -21,6 +21,13 @@ count on the C backend (thesis Figs. 6.2-6.5: C "8 to 10 times" faster), and
 wave solver, C messages *and* the C update kernel when both were measured). A point whose
 kernel counts its work (``flops``) gets ``flop_s`` = flops / median and ``flop_s_best`` =
 flops / min (report 003 prints the best of its runs).
+
+MPI implementations (:mod:`mpiworkbench.core.implementations`): every point names the one
+its ranks ran under (``mpi``) and ``environments`` maps each one's name to its library
+record (``library_version`` included). A result of several (``speedup … --mpi
+mpich,openmpi``) keeps each implementation's points a curve of their own (the variant named
+``"numpy (openmpi)"``), speedups against its own smallest rank count and ratios to its own C;
+``failed`` names the implementations whose job failed, with why.
 """
 
 from __future__ import annotations
@@ -72,10 +79,17 @@ def where_text(point: dict[str, Any]) -> str:
     return f"on {point['nranks']} rank(s)" + (f" over {spans} nodes" if spans > 1 else "")
 
 
-def series_key(point: dict[str, Any]) -> tuple[str, int]:
+def series_key(point: dict[str, Any], several_mpi: bool = False) -> tuple[str, int]:
     """Points of one curve share the variant, the (base) problem size and the placement
-    (the variant named by :func:`placed`)."""
-    return placed(point["variant"], point), int(point.get("base_size", point["size"]))
+    (the variant named by :func:`placed`), and with *several_mpi* the MPI implementation."""
+    return curve(point["variant"], point, several_mpi), int(point.get("base_size", point["size"]))
+
+
+def curve(name: str, point: dict[str, Any], several_mpi: bool = False) -> str:
+    """*name* marked by :func:`placed`, and with *several_mpi* by the point's MPI
+    implementation (``"numpy (openmpi)"``)."""
+    name = placed(name, point)
+    return f"{name} ({point.get('mpi', 'unknown')})" if several_mpi else name
 
 
 @dataclass
@@ -88,6 +102,10 @@ class SpeedupResult:
     points: list[dict[str, Any]] = field(default_factory=list)
     machine: dict[str, Any] = field(default_factory=dict)
     label: str = ""
+    #: MPI implementation name -> its library record (:func:`mpiworkbench.core.machine.mpi_library`).
+    environments: dict[str, Any] = field(default_factory=dict)
+    #: MPI implementation name -> why its job failed (``speedup … --mpi`` of several).
+    failed: dict[str, str] = field(default_factory=dict)
 
     def add(self, record: dict[str, Any]) -> dict[str, Any]:
         """Add one measured point (as returned by the runner) and re-derive every series."""
@@ -122,19 +140,19 @@ class SpeedupResult:
         from mpiworkbench.speedup.experiments import REFERENCE_BACKEND
 
         c_points: dict[tuple, dict[str, Any]] = {}
-        best_c: dict[tuple[int, int], float] = {}
+        best_c: dict[tuple, float] = {}
         for p in self.points:
             if p.get("flops"):
                 p["flop_s"] = p["flops"] / p["median"] if p["median"] > 0 else math.nan
                 p["flop_s_best"] = p["flops"] / p["min"] if p["min"] > 0 else math.nan
             if p.get("backend") == REFERENCE_BACKEND:
-                where = (int(p.get("base_size", p["size"])), int(p["nranks"]), place_of(p))
+                where = (int(p.get("base_size", p["size"])), int(p["nranks"]), place_of(p), p.get("mpi"))
                 c_points[(p["base_variant"], *where)] = p
                 best_c[where] = min(best_c.get(where, math.inf), p["median"])
         for p in self.points:
             if p.get("backend") is None:
                 continue
-            where = (int(p.get("base_size", p["size"])), int(p["nranks"]), place_of(p))
+            where = (int(p.get("base_size", p["size"])), int(p["nranks"]), place_of(p), p.get("mpi"))
             ref = c_points.get((p["base_variant"], *where))
             p["ratio_to_c"] = p["median"] / ref["median"] if ref and ref["median"] > 0 else None
             best = best_c.get(where)
@@ -143,9 +161,16 @@ class SpeedupResult:
     def series(self) -> dict[tuple[str, int], list[dict[str, Any]]]:
         """Points grouped by (variant, base size), each list sorted by rank count."""
         out: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        several = self.several_mpi
         for p in self.points:
-            out.setdefault(series_key(p), []).append(p)
+            out.setdefault(series_key(p, several), []).append(p)
         return {k: sorted(v, key=lambda p: int(p["nranks"])) for k, v in out.items()}
+
+    @property
+    def several_mpi(self) -> bool:
+        """Whether the points ran under more than one MPI implementation (then each one's
+        points are curves of their own)."""
+        return len({p["mpi"] for p in self.points if p.get("mpi")}) > 1
 
     @property
     def cores(self) -> int | None:
@@ -163,6 +188,8 @@ class SpeedupResult:
             "label": self.label,
             "params": self.params,
             "machine": self.machine,
+            "environments": self.environments,
+            "failed": self.failed,
             "points": self.points,
         }
 
@@ -180,6 +207,8 @@ class SpeedupResult:
             points=[dict(p) for p in data.get("points", [])],
             machine=data.get("machine", {}),
             label=data.get("label", ""),
+            environments=data.get("environments", {}),
+            failed=data.get("failed", {}),
         )
         result.derive()
         return result
@@ -310,10 +339,11 @@ def ratio_rows(result: SpeedupResult) -> list[dict[str, Any]]:
     one column per backend (``None`` where a point is missing), C first as measured."""
     backends = list(dict.fromkeys(p["backend"] for p in result.points if p.get("backend")))
     rows: dict[tuple, dict[str, Any]] = {}
+    several = result.several_mpi
     for p in result.points:
         if not p.get("backend"):
             continue
-        key = (placed(p["base_variant"], p), int(p.get("base_size", p["size"])), int(p["nranks"]))
+        key = (curve(p["base_variant"], p, several), int(p.get("base_size", p["size"])), int(p["nranks"]))
         row = rows.setdefault(key, {"variant": key[0], "size": key[1], "nranks": key[2],
                                     "oversubscribed": False, **{b: None for b in backends}})
         row[p["backend"]] = p.get("ratio_to_c")

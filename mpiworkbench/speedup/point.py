@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from mpiworkbench.core import mpi, objects
-from mpiworkbench.core.machine import PLACEMENTS, check_placement, load_average, placement, rank_order
+from mpiworkbench.core.machine import PLACEMENTS, check_placement, load_average, mpi_library, placement, rank_order
 from mpiworkbench.speedup import experiments
 from mpiworkbench.speedup.blas_threads import limit_blas_threads
 
@@ -87,7 +87,8 @@ def run_point(point: dict[str, Any], comm=None) -> dict[str, Any]:
     ``rank_times`` (per repetition, the max/min/average over the ranks of each rank's own
 time, reduced to rank 0 with ``MPI_Reduce``), ``flops`` (when the kernel counts its
 work), ``verify`` (the kernel's check on rank 0), the ``placement``, ``oversubscribed`` and
-    the host's ``load_average`` just before the point (a busy machine inflates times).
+    the host's ``load_average`` just before the point (a busy machine inflates times) and
+    ``mpi``, the MPI implementation the ranks run under (:mod:`mpiworkbench.core.implementations`).
     """
     comm = mpi.resolve_comm(comm)
     MPI = mpi.MPI()
@@ -142,5 +143,6 @@ work), ``verify`` (the kernel's check on rank 0), the ``placement``, ``oversubsc
     record["placement"] = where
     record["oversubscribed"] = where["oversubscribed"]
     record["load_average"] = comm.bcast(load_before, root=0)
+    record["mpi"] = mpi_library()["mpi"]
     return record
 

@@ -55,17 +55,24 @@ def test_an_implementation_not_installed_says_how_to_install_it(tmp_path, monkey
     assert not (tmp_path / "o.json").exists()  # nothing ran
 
 
+def failing_installation(root, monkeypatch, name: str, code: int) -> None:
+    """Implementation *name* "installed" under *root* (made the prefixes' root) with a
+    launcher that fails at once with exit code *code*."""
+    impl = implementations.get(name)
+    monkeypatch.setenv(implementations.ROOT_VARIABLE, str(root))
+    library = impl.library_file()
+    library.parent.mkdir(parents=True)
+    library.write_bytes(b"")
+    launcher = impl.bin("mpiexec")
+    launcher.parent.mkdir(parents=True)
+    launcher.write_text(f"#!/bin/sh\necho 'this mpiexec always fails' >&2\nexit {code}\n")
+    launcher.chmod(0o755)
+
+
 def test_a_failing_implementation_is_named_and_the_others_rows_kept(tmp_path, monkeypatch, capfd):
     if "mpich" not in INSTALLED:
         pytest.skip("needs the venv's MPICH (pip install mpich)")
-    fake = tmp_path / "openmpi"  # an "installed" Open MPI whose launcher fails at once
-    (fake / "bin").mkdir(parents=True)
-    (fake / "lib").mkdir()
-    (fake / "lib" / "libmpi.so.40").write_bytes(b"")
-    launcher = fake / "bin" / "mpiexec"
-    launcher.write_text("#!/bin/sh\necho 'this mpiexec always fails' >&2\nexit 3\n")
-    launcher.chmod(0o755)
-    monkeypatch.setenv(implementations.ROOT_VARIABLE, str(tmp_path))
+    failing_installation(tmp_path, monkeypatch, "openmpi", 3)
     out = tmp_path / "partial.json"
     assert main(["bench", "pingpong", *QUICK, "--mpi", "mpich,openmpi", "--json", str(out)]) == 3
     doc = json.loads(out.read_text())
