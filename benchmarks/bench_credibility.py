@@ -68,8 +68,16 @@ bare C and bare mpi4py; the largest of them is the one checked, against the riva
 then the fastest; below 1, ``c`` is the fastest). Also printed: every program's median and [min–max] over
 blocks, and the context ratios.
 
-Usage: ``.venv/bin/python benchmarks/bench_credibility.py [--launches 5] [--blocks 5] [--json out.json]``
-(about 3 minutes on an idle machine).
+**MPI implementations.** ``--mpi mpich,openmpi,impi`` (:mod:`mpiworkbench.core.implementations`;
+default: ``$MPIWORKBENCH_MPI``, else MPICH) measures everything above under each one, with
+its own ``mpiexec``, its own library and its own bare C (``bare_loops.c`` built by that
+implementation's ``mpicc``), launch by launch with the implementations interleaved; every
+check compares programs of one implementation only, and each implementation's library
+version is printed and kept. The JSON of one implementation is as it always was (plus ``mpi``
+and ``library_version``); of several, ``{"mpis": [...], "by_mpi": {name: that document}}``.
+
+Usage: ``.venv/bin/python benchmarks/bench_credibility.py [--launches 5] [--blocks 5] [--mpi NAME[,NAME…]]
+[--json out.json]`` (about 3 minutes per implementation on an idle machine).
 """
 
 from __future__ import annotations
@@ -89,10 +97,17 @@ HERE = Path(__file__).resolve().parent / "credibility"
 sys.path.insert(0, str(HERE))
 import plan  # noqa: E402
 
+from mpiworkbench.core import cbuild, implementations, launch as launching  # noqa: E402
 from mpiworkbench.core.load import busy_cores  # noqa: E402
-VENV_BIN = Path(sys.executable).parent
-MPIEXEC = [str(VENV_BIN / "mpiexec"), "-bind-to", "core", "-n", "2"]
 OWN_PROGRAM = "bare C (own program)"
+#: How each launcher binds a rank to a core (Hydra's spelling unless named here).
+BIND_TO_CORE = {"openmpi": ("--bind-to", "core")}
+RANKS = 2
+
+
+def mpiexec(impl) -> list[str]:
+    """The launcher of *impl* for :data:`RANKS` ranks bound to cores (what every program here runs under)."""
+    return impl.command(RANKS, [], BIND_TO_CORE.get(impl.name, ("-bind-to", "core")))
 
 
 def wait_until_quiet(limit: float, patience: float) -> float:
@@ -105,30 +120,33 @@ def wait_until_quiet(limit: float, patience: float) -> float:
         time.sleep(2.0)
 
 
-def run(cmd: list[str], timeout: float = 900) -> str:
-    env = {**os.environ, "MPI4PY_RC_THREAD_LEVEL": "single", "MPIEXEC_TIMEOUT": str(int(timeout))}
+def run(impl, cmd: list[str], timeout: float = 900) -> str:
+    """*cmd* under the launcher of *impl*, in its environment (its library, the world size its ranks check)."""
+    env = {**launching.job_environment(RANKS, impl), "MPI4PY_RC_THREAD_LEVEL": "single",
+           "MPIEXEC_TIMEOUT": str(int(timeout))}
+    cmd = mpiexec(impl) + cmd
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout + 30)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return proc.stdout
 
 
-def build(tmp: Path) -> tuple[Path, Path]:
-    """bare_loops.c as a shared library (for the driver) and as its own program."""
-    mpicc, src = str(VENV_BIN / "mpicc"), str(HERE / "bare_loops.c")
-    lib, exe = tmp / "libbare.so", tmp / "bare"
-    subprocess.run([mpicc, "-O3", "-march=native", "-fPIC", "-shared", "-o", str(lib), src], check=True)
-    subprocess.run([mpicc, "-O3", "-march=native", "-DBARE_MAIN", "-o", str(exe), src], check=True)
+def build(tmp: Path, impl) -> tuple[Path, Path]:
+    """bare_loops.c as a shared library (for the driver) and as its own program, by *impl*'s mpicc."""
+    mpicc, src, env = cbuild.find_compiler(True, impl), str(HERE / "bare_loops.c"), impl.apply(os.environ)
+    lib, exe = tmp / f"libbare-{impl.name}.so", tmp / f"bare-{impl.name}"
+    subprocess.run([mpicc, "-O3", "-march=native", "-fPIC", "-shared", "-o", str(lib), src], check=True, env=env)
+    subprocess.run([mpicc, "-O3", "-march=native", "-DBARE_MAIN", "-o", str(exe), src], check=True, env=env)
     return lib, exe
 
 
-def own_program(exe: Path) -> list[dict]:
+def own_program(impl, exe: Path) -> list[dict]:
     """The bare C loops as their own program: one launch per benchmark and count group."""
     got = []
     for bench, sizes in (("pingpong", plan.PINGPONG_SIZES), ("allreduce", plan.ALLREDUCE_SIZES)):
         for grp, (iters, skip) in plan.COUNTS.items():
             grp_sizes = [s for s in sizes if plan.group(s) == grp]
-            text = run(MPIEXEC + [str(exe), bench, str(iters), str(skip), *map(str, grp_sizes)])
+            text = run(impl, [str(exe), bench, str(iters), str(skip), *map(str, grp_sizes)])
             for line in text.split("\n"):
                 if line.strip():
                     size, t_us = line.split()
@@ -178,6 +196,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--launches", type=int, default=5, help="launches of the driver (default 5)")
     parser.add_argument("--blocks", type=int, default=5, help="blocks per launch (default 5)")
+    parser.add_argument("--mpi", default=None, metavar="NAME[,NAME...]",
+                        help=f"MPI implementations, each measured with its own launcher and C "
+                             f"({', '.join(implementations.names())}; default ${implementations.VARIABLE}, "
+                             f"else {implementations.DEFAULT})")
     parser.add_argument("--json", default=None)
     parser.add_argument("--quiet-limit", type=float, default=0.25,
                         help="before each launch wait until fewer cores than this are busy (default 0.25)")
@@ -186,20 +208,50 @@ def main() -> int:
     args = parser.parse_args()
     if args.launches < 1 or args.blocks < 1:
         parser.error(f"--launches and --blocks must be at least 1; got {args.launches} and {args.blocks}")
-    samples, loads, started = [], [], time.monotonic()
+    try:
+        chosen = implementations.parse(args.mpi) if args.mpi else [implementations.current()]
+        for impl in chosen:
+            impl.require()
+    except (ValueError, RuntimeError) as exc:
+        parser.error(str(exc))
+    samples: dict[str, list[dict]] = {impl.name: [] for impl in chosen}
+    loads: dict[str, list[float]] = {impl.name: [] for impl in chosen}
+    versions: dict[str, str] = {}
+    started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="wbcred-") as tmpdir:
         tmp = Path(tmpdir)
-        lib, exe = build(tmp)
+        built = {impl.name: build(tmp, impl) for impl in chosen}
         for launch in range(args.launches):
-            loads.append(wait_until_quiet(args.quiet_limit, args.patience))
-            out = tmp / f"launch{launch}.json"
-            run(MPIEXEC + [sys.executable, "-m", "mpi4py", str(HERE / "driver.py"), "--blocks", str(args.blocks),
+            for impl in chosen:  # implementations interleaved: a drift in load falls on each alike
+                (lib, exe), mine = built[impl.name], loads[impl.name]
+                mine.append(wait_until_quiet(args.quiet_limit, args.patience))
+                out = tmp / f"{impl.name}-launch{launch}.json"
+                run(impl, [sys.executable, "-m", "mpi4py", str(HERE / "driver.py"), "--blocks", str(args.blocks),
                            "--seed", str(launch), "--lib", str(lib), "--out", str(out)])
-            samples += [{**s, "launch": launch} for s in json.loads(out.read_text())]
-            loads.append(wait_until_quiet(args.quiet_limit, args.patience))
-            samples += [{**s, "launch": launch, "block": None} for s in own_program(exe)]
-            print(f"# launch {launch + 1}/{args.launches} done ({time.monotonic() - started:.0f} s); "
-                  f"busy cores before: {loads[-2]:.2f}, {loads[-1]:.2f}", flush=True)
+                got = json.loads(out.read_text())
+                versions[impl.name] = got["library_version"]
+                samples[impl.name] += [{**s, "launch": launch} for s in got["samples"]]
+                mine.append(wait_until_quiet(args.quiet_limit, args.patience))
+                samples[impl.name] += [{**s, "launch": launch, "block": None} for s in own_program(impl, exe)]
+                print(f"# launch {launch + 1}/{args.launches} of {impl.title} done ({time.monotonic() - started:.0f} s); "
+                      f"busy cores before: {mine[-2]:.2f}, {mine[-1]:.2f}", flush=True)
+    docs = {impl.name: report(impl, versions[impl.name], samples[impl.name], loads[impl.name], args)
+            for impl in chosen}
+    if args.json:
+        doc = next(iter(docs.values())) if len(docs) == 1 else {"mpis": list(docs), "by_mpi": docs}
+        Path(args.json).write_text(json.dumps(doc, indent=1))
+    if len(docs) > 1:
+        print("\n# MPI implementations side by side: checks passed, and bare C's 8 B medians (us)")
+        for name, doc in docs.items():
+            passed = sum(c["ok"] for c in doc["checks"])
+            c_8 = {m["bench"]: m["t_us"] for m in doc["medians_us"] if m["who"] == "bare C" and m["size"] == 8}
+            print(f"#   {name:<8} {passed}/{len(doc['checks'])} checks; bare C 8 B ping-pong {c_8.get('pingpong', 0):.2f}, "
+                  f"allreduce {c_8.get('allreduce', 0):.2f}; {' '.join(doc['library_version'].splitlines()[0].split())}")
+    return 1 if any(not c["ok"] for doc in docs.values() for c in doc["checks"]) else 0
+
+
+def report(impl, version: str, samples: list[dict], loads: list[float], args) -> dict:
+    """Print the tables and checks of one implementation's samples; return its JSON document."""
     values = {(s["launch"], s["block"], s["bench"], s["size"], s["who"]): s["t_us"]
               for s in samples if s["block"] is not None}
     checks = make_checks(values)
@@ -207,8 +259,10 @@ def main() -> int:
     for s in samples:
         per_program.setdefault((s["bench"], s["who"], s["size"]), []).append(s["t_us"])
     med = {k: statistics.median(v) for k, v in per_program.items()}
-    print(f"\n# {args.launches} launches x {args.blocks} blocks; us: ping-pong one-way (rank 0), allreduce per "
-          f"call (avg across ranks); thread level single; mpiexec -bind-to core -n 2;\n# busy cores before "
+    launcher = " ".join([Path(mpiexec(impl)[0]).name, *mpiexec(impl)[1:]])
+    print(f"\n# {impl.title}: {' '.join(version.splitlines()[0].split())}")
+    print(f"# {args.launches} launches x {args.blocks} blocks; us: ping-pong one-way (rank 0), allreduce per "
+          f"call (avg across ranks); thread level single; {launcher};\n# busy cores before "
           f"launches {min(loads):.2f}-{max(loads):.2f} (machine has {os.cpu_count()}); buffers per size, "
           f"touched; {', '.join(plan.CONTEXT_ONLY)}: context only ('own program': one sample per launch)")
     print(f"{'':<10} {'':<30} {'size':>8} {'median':>10}  [min-max]")
@@ -239,14 +293,14 @@ def main() -> int:
     for c in context:
         print(f"     {c['pair']:<58} {c['size']:>8}  ratio {c['ratio']:.3f}  ({c['why']})")
     failed = [c for c in checks if not c["ok"]]
-    if args.json:
-        Path(args.json).write_text(json.dumps({
-            "launches": args.launches, "blocks": args.blocks, "checks": checks, "context": context,
-            "medians_us": [{"bench": b, "who": w, "size": s, "t_us": t} for (b, w, s), t in sorted(med.items())],
-            "busy_cores_before_launches": loads, "samples": samples}, indent=1))
-    print(f"\n{len(checks) - len(failed)}/{len(checks)} checks passed"
+    print(f"\n{len(checks) - len(failed)}/{len(checks)} checks passed under {impl.title}"
           + (" — the machine was loaded; rerun when idle before trusting a failure" if max(loads) > 0.25 else ""))
-    return 1 if failed else 0
+    return {"mpi": impl.name, "library_version": version, "launches": args.launches, "blocks": args.blocks,
+            "checks": checks, "context": context,
+            "medians_us": [{"bench": b, "who": w, "size": s, "t_us": t} for (b, w, s), t in sorted(med.items())],
+            "busy_cores_before_launches": loads, "samples": samples}
+
+
 
 
 if __name__ == "__main__":

@@ -22,7 +22,9 @@ the harness's rule (:meth:`mpiworkbench.bench.buffers.Buffers.for_size`: 4 KiB-a
 (in one block: 273 and 275 us one-way for two programs with buffers of their own, 455 us
 for our two backends sharing theirs); sharing the buffers keeps that draw out of the
 comparison of the measurements, and blocks sample many allocations. Thread level single.
-Rank 0 writes ``[{"block", "bench", "size", "who", "t_us"}, ...]`` to ``--out``.
+Rank 0 writes ``{"library_version", "samples": [{"block", "bench", "size", "who", "t_us"}, ...]}``
+to ``--out``. The world must have the size the launcher asked for (a launcher of another MPI
+implementation than the library's starts worlds of one rank each: refused).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ import plan  # noqa: E402
 from mpiworkbench.bench.buffers import Buffers  # noqa: E402
 from mpiworkbench.bench.method import Policy  # noqa: E402
 from mpiworkbench.bench.harness import BenchRun  # noqa: E402
+from mpiworkbench.core import implementations  # noqa: E402
 COMM = MPI.COMM_WORLD
 
 
@@ -123,6 +126,8 @@ def main() -> int:
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     assert MPI.Query_thread() == MPI.THREAD_SINGLE, MPI.Query_thread()
+    version = MPI.Get_library_version().replace("\x00", "").strip()
+    implementations.check_world_size(COMM.size, version)
     lib = ctypes.CDLL(args.lib)
     for fn in (lib.bare_pingpong_in, lib.bare_allreduce_in):
         fn.argtypes, fn.restype = [ctypes.c_int] * 3 + [ctypes.c_void_p] * 2, ctypes.c_double
@@ -155,7 +160,7 @@ def main() -> int:
                         samples += [{"block": block, "bench": bench, "size": size, "who": w, "t_us": t}
                                     for w, t in got.items()]
     if COMM.rank == 0:
-        Path(args.out).write_text(json.dumps(samples))
+        Path(args.out).write_text(json.dumps({"library_version": version, "samples": samples}))
     return 0
 
 

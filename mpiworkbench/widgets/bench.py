@@ -3,6 +3,12 @@
 Runs go through the one sweep driver of :mod:`mpiworkbench.client.bench` — blocking for
 :meth:`BenchPanel.run`, in the background for **Run** — the same functions code calls.
 
+MPI implementation: the engines run under one (``Workbench(n=2, mpi="openmpi")``); the panel
+names it above the controls, every row names it (``mpi``), and when the rows drawn (this run
+and loaded ones) come from several implementations, every line is labelled with its
+implementation (``c (openmpi)``): run on a cluster of each, save, and load to compare them, or
+load the document of ``mpiworkbench bench … --mpi mpich,openmpi,impi``.
+
 Control ``description``s (stable, for tests and documentation): ``Benchmark``,
 ``Backends``, ``Sizes``, ``Ranks``, ``Mode``, ``Time cap (s)``, ``Metric``, ``Run``,
 ``Stop``, ``Progress``, ``File``, ``Save``, ``Load``, ``Clear overlays``.
@@ -57,8 +63,11 @@ class BenchPanel:
         self.progress = w.IntProgress(value=0, min=0, max=1, description="Progress")
         self.status = w.HTML()
         level = getattr(wb, "thread_level", None) or "mpi4py's default (multiple)"
+        mpi = getattr(wb, "mpi", None)
         self.thread_info = w.HTML(
-            f"MPI thread level of the engines: <b>{level}</b> — every backend runs at it; it is chosen "
+            (f"MPI implementation of the engines: <b>{mpi}</b> — one per cluster, e.g. "
+             "<code>Workbench(n=2, mpi=\"openmpi\")</code>; save and load runs to compare them<br>" if mpi else "")
+            + f"MPI thread level of the engines: <b>{level}</b> — every backend runs at it; it is chosen "
             "when the cluster starts, e.g. <code>Workbench(n=2, thread_level=\"single\")</code>")
         self.image = w.Image(format="png")
         self.table = w.HTML()
@@ -150,6 +159,10 @@ class BenchPanel:
         from mpiworkbench.plot.render import figure_to_png
         rows = [r for d in self.overlays for r in d["rows"]] + self.rows
         fits = pingpong_fits(self.rows) if self.benchmark.value == "pingpong" else None
+        if len(results.by_mpi(rows)) > 1:  # several implementations: every line says which
+            rows = [{**r, "backend": f"{r['backend']} ({r.get('mpi', 'unknown')})"} for r in rows]
+            mine = self.rows[0].get("mpi", "unknown") if self.rows else None
+            fits = {f"{backend} ({mine})": f for backend, f in (fits or {}).items()}
         fig = sweep_figure(rows, self.metric.value, title=self.benchmark.value, fits=fits, width=self.width)
         self.image.value = figure_to_png(fig)
         self.table.value = fit_table_html(fits or {})
@@ -186,8 +199,9 @@ class BenchPanel:
         if self.doc is not None:
             warn = "; ".join(self.doc["environment"]["warnings"])
             skipped = "; ".join(f"{k}: {v}" for k, v in self.doc["skipped"].items())
-            self.status.value = (f"{len(self.doc['rows'])} rows, thread level "
-                                 f"{self.doc['environment']['thread_level']}"
+            env = self.doc["environment"]
+            self.status.value = (f"{len(self.doc['rows'])} rows, thread level {env['thread_level']}"
+                                 + (f", {env['mpi_library']}" if env.get("mpi_library") else "")
                                  + (f"<br><b>warning:</b> {warn}" if warn else "")
                                  + (f"<br>skipped {skipped}" if skipped else ""))
 

@@ -17,6 +17,12 @@ experiment parameter named as the parameter (``loops``, ``steps``, ``tol``,
 inter-node curves), ``Run``, ``Stop``, ``Progress``, ``JSON file``, ``Save``, ``Load``,
 ``Clear comparison``. **Run** works in the background (the kernel stays free), **Stop** ends the
 experiment after the point in progress and keeps the points done.
+
+MPI implementation: the engines run under one (``Workbench(n=2, mpi="openmpi")``), so a run
+is labelled with it (``this run (openmpi)``), every point names it (``mpi``) and a loaded
+result with the implementations it holds; a result of several (``mpiworkbench speedup …
+--mpi mpich,openmpi``) loads with a curve per implementation. To compare implementations
+here, run on a cluster of each, save, and load.
 """
 
 from __future__ import annotations
@@ -150,7 +156,7 @@ class SpeedupPanel:
         """Run the experiment the controls describe, blocking, redrawing after every point."""
         spec = self._begin()
         try:
-            self.result = driver.run_on_workbench(self.wb, spec, on_point=self._on_point, label="this run")
+            self.result = driver.run_on_workbench(self.wb, spec, on_point=self._on_point, label=self._label())
         finally:
             self._end(spec)
         return self.result
@@ -167,7 +173,7 @@ class SpeedupPanel:
         spec = None
         try:
             spec = self._begin()
-            self.result = await driver.run_async(self.wb, spec, on_point=self._on_point, label="this run",
+            self.result = await driver.run_async(self.wb, spec, on_point=self._on_point, label=self._label(),
                                                  should_stop=lambda: self._stop)
         except Exception as exc:  # noqa: BLE001 - shown in the panel, the kernel stays usable
             self._error(exc)
@@ -190,7 +196,8 @@ class SpeedupPanel:
     def load(self, path: str) -> SpeedupResult:
         """Load a saved result and overlay it on the plots for comparison."""
         loaded = analysis.load(path)
-        loaded.label = Path(path).stem  # the file name tells the overlaid curves apart
+        mpis = ", ".join(dict.fromkeys(p["mpi"] for p in loaded.points if p.get("mpi")))
+        loaded.label = Path(path).stem + (f" ({mpis})" if mpis else "")  # the file name tells the curves apart
         self.compare.append(loaded)
         self.redraw()
         self.status.value = f"loaded {path} ({loaded.experiment}, {len(loaded.points)} points) for comparison"
@@ -222,6 +229,11 @@ class SpeedupPanel:
         )
 
     # -- plumbing --------------------------------------------------------------------------
+    def _label(self) -> str:
+        """This run's label: under which MPI implementation the engines run."""
+        mpi = getattr(self.wb, "mpi", None)
+        return f"this run ({mpi})" if mpi else "this run"
+
     def _on_point(self, result: SpeedupResult, point: dict[str, Any], i: int, total: int) -> None:
         self.result = result
         self.progress.value = i

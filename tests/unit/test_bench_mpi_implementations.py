@@ -124,3 +124,25 @@ def test_one_implementation_keeps_the_document_of_one():
     doc = results.build("pingpong", "r", {}, {"mpi": "mpich"}, rows, {}, "", complete=True)
     assert "mpis" not in doc and set(doc["environments"]) == {"mpich"} and set(doc["fit"]) == {"c"}
     assert results.format_rows(rows).startswith("backend")
+
+
+def test_the_bench_panel_names_the_engines_implementation_and_labels_mixed_rows(monkeypatch):
+    pytest.importorskip("ipywidgets")
+    import mpiworkbench.plot.bench as plot_bench
+    import mpiworkbench.plot.render as render
+    from mpiworkbench.widgets.bench import BenchPanel
+
+    class Session:
+        n, thread_level, mpi = 2, "single", "openmpi"
+
+    drawn = {}
+    monkeypatch.setattr(plot_bench, "sweep_figure", lambda rows, metric, **kw: drawn.update(rows=rows, **kw))
+    monkeypatch.setattr(render, "figure_to_png", lambda fig: b"")
+    panel = BenchPanel(Session(), "pingpong", backends=("c",), sizes="8,64")
+    assert "MPI implementation of the engines: <b>openmpi</b>" in panel.thread_info.value
+    panel.rows = [_row("openmpi", "c", s, 1.0 + s) for s in (8, 64)]
+    panel.redraw()  # one implementation: lines named by backend, as always
+    assert {r["backend"] for r in drawn["rows"]} == {"c"} and set(drawn["fits"]) == {"c"}
+    panel.overlays = [{"rows": [_row("mpich", "c", s, 2.0 + s) for s in (8, 64)]}]
+    panel.redraw()  # a loaded run of another implementation: every line says which
+    assert {r["backend"] for r in drawn["rows"]} == {"c (mpich)", "c (openmpi)"} and set(drawn["fits"]) == {"c (openmpi)"}
