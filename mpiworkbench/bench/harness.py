@@ -102,15 +102,26 @@ class BenchRun:
             except (NotSupportedError, BackendUnavailableError) as exc:
                 self.skipped[name] = str(exc)
         if not self.loops:
-            others = [name for name in bench_names()
-                      if name not in self.skipped and unsupported_reason(self.bench, name) is None]
-            raise ValueError(f"none of the backends asked for can run {self.bench.name} here: "
-                             + "; ".join(f"{name}: {why}" for name, why in self.skipped.items())
-                             + (f". Try one of: {', '.join(others)} (the backends registry does not rule them "
-                                "out; a backend may still refuse when its loop is built, as these did)"
-                                if others else ""))
+            raise ValueError(self._none_can_run())
         self.next_index = 0
         self.rows: list[dict] = []
+
+    def _none_can_run(self) -> str:
+        """Collective: why no backend asked for can run the benchmark, and which can — those the
+        registry does not rule out whose loop builds here (every rank tries the same ones in
+        the same order, so a loop that talks while it is built talks to its peers)."""
+        can = []
+        for name in bench_names():
+            if name in self.skipped or unsupported_reason(self.bench, name) is not None:
+                continue
+            try:
+                timed_loop(name, self.bench.name, self.comm, self.policy.collective_mode, self.policy.window)
+            except (NotSupportedError, BackendUnavailableError):
+                continue
+            can.append(name)
+        return (f"none of the backends asked for can run {self.bench.name} here: "
+                + "; ".join(f"{name}: {why}" for name, why in self.skipped.items())
+                + (f". These can: --backend {','.join(can)}" if can else f". No backend can run {self.bench.name} here"))
 
     @property
     def done(self) -> bool:
