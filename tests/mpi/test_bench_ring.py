@@ -29,5 +29,5 @@ def test_when_no_backend_asked_for_can_run_the_ring_it_says_so_and_names_those_t
     if COMM.size < 2:
         return  # the rank count is refused first (above)
     with pytest.raises(ValueError, match=r"none of the backends asked for can run ring here: numba-mpi: "
-                                         r".*persistent requests.*Try one of: .*\bc\b"):
+                                         r".*persistent requests.*These can: --backend c,mpi4py-buf"):
         BenchRun("ring", ["numba-mpi"], [1], comm=COMM, measure_load=False)
