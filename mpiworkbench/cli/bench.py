@@ -121,14 +121,13 @@ def _several_jobs(args: argparse.Namespace, chosen: list) -> int:
                         os.environ.pop(name, None)
                 if part.exists():
                     docs[impl.name].append(results.load(part))
-                    merged = _merged(docs, failed, args.launches)
-                    _write(merged, args.json, args.csv)
                 if job != 0:
                     code = code or job
                     failed[impl.name] = f"the mpiexec job of {label or impl.title} exited with code {job}"
-                    merged = _merged(docs, failed, args.launches) if merged is not None else None
-                    if merged is not None:
-                        _write(merged, args.json, args.csv)
+                merged = _merged(docs, failed, args.launches)
+                if merged is not None:
+                    _write(merged, args.json, args.csv)
+                if job != 0:
                     written = args.json or args.csv
                     kept = (f"{written} keeps the rows of the jobs that wrote some" if merged and written
                             else "nothing was written")
@@ -139,7 +138,7 @@ def _several_jobs(args: argparse.Namespace, chosen: list) -> int:
     if not args.quiet:
         several = len(merged.get("mpis", [])) > 1
         print("\n# " + ", ".join((["MPI implementations side by side"] if several else [])
-                                 + ([f"median over {args.launches} launches [min-max of the launches]"]
+                                 + ([f"median over {max(map(len, docs.values()))} launches [min-max of the launches]"]
                                     if args.launches > 1 else [])) + ", us")
         for name, env in merged["environments"].items():
             print(f"#   {name}: {env.get('mpi_library')}")

@@ -24,10 +24,12 @@ def test_rows_per_implementation_with_their_library_versions(tmp_path):
         pytest.skip(f"needs two installed MPI implementations; installed: {INSTALLED} "
                     "(python -m mpiworkbench.core.implementations install)")
     out, table = tmp_path / "side.json", tmp_path / "side.csv"
-    assert main(["bench", "pingpong", *QUICK, "--mpi", ",".join(INSTALLED), "--json", str(out),
+    assert main(["bench", "pingpong", *QUICK, "--mpi", ",".join(INSTALLED), "--launches", "2", "--json", str(out),
                  "--csv", str(table)]) == 0
     doc = json.loads(out.read_text())
     assert doc["mpis"] == INSTALLED and doc["failed"] == {} and doc["complete"]
+    assert {r["launches"] for r in doc["rows"]} == {2}  # medians over launches, within each implementation
+    assert sorted(launch["mpi"] for launch in doc["launches"]) == sorted(INSTALLED * 2)
     assert sorted((r["mpi"], r["backend"], r["size"]) for r in doc["rows"]) == sorted(
         (m, b, s) for m in INSTALLED for b in ("c", "mpi4py-buf") for s in (8, 1024))
     for name in INSTALLED:  # each library's own version, recognised as that implementation
