@@ -146,9 +146,7 @@ def _several_jobs(args: argparse.Namespace, chosen: list) -> int:
         _print_fit(merged)
     for name, why in failed.items():
         print(f"# FAILED {name}: {why}", file=sys.stderr)
-    for path in (args.json, args.csv):
-        if path:
-            print(f"# wrote {path}")
+    _say_written(args)
     return code
 
 
@@ -270,7 +268,12 @@ def _body(comm, args, sizes, policy) -> int:
         if not args.quiet:
             _print_fit(doc)
         if part is None:
-            for path in (args.json, args.csv):
-                if path:
-                    print(f"# wrote {path}")
+            _say_written(args)
     return 0
+
+
+def _say_written(args: argparse.Namespace) -> None:
+    """``# wrote FILE`` for each results file (to stderr when the JSON itself goes to stdout)."""
+    for path in (args.json, args.csv):
+        if path and path != "-":
+            print(f"# wrote {path}", file=sys.stderr if "-" in (args.json, args.csv) else sys.stdout)
