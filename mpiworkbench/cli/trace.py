@@ -2,6 +2,7 @@
 
     mpiworkbench trace --out wave-trace.json -- wave --np 2 --mesh 33 --steps 3
     mpiworkbench trace --np 3 --otf2 run1/ -- my_program.py ARG …
+    mpiworkbench trace --np 2 --mpi openmpi -- my_program.py
 
 launches the command (another ``mpiworkbench`` command, or a Python program of your own) under ``mpiexec`` with the MPI interposer preloaded into the ranks,
 records from start to end, gathers the events to rank 0 and writes them as Chrome trace-event
@@ -33,6 +34,8 @@ def register(subparsers) -> None:
                         help="also write an OTF2 archive in DIR (new or empty; needs pip install 'mpiworkbench[otf2]')")
     parser.add_argument("--capacity", type=int, default=None,
                         help="events each rank can record before further calls are only counted (default 1e6)")
+    from mpiworkbench.cli._mpijob import add_implementation_argument
+    add_implementation_argument(parser)
     parser.add_argument("command", nargs=argparse.REMAINDER,
                         help="-- then the mpiworkbench command, or the Python program (FILE.py ARG …), to trace")
     parser.set_defaults(func=run)
@@ -60,7 +63,13 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"no Python program {command[0]!r} to trace: name an existing FILE.py")
         np_ = 1 if args.np is None else args.np
     else:
-        cli.check_outputs(cli.build_parser().parse_args(command))  # the traced command's own files, too
+        parsed = cli.build_parser().parse_args(command)
+        cli.check_outputs(parsed)  # the traced command's own files, too
+        own = getattr(parsed, "mpi", None)
+        if own and args.mpi and own != args.mpi:
+            raise ValueError(f"--mpi {args.mpi} disagrees with the traced command's --mpi {own}: give the "
+                             "implementation once")
+        args.mpi = args.mpi or own
         np_ = _np_of(command)
         if args.np is not None and args.np != np_:
             raise ValueError(f"--np {args.np} disagrees with the traced command's --np {np_}: give the "
@@ -69,14 +78,17 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--np must be at least 1; got {np_}")
     if args.otf2 is not None:
         _check_otf2(args.otf2)  # before the job: a run must not end in an archive it cannot write
+    from mpiworkbench.cli._mpijob import implementation
+
+    impl = implementation(args)  # the traced command's --mpi, or trace's own, or $MPIWORKBENCH_MPI
     if launch.needs_launch(np_):
-        from mpiworkbench.core import implementations
         from mpiworkbench.trace.library import build
 
         argv = ["trace", "--out", args.out, *(["--otf2", args.otf2] if args.otf2 is not None else []),
                 *(["--capacity", str(args.capacity)] if args.capacity else []),
                 *(["--np", str(args.np)] if args.np is not None else []), "--", *command]
-        return launch.run_under_mpiexec(np_, argv, mpi_args=implementations.current().env_args("LD_PRELOAD", str(build())))
+        # the interposer built with this implementation's mpicc, preloaded its launcher's way
+        return launch.run_under_mpiexec(np_, argv, impl=impl, mpi_args=impl.env_args("LD_PRELOAD", str(build(impl))))
     return _traced(command, args.out, args.capacity, args.otf2)
 
 

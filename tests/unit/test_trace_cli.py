@@ -105,6 +105,33 @@ def test_a_python_program_is_traced_with_its_families_and_communicators(tmp_path
     assert len(messages) == np_ and set(messages["bytes"]) == {8 * 4 * 3}
 
 
+def _installed_others():
+    from mpiworkbench.core import implementations
+
+    return [pytest.param(impl.name, marks=pytest.mark.skipif(not impl.installed(), reason=impl.missing()))
+            for impl in implementations.REGISTRY if not impl.in_venv]
+
+
+@pytest.mark.parametrize("name", _installed_others())
+def test_a_program_is_traced_under_each_mpi_implementation(tmp_path, name):
+    """The interposer is built with that implementation's mpicc and preloaded its launcher's way."""
+    from mpiworkbench.trace.model import Trace
+
+    program = tmp_path / "prog.py"
+    program.write_text(PROGRAM + "print('library:', MPI.Get_library_version().splitlines()[0])\n")
+    out = tmp_path / "t.json"
+    proc = _mpiworkbench("trace", "--np", "2", "--mpi", name, "--out", str(out), "--", str(program), "2",
+                         cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    from mpiworkbench.core import implementations
+
+    assert proc.stdout.count(f"library: {implementations.get(name).marker}") == 2, proc.stdout
+    trace = Trace.from_chrome(json.loads(out.read_text()))
+    for rank in range(2):
+        assert trace.count("MPI_Iallreduce", rank) == 1 and trace.count("MPI_Pready", rank) == 2
+    assert len(trace.messages()) == 2
+
+
 def test_a_full_buffer_is_said_with_the_capacity_to_ask_for(tmp_path):
     program = tmp_path / "prog.py"
     program.write_text(PROGRAM)
@@ -119,6 +146,8 @@ def test_a_full_buffer_is_said_with_the_capacity_to_ask_for(tmp_path):
     (["--", "{tmp}/absent.py"], "no Python program"),
     (["--np", "3", "--", "wave", "--np", "2", "--mesh", "9"], "disagrees with the traced command's --np 2"),
     (["--np", "0", "--", "{tmp}/prog.py"], "--np must be at least 1; got 0"),
+    (["--mpi", "mpich", "--", "wave", "--np", "2", "--mesh", "9", "--mpi", "impi"], "disagrees with the traced command's --mpi impi"),
+    (["--mpi", "lam", "--np", "2", "--", "{tmp}/prog.py"], "unknown MPI implementation 'lam'"),
 ])
 def test_bad_use_with_a_program_is_refused_before_any_job(tmp_path, argv, said):
     (tmp_path / "prog.py").write_text(PROGRAM)
