@@ -187,3 +187,167 @@ def needs_launch(np: int | None) -> bool:
     if mpi.launched_by_mpiexec():
         return False
     return np is not None and np >= 1
+
+
+# -- any command on the ranks of one implementation (`make test-mpi`) ---------------------
+#: Seconds ``mpiexec`` is given beyond its own wall-clock limit (``MPIEXEC_TIMEOUT``: MPICH's
+#: and Intel MPI's Hydra and Open MPI's ``prterun`` all honour it and end the job themselves)
+#: before :func:`run` ends the job: SIGTERM to ``mpiexec``, then SIGKILL to every process
+#: of the job after :data:`END_GRACE_S`.
+LIMIT_GRACE_S = 15.0
+#: Seconds between the SIGTERM and the SIGKILL when :func:`run` ends a job itself.
+END_GRACE_S = 5.0
+#: Exit code of :func:`run` when it had to end the job itself (as ``timeout(1)``'s).
+TIMED_OUT = 124
+_PR_SET_CHILD_SUBREAPER = 36
+#: Whether this process adopts the orphans among its descendants (set by :func:`main`).
+_reaper = False
+
+
+def _tree(pid: int) -> list[int]:
+    """*pid*'s descendants, read from ``/proc`` (ranks may sit in sessions of their own:
+    Hydra and ``prterun`` put each one in a new process group, so no ``killpg`` reaches them)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, stack = [], list(children.get(pid, []))
+    while stack:
+        found.append(stack.pop())
+        stack.extend(children.get(found[-1], []))
+    return found
+
+
+def _signal(pids: Sequence[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _end(proc: subprocess.Popen) -> None:
+    """End the job of *proc* (an ``mpiexec``): SIGTERM to it (it then ends its ranks and
+    removes its own files), SIGKILL to it and every process below it after :data:`END_GRACE_S`."""
+    import signal
+
+    pids = [proc.pid, *_tree(proc.pid)]  # before anything dies: orphans are found no more
+    _signal([proc.pid], signal.SIGTERM)
+    try:
+        proc.wait(END_GRACE_S)
+    except subprocess.TimeoutExpired:
+        pass
+    _signal(pids + [p for p in _tree(proc.pid) if p not in pids], signal.SIGKILL)
+    proc.wait()
+
+
+def _end_strays() -> None:
+    """SIGKILL and reap what is left below this process once its ``mpiexec`` has exited
+    (ranks it left running; this process adopts them: :func:`main`)."""
+    import signal
+
+    strays = _tree(os.getpid())
+    if strays:
+        print(f"mpiworkbench: ending {len(strays)} process(es) the job left running", file=sys.stderr)
+        _signal(strays, signal.SIGKILL)
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
+def run(np: int, command: Sequence[str], impl: Implementation | None = None,
+        mpi_args: Sequence[str] = (), timeout_s: float | None = None) -> int:
+    """Run *command* (any program, e.g. ``python -m mpi4py -m pytest tests/mpi``) on *np*
+    ranks under the ``mpiexec`` of MPI implementation *impl* (default: this process's) and
+    return its exit code.
+
+    The ranks get the implementation's environment and the world size they check
+    (:func:`job_environment`); *mpi_args* go to ``mpiexec`` (the interposer's preload:
+    ``python -m mpiworkbench.trace.library``). The job has a wall-clock limit, *timeout_s*
+    (default ``$MPIEXEC_TIMEOUT``, else :data:`DEFAULT_TIMEOUT_S`): ``mpiexec`` is told it
+    and ends the job itself; should it not within :data:`LIMIT_GRACE_S` more, the whole job
+    is ended here (:data:`TIMED_OUT`). Afterwards what the job's ranks left in ``/dev/shm``
+    (:func:`remove_left_behind`) and ``mpiexec``'s session directory in the temporary
+    directory (:func:`mpiworkbench.core.shm.remove_session_dirs`) are removed once nothing
+    uses them.
+    """
+    if np < 1:
+        raise ValueError(f"-n must be at least 1; got {np}")
+    impl = impl or implementations.current()
+    env = job_environment(np, impl)
+    env["MPIWORKBENCH_UNDER_MPIEXEC"] = "1"
+    limit = float(timeout_s if timeout_s is not None else env.get("MPIEXEC_TIMEOUT") or DEFAULT_TIMEOUT_S)
+    env["MPIEXEC_TIMEOUT"] = str(max(1, int(limit)))
+    with tempfile.TemporaryDirectory(prefix="mpiworkbench-footprints-") as footprints:
+        env[shm.FOOTPRINT_DIR_VARIABLE] = footprints
+        proc = subprocess.Popen([find_mpiexec(impl), *impl.launcher_args, *mpi_args, "-n", str(np), *command],
+                                env=env)
+        try:
+            try:
+                code = proc.wait(limit + LIMIT_GRACE_S)
+            except subprocess.TimeoutExpired:
+                print(f"mpiworkbench: the job outlived its wall-clock limit of {limit:g} s by "
+                      f"{LIMIT_GRACE_S:g} s: ending it", file=sys.stderr, flush=True)
+                _end(proc)
+                code = TIMED_OUT
+        except BaseException:  # Ctrl-C: no ranks left running
+            _end(proc)
+            raise
+        finally:
+            if _reaper:
+                _end_strays()
+            remove_left_behind(footprints)
+            shm.remove_session_dirs(proc.pid, env.get("TMPDIR") or tempfile.gettempdir())
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m mpiworkbench.core.launch [--mpi NAME] -n N [--timeout S] [MPIEXEC_ARGS...] -- COMMAND...``:
+    :func:`run`. Arguments before ``--`` that are not its own go to ``mpiexec``."""
+    import ctypes
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    usage = ("usage: python -m mpiworkbench.core.launch [--mpi NAME] -n N [--timeout S] "
+             "[MPIEXEC_ARGS...] -- COMMAND...")
+    if "--" not in argv or argv.index("--") == len(argv) - 1:
+        raise SystemExit(usage)
+    split = argv.index("--")
+    own, command = argv[:split], argv[split + 1:]
+    options: dict[str, str] = {}
+    mpi_args: list[str] = []
+    while own:
+        arg = own.pop(0)
+        if arg in ("--mpi", "-n", "--timeout"):
+            if not own:
+                raise SystemExit(f"{arg} needs a value; {usage}")
+            options[arg] = own.pop(0)
+        else:
+            mpi_args.append(arg)
+    if "-n" not in options:
+        raise SystemExit(usage)
+    impl = implementations.get(options.get("--mpi") or implementations.current().name)
+    # orphaned ranks (their mpiexec gone) become this process's children: found and ended
+    global _reaper
+    try:
+        _reaper = ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        pass
+    timeout = float(options["--timeout"]) if "--timeout" in options else None
+    import signal
+
+    def terminated(signum, frame):  # a SIGTERM (timeout(1), make's) ends the job as Ctrl-C does
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminated)
+    return run(int(options["-n"]), command, impl, mpi_args, timeout)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

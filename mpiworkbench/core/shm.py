@@ -1,7 +1,9 @@
 """The files an MPI process keeps in ``/dev/shm``, and removing them once it is gone.
 
 MPICH maps one segment per host and world (``mpich_shm_<id>_<n>``, about 2 MB) and unlinks
-it in ``MPI_Finalize``; the interposer keeps ``mpiworkbench-<pid>.slot``, ``.stack`` and, while
+it in ``MPI_Finalize``; Open MPI and Intel MPI keep files of their own
+(:data:`WORLD_FILE_PREFIXES`), and Open MPI's launcher a session directory in the temporary
+directory (:func:`remove_session_dirs`); the interposer keeps ``mpiworkbench-<pid>.slot``, ``.stack`` and, while
 tracing, ``.events`` (56 MB), and removes them when its process exits. A rank killed with
 SIGKILL (every restart kills the old world so) does neither, and its files stay until reboot.
 
@@ -26,8 +28,11 @@ from typing import Callable, Iterable
 
 SHM_DIR = "/dev/shm"
 #: Name prefixes of the files an MPI world keeps in ``/dev/shm``: MPICH's shared-memory
-#: segments and the interposer's per-process files.
-WORLD_FILE_PREFIXES = ("mpich_shm_", "mpiworkbench-")
+#: segments, Open MPI's (``sm_segment.<host>.<uid>.<job>.<local rank>``, 16 MiB, one per rank,
+#: removed by its ``prterun`` at the job's end — a killed ``prterun`` or a singleton leaves
+#: them), Intel MPI's (``Intel_MPI_<random>``, unlinked once mapped: left only by a rank
+#: killed in between) and the interposer's per-process files.
+WORLD_FILE_PREFIXES = ("mpich_shm_", "sm_segment.", "Intel_MPI_", "mpiworkbench-")
 
 
 def is_world_file(path: str) -> bool:
@@ -184,3 +189,55 @@ def wait_gone(records: Iterable[dict], timeout: float) -> bool:
             return False
         time.sleep(0.02)
     return True
+
+
+#: The session directories an ``mpiexec`` keeps in the temporary directory, named after its
+#: pid: Open MPI 5's ``prterun`` (``ompi.<pid>``: the PMIx server's files the ranks map, the
+#: topology; removed when it exits, left when it is killed). MPICH's and Intel MPI's Hydra
+#: keep none there that carries their pid.
+SESSION_DIR_NAMES = ("ompi.{pid}", "prte.{pid}")
+
+
+def session_dirs(pid: int, tmpdir: str) -> list[str]:
+    """The session directories of the ``mpiexec`` of pid *pid* in *tmpdir* that exist."""
+    paths = (os.path.join(tmpdir, name.format(pid=int(pid))) for name in SESSION_DIR_NAMES)
+    return [path for path in paths if os.path.isdir(path) and not os.path.islink(path)]
+
+
+def _uses_under(directory: str) -> bool:
+    """Whether a live process of this host maps or holds open a file under *directory*."""
+    inside = directory.rstrip("/") + "/"
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/maps") as maps:
+                if any(inside in line for line in maps):
+                    return True
+        except OSError:
+            pass
+        try:
+            fds = os.listdir(f"/proc/{entry}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{entry}/fd/{fd}").startswith(inside):
+                    return True
+            except OSError:
+                continue
+    return False
+
+
+def remove_session_dirs(pid: int, tmpdir: str) -> list[str]:
+    """Remove the session directories (:data:`SESSION_DIR_NAMES`) of the ``mpiexec`` of pid
+    *pid*, which has exited (its caller waited for it), in *tmpdir*, unless a live process
+    still uses a file in one (a rank it left running); return the paths removed."""
+    import shutil
+
+    removed = []
+    for path in session_dirs(pid, tmpdir):
+        if not _uses_under(path):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed

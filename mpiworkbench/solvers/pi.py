@@ -53,6 +53,10 @@ def pi_mpi4py(n_intervals: int, n_times: int, comm=None) -> float:
 def _make_pi_numba_mpi():
     import numba_mpi
 
+    from mpiworkbench.backends.numba_mpi import fit_status_buffers
+
+    fit_status_buffers()
+
     @numba.njit
     def pi_numba_mpi(n_intervals: int, n_times: int) -> float:
         part = np.zeros(1)

@@ -66,6 +66,12 @@ def unsupported_reason(lesson: str, column: str, comm) -> str | None:
     info = LESSONS[lesson]
     if comm.Get_size() < info.min_ranks:
         return f"needs at least {info.min_ranks} ranks"
+    if column == "mpi4jax":  # installed, yet unavailable under Open MPI's ABI: say so, not fail
+        from mpiworkbench.backends import BackendUnavailableError, backend_class
+        try:
+            backend_class(column)
+        except BackendUnavailableError as exc:
+            return str(exc)
     if lessons.has_snippet(lesson, column):
         if column == "numba-mpi":
             from mpiworkbench.backends import NotSupportedError

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from mpi4py import MPI
 
+from mpiworkbench.core import implementations
 from mpiworkbench.syntax import lessons, execution
 from mpiworkbench.syntax.tables import table_4_1
 COMM = MPI.COMM_WORLD
@@ -15,6 +16,8 @@ def expected_status(lesson: str, column: str) -> str:
     info = lessons.LESSONS[lesson]
     if COMM.size < info.min_ranks:
         return "skipped"
+    if column == "mpi4jax" and implementations.current().name == "openmpi":
+        return "unsupported"  # its bridge is built for MPICH's ABI: unavailable, with the reason
     if column in lessons.HISTORIC_COLUMNS or column in ("numba-mpi", "mpi4jax"):
         provided = all(TABLE[op][column] for op in info.operations)
         return "ok" if provided else "unsupported"
@@ -39,6 +42,8 @@ def test_every_column_of_a_lesson(lesson):
 def test_hello_prints_the_thesis_greeting():
     reports = COMM.bcast(execution.run_lesson("hello", COMM), root=0)
     for column in lessons.COLUMNS:
+        if expected_status("hello", column) == "unsupported":
+            continue
         out = reports[column]["outputs"][COMM.rank]
         assert out.strip() == f"Hello, world! I'm process {COMM.rank} of {COMM.size}.", (column, out)
 

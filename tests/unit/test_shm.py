@@ -178,3 +178,24 @@ def test_after_a_kill_this_hosts_files_go_and_other_hosts_wait_for_their_next_ra
     assert leftovers.elsewhere() == [remote | {"files": [str(there)]}]
     leftovers.handed_over(leftovers.elsewhere(), {"elsewhere"})
     assert leftovers.elsewhere() == [] and leftovers._known == {}
+
+
+def test_open_mpis_and_intel_mpis_segments_are_world_files():
+    for name in ("sm_segment.vm.0.7d330001.1", "Intel_MPI_4hGdUL", "mpich_shm_d6840a72_0"):
+        assert shm.is_world_file(os.path.join(shm.SHM_DIR, name))
+    assert not shm.is_world_file(os.path.join(shm.SHM_DIR, "psm_x"))
+
+
+def test_a_launchers_session_directory_goes_once_nothing_uses_it(tmp_path, killed_rank):
+    dead = killed_rank()  # its pid names the directory, as prterun's does (ompi.<pid>)
+    session = tmp_path / f"ompi.{dead['pid']}"
+    (session / "1").mkdir(parents=True)
+    held = session / "1" / "pmix-gds-shmem2.jobdata"
+    held.write_bytes(b"x")
+    other = tmp_path / f"ompi.{dead['pid']}0"
+    other.mkdir()
+    assert shm.session_dirs(dead["pid"], str(tmp_path)) == [str(session)]
+    with open(held, "rb"):  # a live process (a rank left running) still uses it
+        assert shm.remove_session_dirs(dead["pid"], str(tmp_path)) == [] and session.exists()
+    assert shm.remove_session_dirs(dead["pid"], str(tmp_path)) == [str(session)]
+    assert not session.exists() and other.exists(), "only the directory named after that pid"

@@ -16,7 +16,7 @@ UNSUPPORTED: dict[str, str] = {
     "counts": "numba-mpi 1.3 has no *v collectives (Gatherv, Allgatherv, Scatterv): equal counts only",
 }
 
-__all__ = ["NAME", "UNSUPPORTED", "check_world", "world_in_place_of"]
+__all__ = ["NAME", "UNSUPPORTED", "check_world", "fit_status_buffers", "world_in_place_of"]
 
 
 def check_world(comm, same_ranks: bool = False) -> None:
@@ -69,3 +69,42 @@ def world_in_place_of(comm):
 
     check_world(comm, same_ranks=True)
     return mpi.MPI().COMM_WORLD
+
+
+_status_fixed = False
+
+
+def fit_status_buffers() -> None:
+    """Make numba-mpi's ``MPI_Status`` buffers as large as this MPI library's (idempotent).
+
+    numba-mpi 1.3 allocates 5 ints (20 bytes, MPICH's and Intel MPI's ``MPI_Status``) per
+    status for ``recv``, ``sendrecv`` and the ``wait*``/``test*`` calls; Open MPI's is 24 bytes,
+    so each call wrote past its buffer (a ``waitall`` of 128 requests: "double free or
+    corruption", the rank aborts). Its functions are compiled on first use and read the
+    helper from their module then, so it is replaced here before any is called.
+    """
+    global _status_fixed
+    if _status_fixed:
+        return
+    _status_fixed = True
+    import ctypes
+    import importlib
+
+    import numba
+    import numpy as np
+
+    from mpiworkbench.core import mpi
+
+    MPI = mpi.MPI()
+    ints = -(-MPI._sizeof(MPI.Status) // ctypes.sizeof(ctypes.c_int))
+    if ints <= 5:
+        return
+
+    @numba.njit
+    def create_status_buffer(count=1):  # pragma: no cover - JIT
+        return np.empty(count * ints, dtype=np.intc)
+
+    for name in ("common", "api.recv", "api.sendrecv", "api.requests"):
+        module = importlib.import_module(f"numba_mpi.{name}")
+        if hasattr(module, "create_status_buffer"):
+            module.create_status_buffer = create_status_buffer

@@ -24,7 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from mpiworkbench.backends.base import Backend, BackendUnavailableError, Loop, NotSupportedError, Request
-from mpiworkbench.backends.numba_mpi import NAME, UNSUPPORTED, check_world
+from mpiworkbench.backends.numba_mpi import NAME, UNSUPPORTED, check_world, fit_status_buffers
 
 try:
     import numba
@@ -33,6 +33,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise BackendUnavailableError(
         f"backend 'numba-mpi' is unavailable here: {exc}; to use it: pip install numba numba-mpi"
     ) from exc
+fit_status_buffers()
 
 #: NumPy dtypes numba-mpi 1.3 maps to MPI datatypes (numba_mpi/common.py::_MPI_DTYPES).
 SUPPORTED_DTYPES = frozenset(

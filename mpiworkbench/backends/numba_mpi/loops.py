@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from mpiworkbench.backends.base import Loop, NotSupportedError
-from mpiworkbench.backends.numba_mpi import NAME, UNSUPPORTED, check_world
+from mpiworkbench.backends.numba_mpi import NAME, UNSUPPORTED, check_world, fit_status_buffers
 
 _cache: dict[str, Callable] = {}
 
@@ -27,6 +27,7 @@ def loop_in_njit(benchmark: str, comm, mode: str = "osu", window: int = 64) -> L
     if benchmark == "ring":
         raise NotSupportedError(NAME, "persistent requests: numba-mpi 1.3 has no MPI_Send_init/MPI_Recv_init")
     check_world(comm, same_ranks=True)
+    fit_status_buffers()
     kernel = _kernel(benchmark)
     per_call = 1 if mode == "osu" else 0
 

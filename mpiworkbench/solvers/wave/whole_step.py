@@ -26,6 +26,9 @@ def _numba_mpi_steps_func():
         import numba
         import numba_mpi
 
+        from mpiworkbench.backends.numba_mpi import fit_status_buffers
+
+        fit_status_buffers()
         update = numba_update_func()
 
         @numba.njit(cache=True)
