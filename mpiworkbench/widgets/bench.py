@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Callable
+from typing import Callable, Sequence
 
 from mpiworkbench.bench import results
 from mpiworkbench.bench.catalog import BENCHMARKS
@@ -31,7 +31,7 @@ class BenchPanel:
     """ipywidgets panel: choose, Run (live log–log plot), Stop, save/reload/overlay runs."""
 
     def __init__(self, wb, benchmark: str = "pingpong", backends=DEFAULT_BACKENDS,
-                 sizes: str = "8:1M", width: float = 7.5):
+                 sizes: str | Sequence[int] = "8:1M", width: float = 7.5):
         import ipywidgets as w
 
         self.wb, self.width = wb, width
@@ -44,6 +44,8 @@ class BenchPanel:
         self.benchmark = w.Dropdown(options=names, value=benchmark, description="Benchmark")
         self.backends = w.SelectMultiple(options=list(DEFAULT_BACKENDS), value=tuple(backends),
                                          description="Backends", rows=4)
+        if not isinstance(sizes, str):  # [8, 1024] reads as the text "8,1024"
+            sizes = ",".join(str(size) for size in sizes)
         self.sizes = w.Text(value=sizes, description="Sizes")
         self.ranks = w.BoundedIntText(value=wb.n, min=1, max=wb.n, description="Ranks")
         self.mode = w.Dropdown(options=["osu", "block"], value="osu", description="Mode")
