@@ -77,8 +77,9 @@ def test_nonblocking_collectives_span_to_their_completion_and_tests_fold(comm):
 
 
 @pytest.mark.skipif(implementations.current().name == "impi", reason=(
-    "Intel MPI 2021.18: in the whole tier at 2 ranks one rank stays in MPI_Waitall of the persistent "
-    "send/receive pair while the other waits in the persistent MPI_Allreduce (the file alone passes)"))
+    "Intel MPI 2021.18: hangs in about one whole-tier run in two at 2 ranks (one rank stays in "
+    "MPI_Waitall of the persistent send/receive pair, the other in the persistent MPI_Allreduce's "
+    "MPI_Wait; the file alone and a script of the same calls pass)"))
 def test_persistent_point_to_point_and_collective_start_events(comm):
     from mpi4py import MPI
 

@@ -130,6 +130,35 @@ def test_a_job_that_outlives_its_limit_is_ended_with_all_its_ranks(tmp_path):
     assert not [path for rank in ranks for path in rank["files"] if os.path.lexists(path)]
 
 
+@pytest.mark.parametrize("impl", [name for name in ("openmpi", "mpich") if name in INSTALLED][:1])
+def test_a_terminated_launcher_ends_every_rank_and_removes_their_files(impl, tmp_path):
+    # Open MPI's prterun puts each rank in a process group of its own: no killpg reaches them
+    import signal
+    import time
+
+    hang = KILLED.replace("os.kill(os.getpid(), signal.SIGKILL)", "import time; time.sleep(600)")
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "mpiworkbench.core.launch", "--mpi", impl, "-n", "2", "--timeout", "100",
+         *library.mpiexec_args(implementations.get(impl)), "--", sys.executable, "-c", hang, str(tmp_path)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + JOB_TIMEOUT_S
+        while len(list(tmp_path.glob("rank*.json"))) < 2 and launcher.poll() is None:
+            assert time.monotonic() < deadline, "the ranks never started"
+            time.sleep(0.05)
+        ranks = [json.loads(path.read_text()) for path in sorted(tmp_path.glob("rank*.json"))]
+        launcher.send_signal(signal.SIGTERM)
+        assert launcher.wait(JOB_TIMEOUT_S) == 128 + signal.SIGTERM
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+    assert len(ranks) == 2 and all(shm.gone(rank) for rank in ranks), "every rank was ended"
+    made = {path for rank in ranks for path in (*rank["files"], *shm.own_files(rank["pid"]))}
+    made |= {rank["session"] for rank in ranks if rank["session"]}
+    assert made and not [path for path in made if os.path.lexists(path)]
+
+
 def test_the_entry_point_says_how_to_use_it():
     proc = subprocess.run([sys.executable, "-m", "mpiworkbench.core.launch", "-n", "2"],
                           capture_output=True, text=True, timeout=60)
