@@ -242,7 +242,11 @@ def _end(proc: subprocess.Popen) -> None:
         proc.wait(END_GRACE_S)
     except subprocess.TimeoutExpired:
         pass
-    _signal(pids + [p for p in _tree(proc.pid) if p not in pids], signal.SIGKILL)
+    if proc.returncode is None:  # its ranks started meanwhile too
+        pids += [p for p in _tree(proc.pid) if p not in pids]
+    else:  # reaped: its pid is free for another process
+        pids.remove(proc.pid)
+    _signal(pids, signal.SIGKILL)
     proc.wait()
 
 
