@@ -113,6 +113,7 @@ def record_footprint() -> str | None:
     if not directory or not os.path.isdir(directory):
         return None
     record = footprint()
+    record["launcher_files"] = launcher_files(os.getppid())
     path = os.path.join(directory, f"{record['host']}-{record['pid']}.json")
     with open(path + ".part", "w") as out:
         json.dump(record, out)
@@ -207,12 +208,18 @@ def session_dirs(pid: int, tmpdir: str) -> list[str]:
 def _uses_under(directory: str) -> bool:
     """Whether a live process of this host maps or holds open a file under *directory*."""
     inside = directory.rstrip("/") + "/"
+    return _used(lambda path: path.startswith(inside), inside)
+
+
+def _used(wanted: Callable[[str], bool], fragment: str) -> bool:
+    """Whether a live process of this host maps (a line of its maps holding *fragment*) or holds
+    open a file whose path is *wanted*."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/maps") as maps:
-                if any(inside in line for line in maps):
+                if any(fragment in line for line in maps):
                     return True
         except OSError:
             pass
@@ -222,7 +229,7 @@ def _uses_under(directory: str) -> bool:
             continue
         for fd in fds:
             try:
-                if os.readlink(f"/proc/{entry}/fd/{fd}").startswith(inside):
+                if wanted(os.readlink(f"/proc/{entry}/fd/{fd}")):
                     return True
             except OSError:
                 continue
@@ -239,5 +246,54 @@ def remove_session_dirs(pid: int, tmpdir: str) -> list[str]:
     for path in session_dirs(pid, tmpdir):
         if not _uses_under(path):
             shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+#: Files a launcher's proxy keeps in the temporary directory and holds open while its ranks
+#: run: MPICH's Hydra (5.0.2) writes the machine's topology for its proxies
+#: (``hydra_hwloc_xmlfile_<random>``) and leaves it behind when a job fails or outlives
+#: ``MPIEXEC_TIMEOUT``. A rank records those its parent holds (:func:`record_footprint`).
+LAUNCHER_FILE_PREFIXES = ("hydra_hwloc_xmlfile_",)
+
+
+def is_launcher_file(path: str) -> bool:
+    """Whether *path* is named like a launcher's file in the temporary directory."""
+    import tempfile
+
+    return (os.path.dirname(path) == tempfile.gettempdir()
+            and os.path.basename(path).startswith(LAUNCHER_FILE_PREFIXES))
+
+
+def launcher_files(pid: int) -> list[str]:
+    """The launcher files (:data:`LAUNCHER_FILE_PREFIXES`) process *pid* of this host holds open."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return []
+    found = set()
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if is_launcher_file(target):
+            found.add(target)
+    return sorted(found)
+
+
+def remove_launcher_files(records: Iterable[dict]) -> list[str]:
+    """Remove the launcher files the *records* of this host name (:func:`record_footprint`)
+    that no live process holds open any more; return the paths removed."""
+    here = socket.gethostname()
+    paths = {path for record in records if record.get("host") == here
+             for path in record.get("launcher_files") or () if is_launcher_file(path)}
+    removed = []
+    for path in sorted(paths):
+        if os.path.lexists(path) and not _used(lambda target, path=path: target == path, path):
+            try:
+                os.unlink(path)
+            except OSError:
+                continue
             removed.append(path)
     return removed

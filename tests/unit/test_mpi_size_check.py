@@ -30,11 +30,12 @@ INSTALLED = [impl.name for impl in implementations.REGISTRY if impl.installed()]
 
 SIZE = """
 from mpiworkbench.core import mpi
-print("world of", mpi.world().size, flush=True)
+print(f"world of {mpi.world().size}", flush=True)  # one write: the ranks share the pipe
 """
 
 #: Two ranks talk through shared memory; each writes down what it holds (its footprint, taken
-#: again after the traffic, and the launcher's session directory it was given); then rank 1
+#: again after the traffic, the launcher's session directory it was given and the files its
+#: parent, the launcher's proxy, holds: MPICH's topology file); then rank 1
 #: is killed with SIGKILL (it removes nothing) while rank 0 waits for it.
 KILLED = """
 import json, os, signal, sys
@@ -44,7 +45,8 @@ comm = mpi.world()
 a = np.ones(1 << 17); b = np.empty_like(a)
 comm.Allreduce(a, b)
 shm.record_footprint()
-record = {**shm.footprint(), "session": os.environ.get("PMIX_SERVER_TMPDIR")}
+record = {**shm.footprint(), "session": os.environ.get("PMIX_SERVER_TMPDIR"),
+          "launcher": shm.launcher_files(os.getppid())}
 with open(os.path.join(sys.argv[1], f"rank{comm.rank}.json"), "w") as out:
     json.dump(record, out)
 comm.Barrier()
@@ -112,7 +114,7 @@ def test_a_job_with_a_killed_rank_leaves_nothing_in_dev_shm_or_tmp(impl, tmp_pat
     # what the job's processes made: the files its ranks held (the library's segments, the
     # interposer's files named after each rank) and the launcher's session directory
     made = {path for rank in ranks for path in rank["files"]}
-    made |= {path for rank in ranks for path in shm.own_files(rank["pid"])}
+    made |= {path for rank in ranks for path in (*shm.own_files(rank["pid"]), *rank["launcher"])}
     made |= {rank["session"] for rank in ranks if rank["session"]}
     assert made - before, "the ranks held no files: nothing was checked"
     left = sorted(path for path in made if os.path.lexists(path))
@@ -123,11 +125,12 @@ def test_a_job_with_a_killed_rank_leaves_nothing_in_dev_shm_or_tmp(impl, tmp_pat
 def test_a_job_that_outlives_its_limit_is_ended_with_all_its_ranks(tmp_path):
     # MPICH's Hydra ends a job at MPIEXEC_TIMEOUT; the launcher then removes what is left
     hang = KILLED.replace("os.kill(os.getpid(), signal.SIGKILL)", "import time; time.sleep(600)")
-    proc = _run("mpich", hang, str(tmp_path), timeout_s=3)
+    proc = _run("mpich", hang, str(tmp_path), timeout_s=6)  # the ranks start well within it
     assert proc.returncode != 0
     ranks = [json.loads(path.read_text()) for path in sorted(tmp_path.glob("rank*.json"))]
-    assert len(ranks) == 2 and all(shm.gone(rank) for rank in ranks)
-    assert not [path for rank in ranks for path in rank["files"] if os.path.lexists(path)]
+    assert len(ranks) == 2 and all(shm.gone(rank) for rank in ranks), proc.stderr
+    made = [path for rank in ranks for path in (*rank["files"], *rank["launcher"])]
+    assert made and not [path for path in made if os.path.lexists(path)], (ranks, proc.stderr)
 
 
 @pytest.mark.parametrize("impl", [name for name in ("openmpi", "mpich") if name in INSTALLED][:1])
@@ -154,7 +157,7 @@ def test_a_terminated_launcher_ends_every_rank_and_removes_their_files(impl, tmp
             launcher.kill()
             launcher.wait()
     assert len(ranks) == 2 and all(shm.gone(rank) for rank in ranks), "every rank was ended"
-    made = {path for rank in ranks for path in (*rank["files"], *shm.own_files(rank["pid"]))}
+    made = {path for rank in ranks for path in (*rank["files"], *shm.own_files(rank["pid"]), *rank["launcher"])}
     made |= {rank["session"] for rank in ranks if rank["session"]}
     assert made and not [path for path in made if os.path.lexists(path)]
 

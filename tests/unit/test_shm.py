@@ -129,7 +129,7 @@ def test_footprints_left_in_a_directory_let_the_launcher_remove_an_aborted_jobs_
     assert shm.record_footprint() is None, "outside such a job it does nothing"
     monkeypatch.setenv(shm.FOOTPRINT_DIR_VARIABLE, str(tmp_path))
     mine = json.loads(Path(shm.record_footprint()).read_text())
-    assert mine == {**shm.footprint(), "files": mine["files"]}
+    assert mine == {**shm.footprint(), "files": mine["files"], "launcher_files": shm.launcher_files(os.getppid())}
     segment = world_file("mpich_shm_")
     dead = killed_rank(segment)
     trace = Path(shm.SHM_DIR) / f"mpiworkbench-{dead['pid']}.events"  # made after the record
