@@ -5,10 +5,21 @@
 rows to a callback, so a plot can grow while the sweep runs. :func:`run_on_workbench`
 (code, notebooks) waits for it blocking; :func:`run_async` (the bench panel's **Run**)
 without blocking the kernel. Both stop early when asked, keeping the sizes done.
+
+:func:`run_under` / :func:`run_under_async` run the same sweep under *another* MPI
+implementation on this host, as ``mpiworkbench bench … --mpi NAME`` (the command itself, in a
+process of its own: the engines are one implementation's ranks) — what the bench panel's
+**Also under** adds beside the engines' run.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 from typing import Any, Callable
 
 from mpiworkbench.backends import implemented_names
@@ -118,3 +129,60 @@ async def run_async(wb, benchmark: str, backends=DEFAULT_BACKENDS, sizes=None, r
     run = start_run(wb, benchmark, backends, sizes, ranks, **policy)
     return await drive_async(wb, sweep(run, on_rows, should_stop))
 
+
+
+#: :class:`~mpiworkbench.bench.method.Policy` field → the ``bench`` command's option.
+_POLICY_OPTIONS = {"collective_mode": "--mode", "time_cap_s": "--time-cap", "repeats": "--repeat",
+                   "iterations": "--iterations", "warmup": "--warmup", "window": "--window"}
+
+
+def command_line(mpi: str, benchmark: str, backends=DEFAULT_BACKENDS, sizes=None, ranks: int = 2,
+                 thread_level: str | None = None, json_path: str | Path = "-", **policy: Any) -> list[str]:
+    """``mpiworkbench bench …`` running this sweep on *ranks* ranks under MPI implementation *mpi*."""
+    from mpiworkbench.core import implementations
+
+    implementations.get(mpi).require()
+    Policy(**policy)  # a clear error before any job starts
+    argv = [sys.executable, "-m", "mpiworkbench", "bench", benchmark, "--np", str(ranks), "--mpi", mpi,
+            "--backend", ",".join(backends), "--json", str(json_path), "--quiet"]
+    if sizes is not None:
+        argv += ["--sizes", sizes if isinstance(sizes, str) else ",".join(map(str, sizes))]
+    if thread_level is not None:
+        argv += ["--thread-level", thread_level]
+    for field, value in policy.items():
+        if value is not None:
+            argv += [_POLICY_OPTIONS[field], str(value)]
+    return argv
+
+
+def _finished(proc_code: int, stderr: str, path: Path, mpi: str) -> dict:
+    """The document a ``bench`` job wrote (partial when it failed after some sizes)."""
+    doc = json.loads(path.read_text()) if path.exists() and path.stat().st_size else None
+    if proc_code != 0 and not (doc and doc["rows"]):
+        tail = "\n".join(stderr.strip().splitlines()[-6:])
+        raise RuntimeError(f"the {mpi} run of the benchmark failed (exit {proc_code}):\n{tail}")
+    return doc
+
+
+def run_under(mpi: str, benchmark: str, backends=DEFAULT_BACKENDS, sizes=None, ranks: int = 2,
+              thread_level: str | None = None, **policy: Any) -> dict:
+    """The sweep of :func:`run_on_workbench` on *ranks* ranks of this host under MPI
+    implementation *mpi*, blocking: ``mpiworkbench bench … --mpi MPI``'s results document
+    (partial when the job failed after some sizes; a ``RuntimeError`` when it wrote none)."""
+    with tempfile.TemporaryDirectory(prefix="wbbench-") as tmp:
+        path = Path(tmp) / "run.json"
+        proc = subprocess.run(command_line(mpi, benchmark, backends, sizes, ranks, thread_level, path, **policy),
+                              capture_output=True, text=True, check=False)
+        return _finished(proc.returncode, proc.stderr, path, mpi)
+
+
+async def run_under_async(mpi: str, benchmark: str, backends=DEFAULT_BACKENDS, sizes=None, ranks: int = 2,
+                          thread_level: str | None = None, **policy: Any) -> dict:
+    """:func:`run_under` without blocking the kernel."""
+    with tempfile.TemporaryDirectory(prefix="wbbench-") as tmp:
+        path = Path(tmp) / "run.json"
+        proc = await asyncio.create_subprocess_exec(
+            *command_line(mpi, benchmark, backends, sizes, ranks, thread_level, path, **policy),
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+        _, stderr = await proc.communicate()
+        return _finished(proc.returncode, stderr.decode(errors="replace"), path, mpi)

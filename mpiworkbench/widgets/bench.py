@@ -6,11 +6,14 @@ Runs go through the one sweep driver of :mod:`mpiworkbench.client.bench` — blo
 MPI implementation: the engines run under one (``Workbench(n=2, mpi="openmpi")``); the panel
 names it above the controls, every row names it (``mpi``), and when the rows drawn (this run
 and loaded ones) come from several implementations, every line is labelled with its
-implementation (``c (openmpi)``): run on a cluster of each, save, and load to compare them, or
-load the document of ``mpiworkbench bench … --mpi mpich,openmpi,impi``.
+implementation (``c (openmpi)``). **Also under** runs the same sweep, after the engines' run,
+on as many ranks of this host under each other implementation chosen
+(:func:`mpiworkbench.client.bench.run_under`: the ``bench --mpi NAME`` command itself), and puts
+them side by side in one document (:func:`mpiworkbench.bench.results.side_by_side`), as
+``mpiworkbench bench … --mpi mpich,openmpi,impi`` does; or load such a document.
 
 Control ``description``s (stable, for tests and documentation): ``Benchmark``,
-``Backends``, ``Sizes``, ``Ranks``, ``Mode``, ``Time cap (s)``, ``Metric``, ``Run``,
+``Backends``, ``Sizes``, ``Ranks``, ``Mode``, ``Time cap (s)``, ``Metric``, ``Also under``, ``Run``,
 ``Stop``, ``Progress``, ``File``, ``Save``, ``Load``, ``Clear overlays``.
 """
 
@@ -59,6 +62,18 @@ class BenchPanel:
                                     tooltip="record every rank's MPI calls during the run (timings include "
                                             "the tracing overhead) and show the timeline below")
         self.trace_view = w.VBox()
+        # the same sweep under other MPI implementations, on this host (mpiworkbench bench --mpi)
+        import socket
+
+        from mpiworkbench.core import implementations
+        others = [impl for impl in implementations.REGISTRY if impl.name != getattr(wb, "mpi", None)]
+        here = all(host == socket.gethostname() for host in getattr(wb, "hosts", {}).values())
+        self.compare = w.SelectMultiple(
+            options=[(impl.title, impl.name) for impl in others if impl.installed()], value=(),
+            description="Also under", rows=2, disabled=not here,
+            tooltip=("after the engines' run, the same sweep on as many ranks of this host under each "
+                     "implementation chosen (mpiworkbench bench --mpi NAME), side by side in one document"
+                     if here else "the engines run on other hosts: compare there with mpiworkbench bench --mpi"))
         self.trace = None  # the last traced run's Trace
         self.run_button = w.Button(description="Run", button_style="primary")
         self.stop_button = w.Button(description="Stop", disabled=True)
@@ -86,7 +101,7 @@ class BenchPanel:
         self.widget = w.VBox([
             self.thread_info,
             w.HBox([self.benchmark, self.sizes, self.ranks]),
-            w.HBox([self.backends, w.VBox([self.mode, self.cap, self.repeats, self.metric])]),
+            w.HBox([self.backends, w.VBox([self.mode, self.cap, self.repeats, self.metric]), self.compare]),
             w.HBox([self.run_button, self.stop_button, self.trace_box, self.progress]),
             self.status, self.image, self.table, self.trace_view,
             w.HBox([self.file, self.save_button, self.load_button, self.clear_button]),
@@ -107,6 +122,13 @@ class BenchPanel:
             with self._tracing():
                 self.doc = driver.run_on_workbench(self.wb, **self.settings(), on_rows=self._on_rows,
                                                    should_stop=lambda: self._stop)
+            docs, failed = [], {}
+            for mpi in self._others():
+                try:
+                    docs.append(driver.run_under(mpi, **self._settings_under()))
+                except (RuntimeError, ValueError) as exc:
+                    failed[mpi] = str(exc)
+            self._side_by_side(docs, failed)
         finally:
             self._end()
         return self.doc
@@ -124,6 +146,13 @@ class BenchPanel:
             with self._tracing():
                 self.doc = await driver.run_async(self.wb, **self.settings(), on_rows=self._on_rows,
                                                   should_stop=lambda: self._stop)
+            docs, failed = [], {}
+            for mpi in self._others():
+                try:
+                    docs.append(await driver.run_under_async(mpi, **self._settings_under()))
+                except (RuntimeError, ValueError) as exc:
+                    failed[mpi] = str(exc)
+            self._side_by_side(docs, failed)
         except Exception as exc:  # noqa: BLE001 - shown in the panel (a hang: the rank-by-rank report)
             self.status.value = error_html(exc, "error")
         finally:
@@ -160,11 +189,13 @@ class BenchPanel:
         from mpiworkbench.plot.bench import sweep_figure
         from mpiworkbench.plot.render import figure_to_png
         rows = [r for d in self.overlays for r in d["rows"]] + self.rows
-        fits = pingpong_fits(self.rows) if self.benchmark.value == "pingpong" else None
-        if len(results.by_mpi(rows)) > 1:  # several implementations: every line says which
+        several = len(results.by_mpi(rows)) > 1
+        fits = None
+        if self.benchmark.value == "pingpong":  # this run's fits, per implementation
+            fits = ({f"{backend} ({mpi})": f for mpi, mine in results.by_mpi(self.rows).items()
+                     for backend, f in pingpong_fits(mine).items()} if several else pingpong_fits(self.rows))
+        if several:  # several implementations: every line says which
             rows = [{**r, "backend": f"{r['backend']} ({r.get('mpi', 'unknown')})"} for r in rows]
-            mine = self.rows[0].get("mpi", "unknown") if self.rows else None
-            fits = {f"{backend} ({mine})": f for backend, f in (fits or {}).items()}
         fig = sweep_figure(rows, self.metric.value, title=self.benchmark.value, fits=fits, width=self.width)
         self.image.value = figure_to_png(fig)
         self.table.value = fit_table_html(fits or {})
@@ -188,6 +219,26 @@ class BenchPanel:
                 self.trace = recording.trace
                 self.trace_view.children = [TraceView(recording.trace, width=self.width).widget]
 
+    def _others(self):
+        """The implementations of **Also under**, one by one, until Stop is pressed."""
+        for mpi in self.compare.value:
+            if self._stop:
+                return
+            self.status.value = f"running under {mpi} on this host…"
+            yield mpi
+
+    def _settings_under(self) -> dict:
+        """:meth:`settings` for :func:`~mpiworkbench.client.bench.run_under`: at the engines' thread level."""
+        return {**self.settings(), "thread_level": getattr(self.wb, "thread_level", None) or "multiple"}
+
+    def _side_by_side(self, docs: list[dict], failed: dict[str, str]) -> None:
+        """The engines' run and the runs under other implementations as one document."""
+        if not docs and not failed:
+            return
+        self.doc = results.side_by_side([self.doc, *docs], failed, planned=1 + len(docs) + len(failed))
+        self.rows = list(self.doc["rows"])
+        self.redraw()
+
     def _begin(self) -> None:
         self._stop = False
         self.rows = []
@@ -202,8 +253,11 @@ class BenchPanel:
             warn = "; ".join(self.doc["environment"]["warnings"])
             skipped = "; ".join(f"{k}: {v}" for k, v in self.doc["skipped"].items())
             env = self.doc["environment"]
+            libraries = ", ".join(e.get("mpi_library", "?") for e in (self.doc.get("environments") or {"": env}).values())
+            failed = "; ".join(f"{k}: {v}" for k, v in self.doc.get("failed", {}).items())
             self.status.value = (f"{len(self.doc['rows'])} rows, thread level {env['thread_level']}"
-                                 + (f", {env['mpi_library']}" if env.get("mpi_library") else "")
+                                 + (f", {libraries}" if env.get("mpi_library") else "")
+                                 + (f"<br><b>failed:</b> {failed}" if failed else "")
                                  + (f"<br><b>warning:</b> {warn}" if warn else "")
                                  + (f"<br>skipped {skipped}" if skipped else ""))
 

@@ -158,3 +158,28 @@ def test_the_hang_report_names_each_ranks_call_under_each_implementation(name):
         wb.timeout = 60.0
         wb.restart()
         assert wb.mpi == name and all(implementations.get(name).marker in t for t in wb.run(_library))
+
+
+def test_the_bench_panel_runs_the_same_sweep_also_under_other_implementations_side_by_side(tmp_path):
+    import json
+
+    others = [n for n in OTHERS if implementations.get(n).installed()]
+    if not others:
+        pytest.skip("neither Open MPI nor Intel MPI is installed (make install-mpis)")
+    with Workbench(n=2, activate=False) as wb:
+        wb.start()
+        panel = wb.bench("pingpong", backends=("c", "mpi4py-buf"), sizes="8,4096")
+        assert set(dict(panel.compare.options).values()) == set(others) and not panel.compare.disabled
+        panel.cap.value = 0.05
+        panel.compare.value = tuple(others)
+        doc = panel.run()
+        assert doc["mpis"] == ["mpich", *others] and doc["complete"] and not doc["failed"]
+        for name in ["mpich", *others]:
+            mine = [(r["backend"], r["size"]) for r in doc["rows"] if r["mpi"] == name]
+            assert sorted(mine) == [("c", 8), ("c", 4096), ("mpi4py-buf", 8), ("mpi4py-buf", 4096)]
+            assert implementations.get(name).marker in doc["environments"][name]["library_version"]
+        # each implementation's own Table 5.1 fit, labelled with it
+        assert all(f"c ({name})" in panel.table.value for name in ["mpich", *others])
+        panel.file.value = str(tmp_path / "side.json")
+        panel.save_button.click()
+        assert json.loads((tmp_path / "side.json").read_text())["mpis"] == doc["mpis"]

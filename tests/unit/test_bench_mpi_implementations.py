@@ -148,3 +148,16 @@ def test_the_bench_panel_names_the_engines_implementation_and_labels_mixed_rows(
     panel.overlays = [{"rows": [_row("mpich", "c", s, 2.0 + s) for s in (8, 64)]}]
     panel.redraw()  # a loaded run of another implementation: every line says which
     assert {r["backend"] for r in drawn["rows"]} == {"c (mpich)", "c (openmpi)"} and set(drawn["fits"]) == {"c (openmpi)"}
+
+
+def test_the_panels_run_under_another_implementation_is_the_bench_command(tmp_path):
+    from mpiworkbench.client.bench import command_line
+
+    argv = command_line("mpich", "allreduce", ("c", "mpi4py-buf"), [8, 64], 3, "single", tmp_path / "r.json",
+                        collective_mode="block", time_cap_s=0.5, repeats=2)
+    assert argv[1:] == ["-m", "mpiworkbench", "bench", "allreduce", "--np", "3", "--mpi", "mpich",
+                        "--backend", "c,mpi4py-buf", "--json", str(tmp_path / "r.json"), "--quiet",
+                        "--sizes", "8,64", "--thread-level", "single", "--mode", "block",
+                        "--time-cap", "0.5", "--repeat", "2"]
+    with pytest.raises(ValueError, match="unknown MPI implementation 'lam'"):
+        command_line("lam", "pingpong")
