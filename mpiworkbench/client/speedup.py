@@ -6,17 +6,26 @@ itself is :func:`mpiworkbench.speedup.plan.run_steps`, the one the CLI runs too:
 only handed the engines. :func:`run_on_workbench` waits for each point blocking;
 :func:`run_async` (the speedup panel's **Run**) without blocking the kernel, and stops
 after the point in progress when asked, keeping the points done.
+
+:func:`run_under_async` runs the same experiment under *another* MPI implementation on this host,
+as ``mpiworkbench speedup … --mpi NAME`` (the command itself, in a process of its own: the
+engines are one implementation's ranks) — what the speedup panel's **Also under** adds.
 """
 
 from __future__ import annotations
 
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
 from typing import Any, Callable
 
 from mpiworkbench.client.waiting import Steps, drive, drive_async
 from mpiworkbench.speedup.analysis import SpeedupResult
 from mpiworkbench.speedup.plan import SpeedupSpec, run_steps
 
-__all__ = ["OnPoint", "check_ranks", "on_engines", "run_async", "run_on_workbench"]
+__all__ = ["OnPoint", "check_ranks", "command_line", "on_engines", "run_async", "run_on_workbench",
+           "run_under", "run_under_async"]
 
 OnPoint = Callable[[SpeedupResult, dict[str, Any], int, int], None]
 
@@ -98,3 +107,58 @@ async def run_async(wb, spec: SpeedupSpec, on_point: OnPoint | None = None, labe
     A coroutine with the same parameters and result; the speedup panel's **Run** awaits it.
     """
     return await drive_async(wb, on_engines(wb, spec, on_point, label, should_stop))
+
+
+def command_line(mpi: str, spec: SpeedupSpec, json_path: str | Path) -> list[str]:
+    """``mpiworkbench speedup …`` measuring *spec* (as the panel's controls describe it, not yet
+    :meth:`~mpiworkbench.speedup.plan.SpeedupSpec.resolved`) under MPI implementation *mpi*."""
+    from mpiworkbench.core import implementations
+    from mpiworkbench.speedup import experiments
+
+    implementations.get(mpi).require()
+    exp = experiments.get(spec.experiment)
+    argv = [sys.executable, "-m", "mpiworkbench", "speedup", exp.name, "--np", ",".join(map(str, spec.nranks)),
+            "--repeats", str(spec.repeats), "--warmup", str(spec.warmup), "--scaling", spec.scaling,
+            "--mpi", mpi, "--json", str(json_path)]
+    for option, values in ((f"--{exp.size_name}", spec.sizes), ("--variants", spec.variants),
+                           ("--backend", spec.backends), ("--place", spec.placements)):
+        if values:
+            argv += [option, ",".join(map(str, values))]
+    for name, value in spec.params.items():
+        argv += [f"--{name}", str(value)]
+    return argv
+
+
+def _loaded(path: Path, code: int, stderr: str, mpi: str, label: str) -> SpeedupResult:
+    """The result a ``speedup`` job wrote (partial when it failed after some points)."""
+    from mpiworkbench.speedup import analysis
+
+    result = analysis.load(path) if path.exists() and path.stat().st_size else None
+    if result is None or not result.points:
+        tail = "\n".join(stderr.strip().splitlines()[-6:])
+        raise RuntimeError(f"the {mpi} run of the experiment failed (exit {code}):\n{tail}")
+    result.label = label or f"{mpi} (this host)"
+    return result
+
+
+def run_under(mpi: str, spec: SpeedupSpec, label: str = "") -> SpeedupResult:
+    """*spec* on this host under MPI implementation *mpi* (``speedup … --mpi MPI``), blocking:
+    the command's result (partial when its job failed after some points; a ``RuntimeError``
+    when it measured none)."""
+    import subprocess
+
+    with tempfile.TemporaryDirectory(prefix="wbspeedup-") as tmp:
+        path = Path(tmp) / "run.json"
+        proc = subprocess.run(command_line(mpi, spec, path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True, check=False)
+        return _loaded(path, proc.returncode, proc.stderr, mpi, label)
+
+
+async def run_under_async(mpi: str, spec: SpeedupSpec, label: str = "") -> SpeedupResult:
+    """:func:`run_under` without blocking the kernel."""
+    with tempfile.TemporaryDirectory(prefix="wbspeedup-") as tmp:
+        path = Path(tmp) / "run.json"
+        proc = await asyncio.create_subprocess_exec(*command_line(mpi, spec, path),
+                                                    stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+        _, stderr = await proc.communicate()
+        return _loaded(path, proc.returncode, stderr.decode(errors="replace"), mpi, label)

@@ -14,8 +14,10 @@ to C), ``Repetitions``, ``Scaling``, one per
 experiment parameter named as the parameter (``loops``, ``steps``, ``tol``,
 ``iterations``, ``backend``), ``Placement`` (which ranks a point of fewer ranks takes:
 ``packed`` fills one node first, ``spread`` goes across the nodes; both: intra- against
-inter-node curves), ``Run``, ``Stop``, ``Progress``, ``JSON file``, ``Save``, ``Load``,
-``Clear comparison``. **Run** works in the background (the kernel stays free), **Stop** ends the
+inter-node curves), ``Also under`` (after the engines' run, the same experiment on this host
+under each other MPI implementation chosen: the ``speedup … --mpi NAME`` command itself,
+:func:`mpiworkbench.client.speedup.run_under`, drawn beside it as a comparison), ``Run``,
+``Stop``, ``Progress``, ``JSON file``, ``Save``, ``Load``, ``Clear comparison``. **Run** works in the background (the kernel stays free), **Stop** ends the
 experiment after the point in progress and keeps the points done.
 
 MPI implementation: the engines run under one (``Workbench(n=2, mpi="openmpi")``), so a run
@@ -63,6 +65,17 @@ class SpeedupPanel:
             tooltip=("ranks of a point: packed fills one node first, spread goes across the nodes "
                      f"(this cluster: {len(hosts) or 'unknown number of'} host(s)"
                      + (", so both take the same ranks)" if len(hosts) == 1 else ")")))
+        import socket
+
+        from mpiworkbench.core import implementations
+        here = all(host == socket.gethostname() for host in (getattr(wb, "hosts", None) or {}).values())
+        self.also = w.SelectMultiple(
+            options=[(impl.title, impl.name) for impl in implementations.REGISTRY
+                     if impl.name != getattr(wb, "mpi", None) and impl.installed()],
+            value=(), rows=2, description="Also under", disabled=not here,
+            tooltip=("after the engines' run, the same experiment on this host under each implementation "
+                     "chosen (mpiworkbench speedup --mpi NAME), drawn beside it"
+                     if here else "the engines run on other hosts: compare there with mpiworkbench speedup --mpi"))
         self.params_box = w.HBox()
         self.param_widgets: dict[str, Any] = {}
         self.run_button = w.Button(description="Run", button_style="primary", icon="play")
@@ -90,7 +103,7 @@ class SpeedupPanel:
             [
                 w.HBox([self.experiment, self.scaling, self.repeats]),
                 w.HBox([self.sizes, self.ranks]),
-                w.HBox([self.variants, self.backends, self.placement, self.params_box]),
+                w.HBox([self.variants, self.backends, self.placement, self.also, self.params_box]),
                 w.HBox([self.run_button, self.stop_button, self.progress, self.status]),
                 self.figure,
                 self.table,
@@ -140,6 +153,11 @@ class SpeedupPanel:
     def spec(self) -> SpeedupSpec:
         """The :class:`SpeedupSpec` the controls describe (checked; raises ValueError)."""
         exp = experiments.get(self.experiment.value)
+        return self._described().resolved()
+
+    def _described(self) -> SpeedupSpec:
+        """The spec as the controls say it (variants not yet crossed with the backends)."""
+        exp = experiments.get(self.experiment.value)
         return SpeedupSpec(
             experiment=exp.name,
             nranks=parse_int_list(self.ranks.value, "Ranks"),
@@ -150,13 +168,16 @@ class SpeedupPanel:
             params={name: widget.value for name, widget in self.param_widgets.items()},
             backends=list(self.backends.value) or None,
             placements=list(self.placement.value) or None,
-        ).resolved()
+        )
 
     def run(self) -> SpeedupResult:
         """Run the experiment the controls describe, blocking, redrawing after every point."""
         spec = self._begin()
         try:
             self.result = driver.run_on_workbench(self.wb, spec, on_point=self._on_point, label=self._label())
+            for mpi in self._others():
+                self.compare.append(driver.run_under(mpi, self._described()))
+                self.redraw()
         finally:
             self._end(spec)
         return self.result
@@ -175,6 +196,9 @@ class SpeedupPanel:
             spec = self._begin()
             self.result = await driver.run_async(self.wb, spec, on_point=self._on_point, label=self._label(),
                                                  should_stop=lambda: self._stop)
+            for mpi in self._others():
+                self.compare.append(await driver.run_under_async(mpi, self._described()))
+                self.redraw()
         except Exception as exc:  # noqa: BLE001 - shown in the panel, the kernel stays usable
             self._error(exc)
         finally:
@@ -243,6 +267,14 @@ class SpeedupPanel:
             f"{point['median']:.4g} s{over}"
         )
         self.redraw()
+
+    def _others(self):
+        """The implementations of **Also under**, one by one, until Stop is pressed."""
+        for mpi in self.also.value:
+            if self._stop:
+                return
+            self.status.value = f"running under {mpi} on this host…"
+            yield mpi
 
     def _begin(self) -> SpeedupSpec:
         spec = self.spec()

@@ -183,3 +183,22 @@ def test_the_bench_panel_runs_the_same_sweep_also_under_other_implementations_si
         panel.file.value = str(tmp_path / "side.json")
         panel.save_button.click()
         assert json.loads((tmp_path / "side.json").read_text())["mpis"] == doc["mpis"]
+
+
+def test_the_speedup_panel_runs_the_same_experiment_also_under_other_implementations():
+    others = [n for n in OTHERS if implementations.get(n).installed()]
+    if not others:
+        pytest.skip("neither Open MPI nor Intel MPI is installed (make install-mpis)")
+    with Workbench(n=2, activate=False) as wb:
+        wb.start()
+        panel = wb.speedup("inner")
+        panel.sizes.value, panel.ranks.value, panel.repeats.value = "4096", "1,2", 1
+        panel.variants.value = ("numpy",)
+        panel.also.value = tuple(others)
+        result = panel.run()
+        assert {p["mpi"] for p in result.points} == {"mpich"} and len(result.points) == 2
+        assert [c.label for c in panel.compare] == [f"{name} (this host)" for name in others]
+        for name, compared in zip(others, panel.compare):
+            assert {p["mpi"] for p in compared.points} == {name}
+            assert sorted(int(p["nranks"]) for p in compared.points) == [1, 2]
+        assert f"{others[0]} (this host)" in panel.table.value
