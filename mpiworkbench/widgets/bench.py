@@ -27,6 +27,7 @@ from mpiworkbench.bench import results
 from mpiworkbench.bench.catalog import BENCHMARKS
 from mpiworkbench.client import bench as driver
 from mpiworkbench.client.bench import DEFAULT_BACKENDS
+from mpiworkbench.widgets import also_under
 from mpiworkbench.widgets.report import error_html
 
 
@@ -62,18 +63,7 @@ class BenchPanel:
                                     tooltip="record every rank's MPI calls during the run (timings include "
                                             "the tracing overhead) and show the timeline below")
         self.trace_view = w.VBox()
-        # the same sweep under other MPI implementations, on this host (mpiworkbench bench --mpi)
-        import socket
-
-        from mpiworkbench.core import implementations
-        others = [impl for impl in implementations.REGISTRY if impl.name != getattr(wb, "mpi", None)]
-        here = all(host == socket.gethostname() for host in getattr(wb, "hosts", {}).values())
-        self.compare = w.SelectMultiple(
-            options=[(impl.title, impl.name) for impl in others if impl.installed()], value=(),
-            description="Also under", rows=2, disabled=not here,
-            tooltip=("after the engines' run, the same sweep on as many ranks of this host under each "
-                     "implementation chosen (mpiworkbench bench --mpi NAME), side by side in one document"
-                     if here else "the engines run on other hosts: compare there with mpiworkbench bench --mpi"))
+        self.also = also_under.selector(wb, "bench")  # the same sweep under other implementations, here
         self.trace = None  # the last traced run's Trace
         self.run_button = w.Button(description="Run", button_style="primary")
         self.stop_button = w.Button(description="Stop", disabled=True)
@@ -101,7 +91,7 @@ class BenchPanel:
         self.widget = w.VBox([
             self.thread_info,
             w.HBox([self.benchmark, self.sizes, self.ranks]),
-            w.HBox([self.backends, w.VBox([self.mode, self.cap, self.repeats, self.metric]), self.compare]),
+            w.HBox([self.backends, w.VBox([self.mode, self.cap, self.repeats, self.metric]), self.also]),
             w.HBox([self.run_button, self.stop_button, self.trace_box, self.progress]),
             self.status, self.image, self.table, self.trace_view,
             w.HBox([self.file, self.save_button, self.load_button, self.clear_button]),
@@ -123,7 +113,7 @@ class BenchPanel:
                 self.doc = driver.run_on_workbench(self.wb, **self.settings(), on_rows=self._on_rows,
                                                    should_stop=lambda: self._stop)
             docs, failed = [], {}
-            for mpi in self._others():
+            for mpi in also_under.in_turn(self):
                 try:
                     docs.append(driver.run_under(mpi, **self._settings_under()))
                 except (RuntimeError, ValueError) as exc:
@@ -147,7 +137,7 @@ class BenchPanel:
                 self.doc = await driver.run_async(self.wb, **self.settings(), on_rows=self._on_rows,
                                                   should_stop=lambda: self._stop)
             docs, failed = [], {}
-            for mpi in self._others():
+            for mpi in also_under.in_turn(self):
                 try:
                     docs.append(await driver.run_under_async(mpi, **self._settings_under()))
                 except (RuntimeError, ValueError) as exc:
@@ -218,14 +208,6 @@ class BenchPanel:
             if recording.trace is not None:
                 self.trace = recording.trace
                 self.trace_view.children = [TraceView(recording.trace, width=self.width).widget]
-
-    def _others(self):
-        """The implementations of **Also under**, one by one, until Stop is pressed."""
-        for mpi in self.compare.value:
-            if self._stop:
-                return
-            self.status.value = f"running under {mpi} on this host…"
-            yield mpi
 
     def _settings_under(self) -> dict:
         """:meth:`settings` for :func:`~mpiworkbench.client.bench.run_under`: at the engines' thread level."""

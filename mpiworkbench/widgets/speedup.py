@@ -38,6 +38,7 @@ from mpiworkbench.core.machine import PLACEMENTS
 from mpiworkbench.speedup import analysis, experiments
 from mpiworkbench.speedup.analysis import SpeedupResult
 from mpiworkbench.speedup.plan import SpeedupSpec, parse_int_list, plan_points, small_mode
+from mpiworkbench.widgets import also_under
 from mpiworkbench.widgets.report import error_html
 
 
@@ -65,17 +66,7 @@ class SpeedupPanel:
             tooltip=("ranks of a point: packed fills one node first, spread goes across the nodes "
                      f"(this cluster: {len(hosts) or 'unknown number of'} host(s)"
                      + (", so both take the same ranks)" if len(hosts) == 1 else ")")))
-        import socket
-
-        from mpiworkbench.core import implementations
-        here = all(host == socket.gethostname() for host in (getattr(wb, "hosts", None) or {}).values())
-        self.also = w.SelectMultiple(
-            options=[(impl.title, impl.name) for impl in implementations.REGISTRY
-                     if impl.name != getattr(wb, "mpi", None) and impl.installed()],
-            value=(), rows=2, description="Also under", disabled=not here,
-            tooltip=("after the engines' run, the same experiment on this host under each implementation "
-                     "chosen (mpiworkbench speedup --mpi NAME), drawn beside it"
-                     if here else "the engines run on other hosts: compare there with mpiworkbench speedup --mpi"))
+        self.also = also_under.selector(wb, "speedup")  # the same experiment under other implementations, here
         self.params_box = w.HBox()
         self.param_widgets: dict[str, Any] = {}
         self.run_button = w.Button(description="Run", button_style="primary", icon="play")
@@ -175,7 +166,7 @@ class SpeedupPanel:
         spec = self._begin()
         try:
             self.result = driver.run_on_workbench(self.wb, spec, on_point=self._on_point, label=self._label())
-            for mpi in self._others():
+            for mpi in also_under.in_turn(self):
                 self.compare.append(driver.run_under(mpi, self._described()))
                 self.redraw()
         finally:
@@ -196,7 +187,7 @@ class SpeedupPanel:
             spec = self._begin()
             self.result = await driver.run_async(self.wb, spec, on_point=self._on_point, label=self._label(),
                                                  should_stop=lambda: self._stop)
-            for mpi in self._others():
+            for mpi in also_under.in_turn(self):
                 self.compare.append(await driver.run_under_async(mpi, self._described()))
                 self.redraw()
         except Exception as exc:  # noqa: BLE001 - shown in the panel, the kernel stays usable
@@ -267,14 +258,6 @@ class SpeedupPanel:
             f"{point['median']:.4g} s{over}"
         )
         self.redraw()
-
-    def _others(self):
-        """The implementations of **Also under**, one by one, until Stop is pressed."""
-        for mpi in self.also.value:
-            if self._stop:
-                return
-            self.status.value = f"running under {mpi} on this host…"
-            yield mpi
 
     def _begin(self) -> SpeedupSpec:
         spec = self.spec()

@@ -169,9 +169,9 @@ def test_the_bench_panel_runs_the_same_sweep_also_under_other_implementations_si
     with Workbench(n=2, activate=False) as wb:
         wb.start()
         panel = wb.bench("pingpong", backends=("c", "mpi4py-buf"), sizes="8,4096")
-        assert set(dict(panel.compare.options).values()) == set(others) and not panel.compare.disabled
+        assert set(dict(panel.also.options).values()) == set(others) and not panel.also.disabled
         panel.cap.value = 0.05
-        panel.compare.value = tuple(others)
+        panel.also.value = tuple(others)
         doc = panel.run()
         assert doc["mpis"] == ["mpich", *others] and doc["complete"] and not doc["failed"]
         for name in ["mpich", *others]:
