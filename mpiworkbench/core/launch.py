@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Sequence
 
@@ -163,11 +164,23 @@ def run_under_mpiexec(np: int, argv: list[str], timeout_s: float | None = None,
     env["MPIEXEC_TIMEOUT"] = str(int(float(limit)))
     with tempfile.TemporaryDirectory(prefix="mpiworkbench-footprints-") as footprints:
         env[shm.FOOTPRINT_DIR_VARIABLE] = footprints
+        started = time.monotonic()
         try:
             proc = subprocess.run(mpiexec_command(np, argv, mpi_args, impl), env=env, check=False)
         finally:
             remove_left_behind(footprints)
-    return proc.returncode
+    return judged(proc.returncode, started, float(env["MPIEXEC_TIMEOUT"]))
+
+
+def judged(code: int, started: float, limit: float) -> int:
+    """*code* of an ``mpiexec`` started at *started* (``time.monotonic()``) with a wall-clock
+    limit of *limit* seconds — or :data:`TIMED_OUT` when it ran that long and still said 0 (MPICH's
+    Hydra was seen to exit 0 at ``MPIEXEC_TIMEOUT``, ranks still running: a job cut short must
+    not read as a success)."""
+    if code == 0 and time.monotonic() - started >= limit:
+        print(f"mpiworkbench: the job reached its wall-clock limit of {limit:g} s", file=sys.stderr, flush=True)
+        return TIMED_OUT
+    return code
 
 
 #: Seconds to wait for the ranks of a finished ``mpiexec`` to have exited.
@@ -251,9 +264,9 @@ def _end(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def _end_strays() -> None:
+def _end_strays() -> int:
     """SIGKILL and reap what is left below this process once its ``mpiexec`` has exited
-    (ranks it left running; this process adopts them: :func:`main`)."""
+    (ranks it left running; this process adopts them: :func:`main`); how many there were."""
     import signal
 
     strays = _tree(os.getpid())
@@ -264,7 +277,7 @@ def _end_strays() -> None:
         try:
             os.waitpid(-1, 0)
         except ChildProcessError:
-            return
+            return len(strays)
 
 
 def run(np: int, command: Sequence[str], impl: Implementation | None = None,
@@ -292,11 +305,12 @@ def run(np: int, command: Sequence[str], impl: Implementation | None = None,
     env["MPIEXEC_TIMEOUT"] = str(max(1, int(limit)))
     with tempfile.TemporaryDirectory(prefix="mpiworkbench-footprints-") as footprints:
         env[shm.FOOTPRINT_DIR_VARIABLE] = footprints
+        started, code = time.monotonic(), None
         proc = subprocess.Popen([find_mpiexec(impl), *impl.launcher_args, *mpi_args, "-n", str(np), *command],
                                 env=env)
         try:
             try:
-                code = proc.wait(limit + LIMIT_GRACE_S)
+                code = judged(proc.wait(limit + LIMIT_GRACE_S), started, limit)
             except subprocess.TimeoutExpired:
                 print(f"mpiworkbench: the job outlived its wall-clock limit of {limit:g} s by "
                       f"{LIMIT_GRACE_S:g} s: ending it", file=sys.stderr, flush=True)
@@ -306,8 +320,8 @@ def run(np: int, command: Sequence[str], impl: Implementation | None = None,
             _end(proc)
             raise
         finally:
-            if _reaper:
-                _end_strays()
+            if _reaper and _end_strays() and code == 0:
+                code = 1  # ranks were still running when their mpiexec ended: the job did not finish
             remove_left_behind(footprints)
             shm.remove_session_dirs(proc.pid, env.get("TMPDIR") or tempfile.gettempdir())
     return code

@@ -118,7 +118,8 @@ def test_a_program_is_traced_under_each_mpi_implementation(tmp_path, name):
     from mpiworkbench.trace.model import Trace
 
     program = tmp_path / "prog.py"
-    program.write_text(PROGRAM + "print('library:', MPI.Get_library_version().splitlines()[0])\n")
+    # one write per rank (the ranks share the pipe): print's separate pieces could interleave
+    program.write_text(PROGRAM + "print(f'library: {MPI.Get_library_version().splitlines()[0]}', flush=True)\n")
     out = tmp_path / "t.json"
     proc = _mpiworkbench("trace", "--np", "2", "--mpi", name, "--out", str(out), "--", str(program), "2",
                          cwd=tmp_path)
