@@ -77,7 +77,7 @@ def test_bench_launches_refuses_to_nest_and_reports_a_failed_launch(tmp_path):
     bad = _cli("bench", "allreduce", "--np", "2", "--backend", "fortran", "--launches", "2",
                "--json", str(tmp_path / "bad.json"))
     assert bad.returncode != 0
-    assert "unknown backend 'fortran'" in bad.stderr and "launch 1/2 failed" in bad.stderr
+    assert "unknown backend 'fortran'" in bad.stderr and "launch 1/2 exited with code 2" in bad.stderr
     assert not (tmp_path / "bad.json").exists()
 
 
