@@ -96,3 +96,20 @@ def interposer():
     if recorder.is_on():
         recorder.stop()
 
+
+
+@pytest.fixture
+def shared_tmp():
+    """A temporary directory every rank of ``COMM_WORLD`` names alike (rank 0 makes it and,
+    once every rank is done with it, removes it)."""
+    import shutil
+    import tempfile
+
+    from mpi4py import MPI
+
+    world = MPI.COMM_WORLD
+    path = world.bcast(tempfile.mkdtemp(prefix="mpiwb-mpi-test-") if world.rank == 0 else None, root=0)
+    yield path
+    world.Barrier()
+    if world.rank == 0:
+        shutil.rmtree(path, ignore_errors=True)

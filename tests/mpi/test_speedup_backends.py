@@ -4,7 +4,6 @@ and its ratio to C; heat adds FLOP/s and report 003's per-rank max/min/avg times
 
 import json
 import os
-import tempfile
 
 import pytest
 from mpi4py import MPI
@@ -17,8 +16,8 @@ ANY_COMM_BACKENDS = ("c", "mpi4py-buf", "mpi4py-obj")
 SMALL = {"wave": ["--mesh", "9", "--steps", "2"], "cg": ["--mesh", "15"], "heat": ["--grid", "12", "--steps", "5"]}
 
 
-def run(experiment, counts, backends, *extra):
-    path = os.path.join(COMM.bcast(tempfile.mkdtemp() if COMM.rank == 0 else None, root=0), "out.json")
+def run(directory, experiment, counts, backends, *extra):
+    path = os.path.join(directory, "out.json")
     code = main(["speedup", experiment, "--np", counts, "--backend", ",".join(backends), *SMALL[experiment],
                  "--repeats", "2", "--warmup", "0", *extra, "--json", path])
     assert code == 0
@@ -44,16 +43,16 @@ def check_points(data, backends, counts):
 
 
 @pytest.mark.parametrize("experiment", ["wave", "heat"])
-def test_every_backend_computes_the_same_field_bit_for_bit(experiment):
-    data = run(experiment, COUNTS, ANY_COMM_BACKENDS)
+def test_every_backend_computes_the_same_field_bit_for_bit(experiment, shared_tmp):
+    data = run(shared_tmp, experiment, COUNTS, ANY_COMM_BACKENDS)
     if COMM.rank == 0:
         points = check_points(data, ANY_COMM_BACKENDS, range(1, COMM.size + 1))
         # the same field for every backend and (both solvers are decomposition-independent) every rank count
         assert len({p["verify"]["field_digest"] for p in points}) == 1
 
 
-def test_cg_on_every_backend_converges_to_the_same_solution():
-    data = run("cg", COUNTS, ANY_COMM_BACKENDS)
+def test_cg_on_every_backend_converges_to_the_same_solution(shared_tmp):
+    data = run(shared_tmp, "cg", COUNTS, ANY_COMM_BACKENDS)
     if COMM.rank == 0:
         points = check_points(data, ANY_COMM_BACKENDS, range(1, COMM.size + 1))
         for n in range(1, COMM.size + 1):
@@ -63,17 +62,17 @@ def test_cg_on_every_backend_converges_to_the_same_solution():
             assert max(errors) - min(errors) <= 1e-12
 
 
-def test_heat_reports_flops_per_second():
-    data = run("heat", COUNTS, ("c",))
+def test_heat_reports_flops_per_second(shared_tmp):
+    data = run(shared_tmp, "heat", COUNTS, ("c",))
     if COMM.rank == 0:
         for p in data["points"]:
             assert p["flops"] == 8 * (12 - 2) * 12 * 5  # FLOPS_PER_POINT x updated points x steps
             assert p["flop_s"] == pytest.approx(p["flops"] / p["median"])
 
 
-def test_numba_mpi_runs_on_all_of_the_world():
+def test_numba_mpi_runs_on_all_of_the_world(shared_tmp):
     backends = ("c", "numba-mpi")
-    data = run("wave", str(COMM.size), backends)
+    data = run(shared_tmp, "wave", str(COMM.size), backends)
     if COMM.rank == 0:
         points = check_points(data, backends, [COMM.size])
         assert len({p["verify"]["field_digest"] for p in points}) == 1

@@ -2,7 +2,6 @@
 
 import json
 import os
-import tempfile
 
 from mpi4py import MPI
 
@@ -10,12 +9,8 @@ from mpiworkbench.cli import main
 COMM = MPI.COMM_WORLD
 
 
-def shared_tmpdir():
-    return COMM.bcast(tempfile.mkdtemp() if COMM.rank == 0 else None, root=0)
-
-
-def test_wave_speedup_writes_times_speedups_and_efficiencies():
-    path = os.path.join(shared_tmpdir(), "out.json")
+def test_wave_speedup_writes_times_speedups_and_efficiencies(shared_tmp):
+    path = os.path.join(shared_tmp, "out.json")
     counts = ",".join(str(n) for n in range(1, COMM.size + 1))
     code = main(["speedup", "wave", "--np", counts, "--mesh", "9", "--steps", "2", "--repeats", "2", "--json", path])
     assert code == 0
