@@ -14,16 +14,14 @@ process of its own: the engines are one implementation's ranks) — what the ben
 
 from __future__ import annotations
 
-import asyncio
 import json
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
 from mpiworkbench.backends import implemented_names
 from mpiworkbench.bench.method import Policy, parse_sizes
+from mpiworkbench.client import cli_job
 from mpiworkbench.client.waiting import Steps, drive, drive_async
 
 #: Backends a sweep runs on unless told otherwise (the registry's order, C first).
@@ -155,13 +153,14 @@ def command_line(mpi: str, benchmark: str, backends=DEFAULT_BACKENDS, sizes=None
     return argv
 
 
-def _finished(proc_code: int, stderr: str, path: Path, mpi: str) -> dict:
-    """The document a ``bench`` job wrote (partial when it failed after some sizes)."""
-    doc = json.loads(path.read_text()) if path.exists() and path.stat().st_size else None
-    if proc_code != 0 and not (doc and doc["rows"]):
-        tail = "\n".join(stderr.strip().splitlines()[-6:])
-        raise RuntimeError(f"the {mpi} run of the benchmark failed (exit {proc_code}):\n{tail}")
-    return doc
+def _reader(mpi: str):
+    """Reads the document a ``bench`` job wrote (partial when it failed after some sizes)."""
+    def read(path: Path, code: int, stderr: str) -> dict:
+        doc = json.loads(path.read_text()) if path.exists() and path.stat().st_size else None
+        if code != 0 and not (doc and doc["rows"]):
+            raise cli_job.failure(f"the {mpi} run of the benchmark", code, stderr)
+        return doc
+    return read
 
 
 def run_under(mpi: str, benchmark: str, backends=DEFAULT_BACKENDS, sizes=None, ranks: int = 2,
@@ -169,20 +168,12 @@ def run_under(mpi: str, benchmark: str, backends=DEFAULT_BACKENDS, sizes=None, r
     """The sweep of :func:`run_on_workbench` on *ranks* ranks of this host under MPI
     implementation *mpi*, blocking: ``mpiworkbench bench … --mpi MPI``'s results document
     (partial when the job failed after some sizes; a ``RuntimeError`` when it wrote none)."""
-    with tempfile.TemporaryDirectory(prefix="wbbench-") as tmp:
-        path = Path(tmp) / "run.json"
-        proc = subprocess.run(command_line(mpi, benchmark, backends, sizes, ranks, thread_level, path, **policy),
-                              capture_output=True, text=True, check=False)
-        return _finished(proc.returncode, proc.stderr, path, mpi)
+    return cli_job.run(lambda path: command_line(mpi, benchmark, backends, sizes, ranks, thread_level, path, **policy),
+                       _reader(mpi))
 
 
 async def run_under_async(mpi: str, benchmark: str, backends=DEFAULT_BACKENDS, sizes=None, ranks: int = 2,
                           thread_level: str | None = None, **policy: Any) -> dict:
     """:func:`run_under` without blocking the kernel."""
-    with tempfile.TemporaryDirectory(prefix="wbbench-") as tmp:
-        path = Path(tmp) / "run.json"
-        proc = await asyncio.create_subprocess_exec(
-            *command_line(mpi, benchmark, backends, sizes, ranks, thread_level, path, **policy),
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
-        _, stderr = await proc.communicate()
-        return _finished(proc.returncode, stderr.decode(errors="replace"), path, mpi)
+    return await cli_job.run_async(
+        lambda path: command_line(mpi, benchmark, backends, sizes, ranks, thread_level, path, **policy), _reader(mpi))

@@ -297,7 +297,6 @@ class Session(Execution):
             if found is not None:
                 return self._attach(found)
         self.owns_cluster = True
-        implementations.get(self.mpi).require()  # not installed: say so before anything starts
         self.cluster = clusters.new_cluster(self.n, self.cluster_id, self.controller_ip,
                                             self.thread_level, self.log_level, mpi=self.mpi)
         try:

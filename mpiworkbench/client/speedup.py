@@ -14,12 +14,11 @@ engines are one implementation's ranks) — what the speedup panel's **Also unde
 
 from __future__ import annotations
 
-import asyncio
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+from mpiworkbench.client import cli_job
 from mpiworkbench.client.waiting import Steps, drive, drive_async
 from mpiworkbench.speedup.analysis import SpeedupResult
 from mpiworkbench.speedup.plan import SpeedupSpec, run_steps
@@ -129,36 +128,26 @@ def command_line(mpi: str, spec: SpeedupSpec, json_path: str | Path) -> list[str
     return argv
 
 
-def _loaded(path: Path, code: int, stderr: str, mpi: str, label: str) -> SpeedupResult:
-    """The result a ``speedup`` job wrote (partial when it failed after some points)."""
-    from mpiworkbench.speedup import analysis
+def _reader(mpi: str, label: str):
+    """Reads the result a ``speedup`` job wrote (partial when it failed after some points)."""
+    def read(path: Path, code: int, stderr: str) -> SpeedupResult:
+        from mpiworkbench.speedup import analysis
 
-    result = analysis.load(path) if path.exists() and path.stat().st_size else None
-    if result is None or not result.points:
-        tail = "\n".join(stderr.strip().splitlines()[-6:])
-        raise RuntimeError(f"the {mpi} run of the experiment failed (exit {code}):\n{tail}")
-    result.label = label or f"{mpi} (this host)"
-    return result
+        result = analysis.load(path) if path.exists() and path.stat().st_size else None
+        if result is None or not result.points:
+            raise cli_job.failure(f"the {mpi} run of the experiment", code, stderr)
+        result.label = label or f"{mpi} (this host)"
+        return result
+    return read
 
 
 def run_under(mpi: str, spec: SpeedupSpec, label: str = "") -> SpeedupResult:
     """*spec* on this host under MPI implementation *mpi* (``speedup … --mpi MPI``), blocking:
     the command's result (partial when its job failed after some points; a ``RuntimeError``
     when it measured none)."""
-    import subprocess
-
-    with tempfile.TemporaryDirectory(prefix="wbspeedup-") as tmp:
-        path = Path(tmp) / "run.json"
-        proc = subprocess.run(command_line(mpi, spec, path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True, check=False)
-        return _loaded(path, proc.returncode, proc.stderr, mpi, label)
+    return cli_job.run(lambda path: command_line(mpi, spec, path), _reader(mpi, label))
 
 
 async def run_under_async(mpi: str, spec: SpeedupSpec, label: str = "") -> SpeedupResult:
     """:func:`run_under` without blocking the kernel."""
-    with tempfile.TemporaryDirectory(prefix="wbspeedup-") as tmp:
-        path = Path(tmp) / "run.json"
-        proc = await asyncio.create_subprocess_exec(*command_line(mpi, spec, path),
-                                                    stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
-        _, stderr = await proc.communicate()
-        return _loaded(path, proc.returncode, stderr.decode(errors="replace"), mpi, label)
+    return await cli_job.run_async(lambda path: command_line(mpi, spec, path), _reader(mpi, label))

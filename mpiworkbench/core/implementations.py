@@ -148,9 +148,10 @@ class Implementation:
             return ["-x", f"{name}={value}"]
         return [self.env_option, name, value]
 
-    def command(self, np: int, program: Sequence[str], mpi_args: Sequence[str] = ()) -> list[str]:
-        """``mpiexec`` running *program* on *np* ranks."""
-        return [self.mpiexec(), *self.launcher_args, *mpi_args, "-n", str(np), *program]
+    def command(self, np: int, program: Sequence[str], mpi_args: Sequence[str] = (),
+                mpiexec: str | None = None) -> list[str]:
+        """*mpiexec* (default its own, :meth:`mpiexec`) running *program* on *np* ranks."""
+        return [mpiexec or self.mpiexec(), *self.launcher_args, *mpi_args, "-n", str(np), *program]
 
 
 _RUN_AS_ROOT = {

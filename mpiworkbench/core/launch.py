@@ -93,8 +93,13 @@ def mpiexec_command(np: int, argv: list[str], mpi_args: Sequence[str] = (),
     given its own, :attr:`~mpiworkbench.core.implementations.Implementation.launcher_args`.)
     """
     impl = impl or implementations.current()
-    program = [sys.executable, "-m", "mpi4py", "-m", "mpiworkbench", *argv]
-    return [find_mpiexec(impl), *impl.launcher_args, *mpi_args, "-n", str(np), *program]
+    return impl.command(np, cli_program(argv), mpi_args, mpiexec=find_mpiexec(impl))
+
+
+def cli_program(argv: Sequence[str]) -> list[str]:
+    """What each rank of a CLI job runs: ``python -m mpi4py -m mpiworkbench *argv`` (mpi4py's
+    runner turns an unhandled exception on any rank into ``MPI_Abort``)."""
+    return [sys.executable, "-m", "mpi4py", "-m", "mpiworkbench", *argv]
 
 
 def job_environment(np: int, impl: Implementation | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -147,29 +152,13 @@ def run_under_mpiexec(np: int, argv: list[str], timeout_s: float | None = None,
     *transport*: how the ranks talk (:data:`TRANSPORTS`). *impl*: the MPI implementation
     (default: this process's).
 
-    The job gets a wall-clock limit (``MPIEXEC_TIMEOUT``, default
-    :data:`DEFAULT_TIMEOUT_S` unless the caller's environment sets one). Each rank records
-    its ``/dev/shm`` files once MPI is initialised (:func:`mpiworkbench.core.shm.record_footprint`); once ``mpiexec`` has
-    returned, those of ranks that died without removing them (a failing rank's
-    ``MPI_Abort``, the wall-clock limit) are removed (:func:`mpiworkbench.core.shm.remove_left_behind`).
+    The job is :func:`run`'s: a wall-clock limit (``MPIEXEC_TIMEOUT``, default
+    :data:`DEFAULT_TIMEOUT_S` unless the caller's environment sets one), and what ranks that
+    died without cleaning up (a failing rank's ``MPI_Abort``, the limit) left is removed.
     """
     if np < 1:
         raise ValueError(f"--np must be at least 1; got {np}")
-    extra = check_transport(transport)
-    impl = impl or implementations.current()
-    env = job_environment(np, impl)
-    env.update(extra)
-    env["MPIWORKBENCH_UNDER_MPIEXEC"] = "1"
-    limit = timeout_s if timeout_s is not None else env.get("MPIEXEC_TIMEOUT", DEFAULT_TIMEOUT_S)
-    env["MPIEXEC_TIMEOUT"] = str(int(float(limit)))
-    with tempfile.TemporaryDirectory(prefix="mpiworkbench-footprints-") as footprints:
-        env[shm.FOOTPRINT_DIR_VARIABLE] = footprints
-        started = time.monotonic()
-        try:
-            proc = subprocess.run(mpiexec_command(np, argv, mpi_args, impl), env=env, check=False)
-        finally:
-            remove_left_behind(footprints)
-    return judged(proc.returncode, started, float(env["MPIEXEC_TIMEOUT"]))
+    return run(np, cli_program(argv), impl, mpi_args, timeout_s, extra_env=check_transport(transport))
 
 
 def judged(code: int, started: float, limit: float) -> int:
@@ -281,14 +270,16 @@ def _end_strays() -> int:
 
 
 def run(np: int, command: Sequence[str], impl: Implementation | None = None,
-        mpi_args: Sequence[str] = (), timeout_s: float | None = None) -> int:
+        mpi_args: Sequence[str] = (), timeout_s: float | None = None,
+        extra_env: dict[str, str] | None = None) -> int:
     """Run *command* (any program, e.g. ``python -m mpi4py -m pytest tests/mpi``) on *np*
     ranks under the ``mpiexec`` of MPI implementation *impl* (default: this process's) and
     return its exit code.
 
     The ranks get the implementation's environment and the world size they check
     (:func:`job_environment`); *mpi_args* go to ``mpiexec`` (the interposer's preload:
-    ``python -m mpiworkbench.trace.library``). The job has a wall-clock limit, *timeout_s*
+    ``python -m mpiworkbench.trace.library``), *extra_env* to its environment (a transport,
+    :data:`TRANSPORTS`). The job has a wall-clock limit, *timeout_s*
     (default ``$MPIEXEC_TIMEOUT``, else :data:`DEFAULT_TIMEOUT_S`): ``mpiexec`` is told it
     and ends the job itself; should it not within :data:`LIMIT_GRACE_S` more, the whole job
     is ended here (:data:`TIMED_OUT`). Afterwards what the job's ranks left in ``/dev/shm``
@@ -300,14 +291,14 @@ def run(np: int, command: Sequence[str], impl: Implementation | None = None,
         raise ValueError(f"-n must be at least 1; got {np}")
     impl = impl or implementations.current()
     env = job_environment(np, impl)
+    env.update(extra_env or {})
     env["MPIWORKBENCH_UNDER_MPIEXEC"] = "1"
     limit = float(timeout_s if timeout_s is not None else env.get("MPIEXEC_TIMEOUT") or DEFAULT_TIMEOUT_S)
     env["MPIEXEC_TIMEOUT"] = str(max(1, int(limit)))
     with tempfile.TemporaryDirectory(prefix="mpiworkbench-footprints-") as footprints:
         env[shm.FOOTPRINT_DIR_VARIABLE] = footprints
         started, code = time.monotonic(), None
-        proc = subprocess.Popen([find_mpiexec(impl), *impl.launcher_args, *mpi_args, "-n", str(np), *command],
-                                env=env)
+        proc = subprocess.Popen(impl.command(np, command, mpi_args, mpiexec=find_mpiexec(impl)), env=env)
         try:
             try:
                 code = judged(proc.wait(limit + LIMIT_GRACE_S), started, limit)
