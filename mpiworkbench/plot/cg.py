@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from mpiworkbench.plot.render import LiveCurves, LiveFigure, new_figure, nice_ceiling, over_image
+from mpiworkbench.plot.render import LiveCurves, LiveFigure, drawn_over, new_figure, nice_ceiling
 #: Timing categories in stacking order, with their colours.
 TIMING_COLOURS = {"matvec": "#1b9e77", "exchange": "#d95f02", "allreduce": "#7570b3", "vector": "#e7298a"}
 
@@ -119,9 +119,10 @@ def live_residual(residuals, rho_ratios=None, *, tol: float | None = None, crite
 
 
 class LiveSolution(LiveFigure):
-    """:func:`solution_error_figure` kept alive: per frame the images (and the rank blocks over
-    them) are redrawn. Colour scales move in steps (the solution's 1-2-5, the error's whole
-    decades), each step one full redraw; the
+    """:func:`solution_error_figure` kept alive: per frame the images are redrawn; the rank
+    blocks, their labels and the frames over them are rendered once, a layer composited over
+    the images (*over* of :class:`~mpiworkbench.plot.render.LiveFigure`). Colour scales move
+    in steps (the solution's 1-2-5, the error's whole decades), each step one full redraw; the
     titles name the fields (iteration and max error are in the panel's status line)."""
 
     def __init__(self, u: np.ndarray, error: np.ndarray | None = None, layout=None, dpi: int = 80,
@@ -136,7 +137,8 @@ class LiveSolution(LiveFigure):
         self.fields[0].set_title("solution $x_k$", fontsize=10)
         if error is not None:
             self.fields[1].set_title("error $x_k - u$", fontsize=10)
-        super().__init__(fig, [a for ax in self.fields for a in over_image(ax)], dpi=dpi)
+        super().__init__(fig, [ax.images[0] for ax in self.fields], dpi=dpi,
+                         over=[a for ax in self.fields for a in drawn_over(ax)])
 
     def update(self, u: np.ndarray, error: np.ndarray | None = None,
                extremes: tuple[float, float] | None = None) -> bytes:

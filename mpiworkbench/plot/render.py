@@ -5,6 +5,8 @@ A live panel must not build a figure per frame: Matplotlib's layout, tick and te
 dominates a from-scratch render (about 0.1 s per figure). :class:`LiveFigure` keeps one
 figure, draws its static parts once, and per frame redraws only the artists that change
 (blitting on the Agg canvas), then encodes the pixels straight to PNG with a fast setting.
+What lies over a changing image but never changes itself (rank blocks, their labels, the axes'
+frame) is rendered once into a transparent layer and composited per frame, not redrawn.
 """
 
 from __future__ import annotations
@@ -67,18 +69,29 @@ class LiveFigure:
         scale) needs :meth:`invalidate`, which redraws the whole figure once.
     dpi : int
         Pixels per inch of the PNG.
+    over : iterable of Artist
+        Artists that do not change but lie over changing ones (an image's rank blocks and
+        their labels, its frame): rendered once per full redraw into a transparent layer
+        (:class:`Overlay`), composited over the changing artists per frame (a change to
+        one needs :meth:`invalidate`). Text costs as much as the image to draw; the layer
+        costs a few of its pixels.
     """
 
-    def __init__(self, fig: Figure, changing: Iterable[Artist] = (), dpi: int = 80):
+    def __init__(self, fig: Figure, changing: Iterable[Artist] = (), dpi: int = 80, over: Iterable[Artist] = ()):
         self.fig = fig
         fig.set_dpi(dpi)
         self.canvas = FigureCanvasAgg(fig)
         self.changing: list[Artist] = []
+        self.over: list[Artist] = []
         self._background = None
+        self._overlay: Overlay | None = None
         #: Full redraws so far (the first one included); blitted frames are the rest.
         self.full_draws = 0
         for artist in changing:
             self.add_changing(artist)
+        for artist in over:
+            artist.set_animated(True)  # left out of the background, drawn into the overlay
+            self.over.append(artist)
 
     def add_changing(self, artist: Artist) -> None:
         artist.set_animated(True)  # left out of full draws, drawn by png() on top
@@ -104,6 +117,9 @@ class LiveFigure:
             self.fig.set_layout_engine("none")
             self._background = self.canvas.copy_from_bbox(self.fig.bbox)
             self.full_draws += 1
+            if self.over:
+                self._overlay = Overlay.render(self.canvas, self.over)
+                self.canvas.restore_region(self._background)
         else:
             self.canvas.restore_region(self._background)
         renderer = self.canvas.get_renderer()
@@ -114,7 +130,10 @@ class LiveFigure:
                 self._paste(artist)
             else:
                 artist.draw(renderer)
-        return rgba_to_png(np.asarray(self.canvas.buffer_rgba()))
+        rgba = np.asarray(self.canvas.buffer_rgba())
+        if self._overlay is not None:
+            self._overlay.composite(rgba)
+        return rgba_to_png(rgba)
 
     def _paste(self, image: AxesImage) -> None:
         """Draw *image* (filling its axes) straight into the canvas: the data sampled at the
@@ -131,6 +150,41 @@ class LiveFigure:
             rows = rows[::-1]
         rgba = image.cmap(image.norm(data[np.ix_(rows, cols)]), bytes=True)
         np.asarray(self.canvas.buffer_rgba())[height - y1:height - y0, x0:x1] = rgba
+
+
+class Overlay:
+    """Static artists rendered once into a transparent layer; only its covered pixels kept.
+
+    :meth:`composite` blends them over a frame's pixels the way Agg draws over an opaque
+    canvas (``dst + (src − dst)·α``, Agg's rounding), so the frame shows what drawing the
+    artists over it would (within a level or two of 255 where they overlap each other).
+    """
+
+    def __init__(self, index: np.ndarray, rgb: np.ndarray, alpha: np.ndarray):
+        self.index = index  # flat pixel indices, row-major over the canvas
+        self.rgb = rgb  # (n, 3) int32, the layer's colour at those pixels
+        self.alpha = alpha  # (n, 1) int32, its coverage, 1..255
+
+    @classmethod
+    def render(cls, canvas: FigureCanvasAgg, artists: Iterable[Artist]) -> "Overlay":
+        """Draw the visible *artists* on the cleared canvas (the canvas is left so: restore it)."""
+        renderer = canvas.get_renderer()
+        renderer.clear()  # transparent: Agg's non-premultiplied blend keeps colour and coverage apart
+        for artist in artists:
+            if artist.get_visible():
+                artist.draw(renderer)
+        layer = np.asarray(canvas.buffer_rgba()).reshape(-1, 4)
+        index = np.flatnonzero(layer[:, 3])
+        covered = layer[index].astype(np.int32)
+        return cls(index, covered[:, :3], covered[:, 3:])
+
+    def composite(self, rgba: np.ndarray) -> None:
+        """Blend the layer over *rgba* (the canvas's ``(h, w, 4)`` uint8 buffer) in place."""
+        flat = rgba.reshape(-1, 4)
+        dst = flat[self.index, :3].astype(np.int32)
+        # agg::rgba8::lerp: t = (q − p)·a + 128 − (p > q); p + ((t >> 8) + t) >> 8
+        t = (self.rgb - dst) * self.alpha + 128 - (dst > self.rgb)
+        flat[self.index, :3] = dst + (((t >> 8) + t) >> 8)
 
 
 def _grown(lo: float, hi: float, vmin: float, vmax: float, log: bool) -> tuple[float, float] | None:
@@ -183,7 +237,13 @@ def nice_ceiling(value: float) -> float:
 def over_image(ax: Axes) -> list[Artist]:
     """An image axes' artists to blit per frame, in drawing order: the image, then what is drawn
     over it (lines, labels, the frame). Titles stay static: text costs as much as the image."""
-    return [*ax.images, *ax.lines, *ax.texts, *ax.spines.values()]
+    return [*ax.images, *drawn_over(ax)]
+
+
+def drawn_over(ax: Axes) -> list[Artist]:
+    """What is drawn over an image axes' image, in drawing order: lines, labels, the frame
+    (static ones can go to :class:`LiveFigure`'s *over* layer instead of being redrawn)."""
+    return [*ax.lines, *ax.texts, *ax.spines.values()]
 
 
 class LiveCurves(LiveFigure):

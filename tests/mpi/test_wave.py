@@ -79,6 +79,23 @@ def test_cfl_one_on_a_cubic_mesh_is_exact_up_to_rounding(comm):
     s.close()
 
 
+@pytest.mark.parametrize("mesh,dims", [((11, 10, 9), None), (17, None), ((9, 12, 10), "x"), ((12, 9, 10), "z")])
+@pytest.mark.parametrize("slab_bytes", [1, 300, None])
+def test_error_equals_the_whole_block_expression_bit_for_bit(comm, mesh, dims, slab_bytes):
+    from mpiworkbench.solvers.wave.solver import error_slab_shape
+
+    given = None if dims is None else [comm.size if a == dims else 1 for a in "xyz"]
+    s = WaveSolver(comm=comm, mesh=mesh, dims=given, cfl=0.7, kernel="c")
+    if slab_bytes is not None:  # many small slabs (the default fits a small block in one)
+        s._error_scratch = np.empty(error_slab_shape(s._phi.shape, slab_bytes))
+    for steps in (0, 1, 6):
+        s.step(steps)
+        factor = math.cos(math.sqrt(3.0) * math.pi * s.c * s.t)
+        local = float(np.max(np.abs(s.owned() - s._phi * factor)))  # the plain expression
+        assert s.error() == comm.allreduce(local, op=MPI.MAX)
+    s.close()
+
+
 def _dispersion_error(n, cfl, steps):
     """max |u_h − u| predicted by the scheme's dispersion relation (cubic mesh)."""
     h = 1.0 / (n - 1)

@@ -48,3 +48,45 @@ def test_timings_figure_stacks_the_four_categories_per_rank():
     assert len(ax.patches) == 8
     assert abs(max(p.get_x() + p.get_width() for p in ax.patches) - 21.0) < 1e-9  # ms per iteration
     assert [t.get_text() for t in ax.get_yticklabels()] == ["rank 0", "rank 1"]
+
+
+def _live_solution(old: bool = False):
+    from mpiworkbench.plot.render import LiveFigure, over_image
+
+    mesh = 65
+    layout = [(b.i0, b.i1, b.j0, b.j1) for b in poisson.make_blocks(mesh, (2, 2))]
+    u = poisson.exact_solution(mesh)
+    live = plot.LiveSolution(u, 1e-3 * np.cos(7 * u / u.max()), layout, scale=float(u.max()), mesh=mesh)
+    if old:  # every artist over the images redrawn per frame, as the labels once were
+        LiveFigure.__init__(live, live.fig, [a for ax in live.fields for a in over_image(ax)], dpi=80)
+    return live, u
+
+
+def test_rank_labels_over_the_images_are_composited_not_redrawn(monkeypatch):
+    from matplotlib.text import Text
+
+    live, u = _live_solution()
+    assert not any(isinstance(a, Text) for a in live.changing)
+    assert sorted(a.get_text() for a in live.over if isinstance(a, Text)) == sorted([f"rank {r}" for r in range(4)] * 2)
+    live.update(u, 1e-3 * np.sin(7 * u / u.max()))  # the full draw renders the layer once
+    drawn = []
+    monkeypatch.setattr(Text, "draw", lambda self, renderer: drawn.append(self.get_text()))
+    for k in range(3):  # blitted frames (the colour scales stay)
+        live.update(u * (1 - 0.1 * k), 1e-3 * np.sin((7 + k) * u / u.max()))
+    assert live.full_draws == 1 and drawn == []
+
+
+def test_the_composited_frame_looks_as_drawing_everything_over_the_images():
+    new, u = _live_solution()
+    old, _ = _live_solution(old=True)
+    bare, _ = _live_solution()
+    bare._overlay = None
+    bare.over = []  # nothing over the images at all
+    for k in range(3):
+        error = 1e-3 * np.sin((7 + k) * u / u.max())
+        for live in (new, old, bare):
+            live.update(u * (1 - 0.2 * k), error)
+        new_px, old_px, bare_px = (np.asarray(live.canvas.buffer_rgba()).astype(int) for live in (new, old, bare))
+        assert np.abs(new_px - old_px).max() <= 2  # Agg's rounding where the layer is partly covered
+        # the labels and block edges are there: the layer changes many pixels of the bare images
+        assert (np.abs(new_px - bare_px).max(axis=2) > 40).sum() > 200

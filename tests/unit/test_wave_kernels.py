@@ -1,6 +1,7 @@
 """Wave kernels and set-up without MPI: same bits from every kernel, boxes tile the block."""
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -108,3 +109,27 @@ def test_core_and_shell_update_equals_the_whole_update(kernel):
     for box in [core, *shell]:
         update(pieces, u, uo, box)
     np.testing.assert_array_equal(pieces, whole)
+
+
+@pytest.mark.parametrize("shape", [(3, 3, 3), (9, 7, 12), (5, 40, 33), (17, 16, 15)])
+@pytest.mark.parametrize("slab_bytes", [1, 100, 1000, 20_000, 1 << 20])
+def test_slabbed_error_pass_gives_the_whole_block_expressions_bits(shape, slab_bytes):
+    from mpiworkbench.solvers.wave.solver import error_slab_shape, max_abs_difference
+
+    rng = np.random.default_rng(3)
+    ghosted = rng.standard_normal(tuple(n + 2 for n in shape))
+    u = ghosted[1:-1, 1:-1, 1:-1]  # the solver's owned view: not contiguous
+    phi = rng.standard_normal(shape)
+    scratch = np.empty(error_slab_shape(shape, slab_bytes))
+    assert scratch.nbytes <= max(slab_bytes, shape[2] * 8)  # one row at the least
+    for factor in (1.0, -0.3712, math.cos(math.sqrt(3.0) * math.pi * 0.123), 0.0):
+        expected = float(np.max(np.abs(u - phi * factor)))
+        assert max_abs_difference(u, phi, factor, scratch) == expected  # exact, not approx
+
+
+def test_slabbed_error_pass_keeps_a_nan():
+    from mpiworkbench.solvers.wave.solver import error_slab_shape, max_abs_difference
+
+    u = np.zeros((6, 5, 4))
+    u[4, 2, 1] = np.nan
+    assert math.isnan(max_abs_difference(u, np.ones(u.shape), 0.5, np.empty(error_slab_shape(u.shape, 64))))
