@@ -1,22 +1,24 @@
 """What each engine of a workbench's own cluster runs: ipyparallel's ``ipengine``, with its
-nanny started at once instead of in the middle of the engine's registration.
+nanny forked from the engine instead of started as a second interpreter in the middle of the
+engine's registration.
 
-Every ipyparallel engine starts a *nanny* (a second Python process that relays signals to it,
-which the workbench needs to kill a rank blocked in MPI). ipyparallel starts it only once the
-controller has accepted the engine, and waits for it: the nanny's imports (about 1 s of CPU,
-2-3 s on a loaded machine) sat on the critical path of every start. Here the nanny process
-is spawned before the engine imports anything, so its imports overlap the engine's own and
-the controller's start; ipyparallel's ``start_nanny`` then hands the already-running process
-its arguments. The nanny skips the ``ipyparallel`` package's ``__init__`` (launchers, client,
-entry points: a fifth of its imports), which it never uses (:data:`NANNY_CODE`). And the engine
-imports NumPy before it waits for the controller: ipyparallel's serializer imports it at the
-engine's first reply anyway (the rank map), which was on the critical path too.
+Every ipyparallel engine starts a *nanny* (a second process that relays signals to it, which
+the workbench needs to kill a rank blocked in MPI). ipyparallel starts it only once the
+controller has accepted the engine, as a new interpreter (``python -m
+ipyparallel.engine.nanny``), and waits for its imports: 0.14 s of CPU per engine on a quiet
+machine, 1-3 s of waiting on a loaded one, on the critical path of every start. Here the engine
+forks its nanny as soon as it has imported ipyparallel's engine (which imports everything the
+nanny needs), before NumPy, MPI, threads or sockets exist (:class:`ForkedNanny`): the nanny
+costs a fork, and is ready before the engine registers; ipyparallel's ``start_nanny`` then
+hands it its arguments (:func:`handing_over`). And the engine imports NumPy before it waits
+for the controller: ipyparallel's serializer imports it at the engine's first reply anyway (the
+rank map), which was on the critical path too.
 
 The engines start together with the controller (:func:`mpiworkbench.client.clusters.new_cluster`)
 and read its connection file, which the controller writes in place: an engine could read it
 half-written. :func:`wait_for_connection_file` waits until it parses.
 
-Should the prestarted nanny fail, ipyparallel's own is started instead. Nothing else of the
+Should the forked nanny fail, ipyparallel's own is started instead. Nothing else of the
 engine changes.
 
 This file is run by path (:data:`ENGINE_CMD`), never imported by the engines as part of
@@ -29,7 +31,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import subprocess
+import signal
 import sys
 import time
 from pathlib import Path
@@ -42,30 +44,7 @@ from typing import Any, Callable
 ENGINE_CMD = [sys.executable, "-c", f"import runpy; runpy.run_path({str(Path(__file__).resolve())!r}, run_name='__main__')"]
 
 
-#: What the prestarted nanny runs: ``python -m ipyparallel.engine.nanny``, with the package
-#: ``ipyparallel`` entered as a bare namespace (its submodules import as usual; its
-#: ``__init__``, which imports the launchers, the client and their entry points, does not run).
-NANNY_CODE = (
-    "import importlib.util, runpy, sys, types\n"
-    "spec = importlib.util.find_spec('ipyparallel')\n"
-    "package = types.ModuleType('ipyparallel')\n"
-    "package.__spec__, package.__file__ = spec, spec.origin\n"
-    "package.__path__ = list(spec.submodule_search_locations)\n"
-    "sys.modules['ipyparallel'] = package\n"
-    "runpy.run_module('ipyparallel.engine.nanny', run_name='__main__', alter_sys=True)\n"
-)
-
-
-def spawn_nanny() -> subprocess.Popen:
-    """ipyparallel's nanny process, started now: it imports, then waits for its arguments on
-    stdin (:func:`handing_over`). Spawned as ipyparallel spawns it (a session of its own, so a
-    signal to the engine's process group does not reach it; unbuffered output)."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    return subprocess.Popen([sys.executable, "-c", NANNY_CODE], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, env=env, start_new_session=True)
-
-
-def handing_over(nanny: subprocess.Popen, original: Callable[..., Any]) -> Callable[..., Any]:
+def handing_over(nanny: ForkedNanny, original: Callable[..., Any]) -> Callable[..., Any]:
     """A replacement for ``ipyparallel.engine.nanny.start_nanny`` that gives *nanny* the
     arguments ipyparallel would have started a new one with, and returns what that returns
     (the nanny's URL and its process). Falls back to *original* (ipyparallel's own nanny)
@@ -113,13 +92,89 @@ def wait_for_connection_file(spec: str, poll_s: float = 0.02) -> bool:
         time.sleep(poll_s)
 
 
+class ForkedNanny:
+    """A nanny forked from this engine once the modules it needs are imported: what
+    :func:`handing_over` needs of a ``subprocess.Popen`` (``stdin``, ``stdout``, ``poll``,
+    ``kill``, ``wait``). Copy-on-write shares the engine's imports: the nanny costs a fork
+    instead of a second interpreter importing ipyparallel, IPython's traitlets, zmq, tornado
+    and psutil (0.14 s of CPU per engine here, the third of an engine's whole start).
+
+    The child is what ``python -m ipyparallel.engine.nanny`` would be: a session of its own, its
+    arguments pickled on stdin, its URL written to stdout (line-buffered), every other
+    descriptor of the engine closed (the nanny notices the engine's end when its stdout pipe
+    closes, so it must hold no copy of the engine's end of it)."""
+
+    def __init__(self) -> None:
+        args_r, args_w = os.pipe()
+        url_r, url_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the nanny; never returns into the engine's code
+            status = 1
+            try:
+                os.setsid()
+                os.dup2(args_r, 0)
+                os.dup2(url_w, 1)
+                os.closerange(3, _max_fd())
+                from ipyparallel.engine.nanny import KernelNanny
+
+                with os.fdopen(0, "rb") as stdin:
+                    kwargs = pickle.load(stdin)
+                kwargs["pipe"] = os.fdopen(1, "w", buffering=1)
+                KernelNanny.main(**kwargs)
+                status = 0
+            except BaseException:  # noqa: BLE001 - a child of fork must end here, whatever happened
+                import traceback
+
+                traceback.print_exc()
+            finally:
+                os._exit(status)
+        os.close(args_r)
+        os.close(url_w)
+        self.pid = pid
+        self.returncode: int | None = None
+        self.stdin = os.fdopen(args_w, "wb")
+        self.stdout = os.fdopen(url_r, "rb")
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                pid, status = self.pid, 0
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, signal.SIGKILL)
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            try:
+                _, status = os.waitpid(self.pid, 0)
+                self.returncode = os.waitstatus_to_exitcode(status)
+            except ChildProcessError:
+                self.returncode = 0
+        return self.returncode
+
+
+def _max_fd() -> int:
+    try:
+        return os.sysconf("SC_OPEN_MAX")
+    except (OSError, ValueError):
+        return 65536
+
+
 def main() -> None:
+    from ipyparallel.engine import app  # also everything the nanny imports
+
     # An engine that never asks for its nanny (it failed before registering) exits and so
     # closes the nanny's stdin: the nanny then ends too.
-    nanny = spawn_nanny()
-    from ipyparallel.engine import app
-
-    app.start_nanny = handing_over(nanny, app.start_nanny)
+    try:
+        app.start_nanny = handing_over(ForkedNanny(), app.start_nanny)
+    except OSError:  # no fork (out of processes): ipyparallel starts its own nanny, later
+        pass
     try:
         import numpy  # noqa: F401 - see the module's docstring: needed at the first reply anyway
     except ImportError:

@@ -3,7 +3,7 @@
 ipyparallel stops a cluster at interpreter exit (``atexit``), which never runs when a
 kernel is killed (SIGKILL, an out-of-memory kill, a crashed server): its controller and
 MPI engines would run on for ever. Each :class:`~mpiworkbench.Workbench` therefore starts
-this small process::
+this small process (:data:`WATCHDOG_CODE`)::
 
     python -m mpiworkbench.client.watchdog PARENT_PID CLUSTER_FILE
 
@@ -25,11 +25,27 @@ from pathlib import Path
 from mpiworkbench.client.processes import end_trees, wait_for_exit
 
 
+#: What the watchdog runs: ``python -m mpiworkbench.client.watchdog``, with the packages
+#: ``mpiworkbench`` and ``mpiworkbench.client`` entered as bare namespaces, so that their
+#: ``__init__`` (the session, ipyparallel's client: 0.2 s of CPU, at every start, on the cores
+#: the engines are starting on) does not run; this module needs only :mod:`.processes`.
+WATCHDOG_CODE = (
+    "import importlib.util, runpy, sys, types\n"
+    "for name in ('mpiworkbench', 'mpiworkbench.client'):\n"
+    "    spec = importlib.util.find_spec(name)\n"
+    "    package = types.ModuleType(name)\n"
+    "    package.__spec__, package.__file__ = spec, spec.origin\n"
+    "    package.__path__ = list(spec.submodule_search_locations)\n"
+    "    sys.modules[name] = package\n"
+    "runpy.run_module('mpiworkbench.client.watchdog', run_name='__main__', alter_sys=True)\n"
+)
+
+
 def start_watchdog(cluster_file: str) -> subprocess.Popen:
     """The watchdog of this process's cluster (recorded in *cluster_file*), in a session of
     its own so a signal to the kernel's process group does not reach it."""
     return subprocess.Popen(
-        [sys.executable, "-m", "mpiworkbench.client.watchdog", str(os.getpid()), str(cluster_file)],
+        [sys.executable, "-c", WATCHDOG_CODE, str(os.getpid()), str(cluster_file)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -1,10 +1,11 @@
 """How a workbench's own cluster is started (``mpiworkbench.client.clusters.new_cluster``,
 ``mpiworkbench.client.engine_start``), without starting one: the engines are launched with the
 controller and read its connection file only when no stale file of that cluster id could
-mislead them; each engine's nanny is the process spawned at its start."""
+mislead them; each engine's nanny is forked from it."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -73,7 +74,7 @@ def _fake_nanny() -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", FAKE_NANNY], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
 
-def test_the_prestarted_nanny_gets_the_arguments_ipyparallel_would_start_one_with():
+def test_a_nanny_process_gets_the_arguments_ipyparallel_would_start_one_with():
     nanny = _fake_nanny()
     fallback_calls = []
     start = engine_start.handing_over(nanny, lambda **kw: fallback_calls.append(kw) or ("fallback", None))
@@ -100,13 +101,49 @@ def test_a_prestarted_nanny_that_fails_is_replaced_by_ipyparallels_own():
     assert nanny.poll() is not None
 
 
-def test_the_nanny_code_imports_ipyparallels_nanny_without_the_package_init():
-    probe = engine_start.NANNY_CODE.replace("run_name='__main__'", "run_name='probe'") + (
-        "print(sorted(name for name in sys.modules if name.startswith('ipyparallel.')))\n")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
-    imported = eval(out.stdout)  # noqa: S307 - our own child's list of module names
-    assert "ipyparallel.util" in imported  # what the nanny module imports: it ran
-    assert "ipyparallel.cluster" not in imported and "ipyparallel.client" not in imported
+class _FakeKernelNanny:
+    """What the forked child runs instead of ipyparallel's nanny: answers with its URL, the
+    engine it watches, whether it leads a session of its own and the descriptors it holds."""
+
+    @classmethod
+    def main(cls, *, engine_id, pid, pipe, **kwargs):
+        fds = sorted(int(fd) for fd in os.listdir("/proc/self/fd"))
+        pipe.write(f"tcp://127.0.0.1:{5000 + engine_id} {pid} {os.getsid(0) == os.getpid()} {fds}\n")
+
+
+def test_the_forked_nanny_gets_the_arguments_ipyparallel_would_start_one_with(monkeypatch):
+    from ipyparallel.engine import nanny as ipp_nanny
+
+    monkeypatch.setattr(ipp_nanny, "KernelNanny", _FakeKernelNanny)  # the child is a fork: it sees this
+    kept_open = os.pipe()  # a descriptor of the engine's that the nanny must not hold
+    try:
+        nanny = engine_start.ForkedNanny()
+        start = engine_start.handing_over(nanny, lambda **kw: ("fallback", None))
+        url, process = start(engine_id=3, control_url="tcp://127.0.0.1:1")
+    finally:
+        for fd in kept_open:
+            os.close(fd)
+    address, watched, own_session, fds = url.split(" ", 3)
+    assert (address, watched, own_session) == ("tcp://127.0.0.1:5003", str(os.getpid()), "True")
+    assert max(eval(fds)) <= 3  # noqa: S307 - stdin, its pipe, stderr and the listing's own
+    assert process is nanny
+    assert nanny.wait() == 0 and nanny.poll() == 0
+    assert start(engine_id=4) == ("fallback", None)  # a second engine start gets ipyparallel's own
+
+
+def test_a_forked_nanny_that_fails_is_replaced_by_ipyparallels_own(monkeypatch):
+    from ipyparallel.engine import nanny as ipp_nanny
+
+    class Failing:
+        @classmethod
+        def main(cls, **kwargs):
+            raise RuntimeError("no nanny today")
+
+    monkeypatch.setattr(ipp_nanny, "KernelNanny", Failing)
+    nanny = engine_start.ForkedNanny()
+    start = engine_start.handing_over(nanny, lambda **kw: ("started by ipyparallel", kw["engine_id"]))
+    assert start(engine_id=2) == ("started by ipyparallel", 2)
+    assert nanny.poll() == 1
 
 
 def test_the_engine_command_runs_the_file_without_importing_the_client_package():
@@ -115,3 +152,30 @@ def test_the_engine_command_runs_the_file_without_importing_the_client_package()
     probe = code + "; import sys; print('mpiworkbench.client' in sys.modules, 'ipyparallel' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+
+def test_the_watchdog_command_ends_the_cluster_when_its_parent_dies_without_the_client_package(tmp_path):
+    from mpiworkbench.client import watchdog
+
+    probe = watchdog.WATCHDOG_CODE.replace("run_name='__main__'", "run_name='probe'") + (
+        "print(sorted(name for name in sys.modules if name.startswith('mpiworkbench')))\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert eval(out.stdout) == ["mpiworkbench", "mpiworkbench.client", "mpiworkbench.client.processes"]  # noqa: S307
+
+    sleeper = [sys.executable, "-c", "import sys; sys.stdin.read()"]
+    parent = subprocess.Popen(sleeper, stdin=subprocess.PIPE)
+    engines = subprocess.Popen(sleeper, stdin=subprocess.PIPE)
+    cluster_file = tmp_path / "cluster.json"
+    cluster_file.write_text(json.dumps({"engines": {"sets": {"1": {"pid": engines.pid}}}}))
+    dog = subprocess.Popen([sys.executable, "-c", watchdog.WATCHDOG_CODE, str(parent.pid), str(cluster_file)])
+    try:
+        parent.kill()
+        parent.wait(timeout=30)
+        assert dog.wait(timeout=60) == 0
+        assert engines.wait(timeout=30) is not None and not cluster_file.exists()
+    finally:
+        for process in (parent, engines, dog):
+            if process.poll() is None:
+                process.kill()
+                process.wait()
