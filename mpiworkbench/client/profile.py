@@ -17,6 +17,7 @@ from pathlib import Path
 from mpiworkbench.client.clusters import HEARTBEAT_MISSES, HEARTBEAT_MS, ipython_dir
 
 #: Launcher name → extra ``ipcluster_config.py`` lines for it (``{mpi_cmd}``, the mpiexec command,
+#: ``{engine_cmd}``, what each rank runs,
 #: ``{preload}``, the interposer's mpiexec arguments, and ``{environment}``, the MPI
 #: implementation's variables, are filled in as Python literals, ``{mpi_cmd_sh}``,
 #: ``{preload_sh}`` and ``{environment_sh}`` as shell words; literal braces are doubled).
@@ -30,6 +31,9 @@ LAUNCHERS: dict[str, list[str]] = {
         "c.MPIEngineSetLauncher.environment = {environment!r}",
         "# every rank runs with mpiworkbench's MPI interposer preloaded (traces, hang reports)",
         "c.MPIEngineSetLauncher.mpi_args = {preload!r}",
+        "# each engine forks its nanny instead of starting a second Python for it (0.14 s of CPU",
+        "# per engine): ipengine, started by mpiworkbench.client.engine_start",
+        "c.MPIEngineSetLauncher.engine_cmd = {engine_cmd!r}",
     ],
     "slurm": [
         'c.Cluster.engine_launcher_class = "slurm"',
@@ -119,8 +123,10 @@ def create_profile(name: str = "mpi", launcher: str = "mpi", ip: str = "127.0.0.
     def shell(words) -> str:
         return " ".join(map(shlex.quote, words)).replace("{", "{{").replace("}", "}}")
 
+    from mpiworkbench.client.engine_start import ENGINE_CMD
+
     launcher_lines = "\n".join(LAUNCHERS[launcher]).format(
-        mpi_cmd=mpi_cmd, mpi_cmd_sh=shell(mpi_cmd), preload=preload, preload_sh=shell(preload),
+        engine_cmd=list(ENGINE_CMD), mpi_cmd=mpi_cmd, mpi_cmd_sh=shell(mpi_cmd), preload=preload, preload_sh=shell(preload),
         environment=environment, environment_sh=shell(f"{k}={v}" for k, v in environment.items()))
     (profile / "ipcluster_config.py").write_text(
         _HEADER + "c = get_config()  # noqa: F821\n" + launcher_lines + "\n"

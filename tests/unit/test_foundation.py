@@ -74,6 +74,12 @@ def test_profile_files(tmp_path):
     assert profile == tmp_path / "profile_teach"
     cluster = (profile / "ipcluster_config.py").read_text()
     assert 'engine_launcher_class = "mpi"' in cluster and "mpi_cmd" in cluster
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from mpiworkbench.client.engine_start import ENGINE_CMD
+
+    config = PyFileConfigLoader("ipcluster_config.py", path=str(profile)).load_config()
+    assert config.MPIEngineSetLauncher.engine_cmd == ENGINE_CMD  # engines fork their nannies there too
     assert "c.IPController.ip = '127.0.0.1'" in (profile / "ipcontroller_config.py").read_text()
     assert "use_mpi = True" in (profile / "ipengine_config.py").read_text()
 
