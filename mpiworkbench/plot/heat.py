@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from mpiworkbench.plot.render import LiveCurves, LiveFigure, new_figure, over_image
+from mpiworkbench.plot.render import LiveCurves, LiveFigure, drawn_over, new_figure
 
 #: Timing categories of ``HeatSolver.timings`` in stacking order, with their colours.
 TIMING_COLOURS = {"compute": "#4393c3", "exchange": "#f4a582", "allreduce": "#7570b3"}
@@ -38,12 +38,15 @@ def field_figure(field: np.ndarray, rows: Sequence[tuple[int, int]] | None = Non
 
 
 class LiveField(LiveFigure):
-    """:func:`field_figure` kept alive: per frame the field and the strips over it are redrawn."""
+    """:func:`field_figure` kept alive: per frame the field is redrawn; the strips' dashed
+    edges, their "rank N" labels and the frame over it are rendered once, a layer composited
+    over the field (*over* of :class:`~mpiworkbench.plot.render.LiveFigure`). Title, axes and
+    colour bar (its scale is fixed) stay."""
 
     def __init__(self, field: np.ndarray, rows=None, dpi: int = 80, **kwargs):
         fig = field_figure(field, rows, **kwargs)
         self.ax = fig.axes[0]
-        super().__init__(fig, over_image(self.ax), dpi=dpi)
+        super().__init__(fig, [self.ax.images[0]], dpi=dpi, over=drawn_over(self.ax))
 
     def update(self, field: np.ndarray) -> bytes:
         self.ax.images[0].set_data(field)

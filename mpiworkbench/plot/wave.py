@@ -10,7 +10,7 @@ from typing import Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from mpiworkbench.plot.render import LiveCurves, LiveFigure, new_figure, over_image
+from mpiworkbench.plot.render import LiveCurves, LiveFigure, drawn_over, new_figure
 from mpiworkbench.solvers.decomposition import Decomposition
 AXES = ("x", "y", "z")
 
@@ -63,16 +63,18 @@ def slice_title(axis: int | str, index: int, layout: Decomposition | None = None
 
 
 class LiveSlice(LiveFigure):
-    """:func:`slice_figure` kept alive: per frame the plane and the cuts over it are redrawn
-    (axes, colour bar and title stay; the title names the plane, the panel's status line the
-    time). A new axis needs a new ``LiveSlice``."""
+    """:func:`slice_figure` kept alive: per frame the plane is redrawn; the block cuts and the
+    frame over it are rendered once, a layer composited over the plane (*over* of
+    :class:`~mpiworkbench.plot.render.LiveFigure`). Axes, colour bar (its scale is fixed) and
+    title stay; the title names the plane (a new index redraws all once), the panel's status
+    line the time. A new axis needs a new ``LiveSlice``."""
 
     def __init__(self, plane: np.ndarray, axis: int | str, index: int, layout: Decomposition | None = None,
                  dpi: int = 80, **kwargs):
         self.axis, self.layout, self.index = axis, layout, index
         fig = slice_figure(plane, axis, index, layout, **kwargs)
         self.ax = fig.axes[0]
-        super().__init__(fig, over_image(self.ax), dpi=dpi)
+        super().__init__(fig, [self.ax.images[0]], dpi=dpi, over=drawn_over(self.ax))
 
     def update(self, plane: np.ndarray, index: int) -> bytes:
         """The PNG of *plane*, the slice at *index* along this slice's axis."""
