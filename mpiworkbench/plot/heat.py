@@ -20,16 +20,19 @@ TIMING_COLOURS = {"compute": "#4393c3", "exchange": "#f4a582", "allreduce": "#75
 def field_figure(field: np.ndarray, rows: Sequence[tuple[int, int]] | None = None, *, vmin: float = 0.0,
                  vmax: float = 1.0, title: str = "temperature", width: float = 5.0, height: float = 3.6) -> Figure:
     """The ``M × N`` field (row 0 on top, as the report draws the cylinder), each rank's strip
-    of rows outlined by dashed lines and labelled."""
+    of rows outlined by dashed lines and labelled. *rows* are the strips' rows of the grid; the
+    field may be a picture of it with fewer rows (reduced to the screen): the strips are then
+    placed in proportion."""
     fig = new_figure(width, height)
     ax = fig.add_subplot()
     m, n = np.shape(field)
     im = ax.imshow(field, cmap="inferno", vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest")
+    scale = m / rows[-1][1] if rows else 1.0  # picture rows per grid row
     for rank, (start, stop) in enumerate(rows or []):
         if rank:
-            ax.axhline(start - 0.5, color="white", ls="--", lw=1.0)
+            ax.axhline(start * scale - 0.5, color="white", ls="--", lw=1.0)
         if len(rows) > 1:
-            ax.text(0.02 * n, (start + stop - 1) / 2, f"rank {rank}", color="white", va="center", fontsize=8)
+            ax.text(0.02 * n, (start + stop) / 2 * scale - 0.5, f"rank {rank}", color="white", va="center", fontsize=8)
     ax.set_xlabel("column (wraps around)")
     ax.set_ylabel("row (split over the ranks)")
     ax.set_title(title, fontsize=9)

@@ -31,6 +31,17 @@ def test_field_figure_outlines_and_labels_each_strip():
     assert sorted(line.get_ydata()[0] for line in ax.lines) == [10.5, 21.5]
     assert [t.get_text() for t in ax.texts] == ["rank 0", "rank 1", "rank 2"]
     assert len(plot.field_figure(_field(0), [(0, 32)]).axes[0].texts) == 0  # one rank: no label
+    assert [t.get_position()[1] for t in ax.texts] == [5.0, 16.0, 26.5]  # mid-strip
+
+
+def test_strips_of_a_reduced_picture_are_placed_in_proportion():
+    # a 1200-row grid on 2 ranks drawn as a 512-row picture: the edge at grid row 600 is
+    # picture row 256, the labels mid-strip, all inside the axes
+    ax = plot.field_figure(np.zeros((512, 64)), [(0, 600), (600, 1200)]).axes[0]
+    assert [line.get_ydata()[0] for line in ax.lines] == [255.5]
+    assert [t.get_position()[1] for t in ax.texts] == [127.5, 383.5]
+    bottom, top = ax.get_ylim()
+    assert (top, bottom) == (-0.5, 511.5)
 
 
 def test_live_field_composites_the_strips_and_labels_not_redraws_them(monkeypatch):
