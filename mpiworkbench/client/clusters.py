@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from mpiworkbench.client import leftovers
+from mpiworkbench.client.watchdog import engine_state_file
 from mpiworkbench.core import machine
 
 #: Hub heartbeat period (ms). ipyparallel's 3000 ms default is what makes a cluster take
@@ -283,7 +284,8 @@ def stop_cluster(cluster, log_level: int = logging.WARNING, client=None) -> list
     """Stop *cluster*'s engines, then its controller (what ``Session.stop`` does to its own).
 
     Stopped together (ipyparallel's ``stop_cluster``), the engines lose the hub mid-shutdown
-    and take about 3 s longer to exit. What ranks on this host killed rather than stopped
+    and take about 3 s longer to exit. The hub's engine state file, which ipyparallel leaves in
+    the profile, is removed (:func:`~mpiworkbench.client.watchdog.engine_state_file`). What ranks on this host killed rather than stopped
     (blocked in MPI, or dead before) leave in ``/dev/shm`` is removed: those recorded through
     *client* (the session's, closed or not) and those below the local ``mpiexec``. Ranks on
     other hosts keep theirs there (:mod:`~mpiworkbench.client.leftovers`). Returns the paths
@@ -293,6 +295,7 @@ def stop_cluster(cluster, log_level: int = logging.WARNING, client=None) -> list
     with _expected_engine_exit(cluster, log_level):
         cluster.stop_engines_sync()
         cluster.stop_controller_sync()
+    engine_state_file(cluster.profile_dir, cluster.cluster_id).unlink(missing_ok=True)
     return leftovers.after_kill(world, restarting=False)
 
 

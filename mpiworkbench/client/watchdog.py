@@ -8,7 +8,8 @@ this small process (:data:`WATCHDOG_CODE`)::
     python -m mpiworkbench.client.watchdog PARENT_PID CLUSTER_FILE
 
 It sleeps until PARENT_PID exits, then ends the controller and engine sets recorded in
-ipyparallel's cluster file (kept current across restarts) and removes the file. A
+ipyparallel's cluster file (kept current across restarts) and removes the file (and the
+hub's engine state file, :func:`engine_state_file`). A
 workbench that stops normally terminates its watchdog first.
 """
 
@@ -60,18 +61,28 @@ def stop_watchdog(watchdog: subprocess.Popen | None) -> None:
         watchdog.wait(timeout=10)
 
 
-def cluster_pids(cluster_file: Path) -> list[int]:
-    """Controller and ``mpiexec`` pids recorded in an ipyparallel cluster file."""
+def engine_state_file(profile_dir: str | Path, cluster_id: str) -> Path:
+    """The file ipyparallel's hub rewrites at every engine's (un)registration, for a controller
+    restarted with ``--restore``: ``<profile>/log/engines<cluster_id>.json``. ipyparallel never
+    removes it (its hub's cleanup method is never called), so every cluster of a new id left
+    one in the profile; whoever stops a workbench's own cluster removes it."""
+    return Path(profile_dir, "log", f"engines{cluster_id}.json")
+
+
+def read_cluster_file(cluster_file: Path) -> dict:
+    """An ipyparallel cluster file's contents (``{}`` when it is gone)."""
     for _attempt in range(50):  # ipyparallel may be rewriting the file this very moment
         try:
-            data = json.loads(cluster_file.read_text())
-            break
+            return json.loads(cluster_file.read_text())
         except FileNotFoundError:
-            return []
+            return {}
         except (OSError, ValueError):
             time.sleep(0.1)
-    else:
-        return []
+    return {}
+
+
+def cluster_pids(data: dict) -> list[int]:
+    """Controller and ``mpiexec`` pids recorded in an ipyparallel cluster file's *data*."""
     pids = []
     for engine_set in (data.get("engines") or {}).get("sets", {}).values():
         if engine_set.get("pid"):
@@ -87,11 +98,17 @@ def main(argv: list[str] | None = None) -> int:
     parent, cluster_file = int(argv[0]), Path(argv[1])
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a ^C in the terminal is the parent's business
     wait_for_exit(parent)
-    end_trees(cluster_pids(cluster_file))  # engines first (listed first), then the controller
-    try:
-        cluster_file.unlink()
-    except OSError:
-        pass
+    data = read_cluster_file(cluster_file)
+    end_trees(cluster_pids(data))  # engines first (listed first), then the controller
+    cluster = data.get("cluster") or {}
+    leftovers = [cluster_file]
+    if cluster.get("profile_dir") and cluster.get("cluster_id"):
+        leftovers.append(engine_state_file(cluster["profile_dir"], cluster["cluster_id"]))
+    for path in leftovers:
+        try:
+            path.unlink()
+        except OSError:
+            pass
     return 0
 
 

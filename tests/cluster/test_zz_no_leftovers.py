@@ -16,3 +16,13 @@ def test_no_mpi_world_files_left_in_dev_shm(wb, shm_at_start):
     left = leftover_world_files(set(shm_at_start))
     assert left == [], ("files of ended MPI worlds left in /dev/shm since the session started "
                         "(restarts and stops must remove them):\n" + "\n".join(left))
+
+
+def test_no_engine_state_file_of_a_stopped_workbench_cluster_left_in_the_profiles(wb):
+    import os
+    from pathlib import Path
+
+    wb.stop()
+    # ipyparallel's hub writes <profile>/log/engines<cluster id>.json and never removes it
+    left = sorted(str(p) for p in Path(os.environ["IPYTHONDIR"]).glob("profile_*/log/enginesmpiwb-*.json"))
+    assert left == [], "engine state files of stopped workbench clusters:\n" + "\n".join(left)

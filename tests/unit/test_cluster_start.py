@@ -167,13 +167,17 @@ def test_the_watchdog_command_ends_the_cluster_when_its_parent_dies_without_the_
     parent = subprocess.Popen(sleeper, stdin=subprocess.PIPE)
     engines = subprocess.Popen(sleeper, stdin=subprocess.PIPE)
     cluster_file = tmp_path / "cluster.json"
-    cluster_file.write_text(json.dumps({"engines": {"sets": {"1": {"pid": engines.pid}}}}))
+    state_file = watchdog.engine_state_file(tmp_path, "the-id")  # ipyparallel's hub leaves it
+    state_file.parent.mkdir()
+    state_file.write_text("{}")
+    cluster_file.write_text(json.dumps({"engines": {"sets": {"1": {"pid": engines.pid}}},
+                                        "cluster": {"profile_dir": str(tmp_path), "cluster_id": "the-id"}}))
     dog = subprocess.Popen([sys.executable, "-c", watchdog.WATCHDOG_CODE, str(parent.pid), str(cluster_file)])
     try:
         parent.kill()
         parent.wait(timeout=30)
         assert dog.wait(timeout=60) == 0
-        assert engines.wait(timeout=30) is not None and not cluster_file.exists()
+        assert engines.wait(timeout=30) is not None and not cluster_file.exists() and not state_file.exists()
     finally:
         for process in (parent, engines, dog):
             if process.poll() is None:
