@@ -14,7 +14,9 @@ shared machine. "Ready" means what a user needs before the first cell: engines r
 (client side: around each step; engine side: each rank's interpreter start, its imports and
 ``MPI_Init``, stamped by a ``sitecustomize`` put on the engines' ``PYTHONPATH`` for the run),
 attaching a second session to the running cluster, a ``%%px`` allreduce round trip through
-the workbench's magics and ``stop``. Each start runs in a fresh process. ``--baseline COMMIT``
+the workbench's magics (and, alternated with it, the same cell by a bare ``view.execute`` and a
+no-op ``view.apply_sync``: ipyparallel's own round trips, the floor under the workbench's) and
+``stop``. Each start runs in a fresh process. ``--baseline COMMIT``
 checks *COMMIT* out in a ``git worktree`` under ``/tmp`` and runs the same measurement with
 that code (``PYTHONPATH``), alternating with the working tree's; the worktree is removed at
 the end. Ratios new/old are per rank count, medians of the repeats.
@@ -253,12 +255,19 @@ def one_start(n: int, px_repeats: int) -> dict:
         t = time.perf_counter()
         wb.run(os.getpid)  # the first call arms the hang report on every engine
         first_call = time.perf_counter() - t
-        px = []
         cell = "from mpi4py import MPI\n_wbbench = MPI.COMM_WORLD.allreduce(1)"
-        for _ in range(px_repeats + 1):
-            t = time.perf_counter()
-            shell.run_cell_magic("px", "", cell)
-            px.append(time.perf_counter() - t)
+        # the same cell through %%px, and ipyparallel's own round trips without the workbench:
+        # the cell by a bare execute, and a no-op apply (the floor of any call on all engines)
+        ways = {"px": lambda: shell.run_cell_magic("px", "", cell),
+                "bare_execute": lambda: wb.view.execute(cell, block=True),
+                "bare_apply": lambda: wb.view.apply_sync(int)}
+        trips: dict[str, list[float]] = {name: [] for name in ways}
+        for i in range(px_repeats + 1):  # alternated; the first of each is a warm-up
+            for name, way in ways.items():
+                t = time.perf_counter()
+                way()
+                if i:
+                    trips[name].append(time.perf_counter() - t)
         t = time.perf_counter()
         other = Workbench.attach(profile="default", cluster_id=wb.cluster_id, activate=False)
         other.run(os.getpid)
@@ -270,7 +279,8 @@ def one_start(n: int, px_repeats: int) -> dict:
         stop = time.perf_counter() - t
     phases = _phases(t0, ready, marks, stamps)
     return {"n": n, "ready_s": ready - t0, "phases": phases, "first_call_s": first_call,
-            "px_s": statistics.median(px[1:]), "attach_s": attach, "stop_s": stop}
+            "px_s": statistics.median(trips["px"]), "bare_execute_s": statistics.median(trips["bare_execute"]),
+            "bare_apply_s": statistics.median(trips["bare_apply"]), "attach_s": attach, "stop_s": stop}
 
 
 def _phases(t0: float, ready: float, marks: dict, stamps: list[dict]) -> dict:
@@ -343,7 +353,7 @@ def sweep(counts: list[int], repeats: int, baseline: str | None, px_repeats: int
 def _summary(results: list[dict]) -> dict:
     failed = sum("failed" in r for r in results)
     results = [r for r in results if "failed" not in r]
-    keys = ("ready_s", "first_call_s", "px_s", "attach_s", "stop_s")
+    keys = ("ready_s", "first_call_s", "px_s", "bare_execute_s", "bare_apply_s", "attach_s", "stop_s")
     if not results:
         raise RuntimeError(f"every start failed ({failed}): nothing to summarise")
     out = {k: _median(r[k] for r in results) for k in keys}
@@ -370,8 +380,15 @@ def report_sweep(runs: dict, counts: list[int]) -> dict:
             per = (summary[name][lastn]["ready_s"] - summary[name][first]["ready_s"]) / (lastn - first)
             px = summary[name][lastn]["px_s"] / summary[name][first]["px_s"]
             at = summary[name][lastn]["attach_s"] / summary[name][first]["attach_s"]
+            bare = {k: summary[name][lastn][k] / summary[name][first][k] for k in ("bare_execute_s", "bare_apply_s")}
             print(f"{name}: {per:.2f} s per extra engine ({first}→{lastn}); at {lastn} vs {first} engines: "
-                  f"%%px ×{px:.2f}, attach ×{at:.2f}")
+                  f"%%px ×{px:.2f}, attach ×{at:.2f}; ipyparallel alone: the cell ×{bare['bare_execute_s']:.2f}, "
+                  f"a no-op apply ×{bare['bare_apply_s']:.2f}")
+    print("round trips (ms): %%px / the same cell by a bare view.execute / a no-op view.apply_sync")
+    for n in counts:
+        print(f"{n:>3} " + "   ".join(
+            f"{name} " + " / ".join(f"{summary[name][n][k] * 1e3:.1f}" for k in ("px_s", "bare_execute_s", "bare_apply_s"))
+            for name in names))
     for name in names:
         for n in counts:
             if summary[name][n]["failed_starts"]:

@@ -191,16 +191,22 @@ def _grown(lo: float, hi: float, vmin: float, vmax: float, log: bool) -> tuple[f
     """New limits covering ``[vmin, vmax]`` with room to grow, or None if ``[lo, hi]`` covers it."""
     if vmin >= lo and vmax <= hi:
         return None
-    if log:  # whole decades, two more below when falling (residuals fall for many decades)
-        low = math.floor(math.log10(min(vmin, lo))) - (2 if vmin < lo else 0)
-        return 10.0**low, 10.0 ** math.ceil(math.log10(max(vmax, hi)))
+    if log:  # whole decades; when falling, half the span more below (residuals fall for many
+        # decades, and a frame of many CG iterations takes several: a fixed margin of two
+        # decades made every frame of CG 257² a full redraw, growing with the span makes it rare)
+        top = math.ceil(math.log10(max(vmax, hi)))
+        low = math.floor(math.log10(min(vmin, lo)))
+        if vmin < lo:
+            low = max(low - max(2, (top - low) // 2), min(low, -307))  # within a double's range
+        return 10.0**low, 10.0**top
     lo = min(vmin, lo)
     return lo, lo + 2 * (vmax - lo) if vmax > hi else hi
 
 
 def cover(ax: Axes, x: np.ndarray, y: np.ndarray) -> bool:
-    """Widen *ax*'s limits (x to twice the data's span, log y by whole decades) so the data
-    fit; returns whether they changed (the figure then needs a full redraw).
+    """Widen *ax*'s limits (x to twice the data's span, log y by whole decades, half the span
+    more when falling) so the data fit; returns whether they changed (the figure then needs a
+    full redraw).
 
     Growing by steps keeps a history curve blitted for many frames between full redraws.
     """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from mpiworkbench.plot import cg as plot
 from mpiworkbench.plot.render import figure_to_png
@@ -90,3 +91,18 @@ def test_the_composited_frame_looks_as_drawing_everything_over_the_images():
         assert np.abs(new_px - old_px).max() <= 2  # Agg's rounding where the layer is partly covered
         # the labels and block edges are there: the layer changes many pixels of the bare images
         assert (np.abs(new_px - bare_px).max(axis=2) > 40).sum() > 200
+
+
+def test_a_falling_log_history_grows_its_axis_so_full_redraws_stay_rare():
+    from mpiworkbench.plot import render
+
+    assert render._grown(1e-2, 1.0, 1e-3, 1.0, log=True) == pytest.approx((1e-5, 1.0))  # two decades more, at least
+    fig = render.new_figure(4, 3)
+    ax = fig.add_subplot()
+    ax.set_yscale("log")
+    ax.set_ylim(1e-2, 1.0)
+    redraws = 0
+    for frame in range(1, 101):  # a residual falling three decades a frame, to 1e-300
+        redraws += render.cover(ax, np.arange(2.0), np.array([1.0, 10.0 ** (-3 * frame)]))
+        assert ax.get_ylim()[0] <= 10.0 ** (-3 * frame)
+    assert redraws <= 15  # the span grows by half each time: logarithmically many, not one a frame
