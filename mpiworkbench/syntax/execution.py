@@ -75,11 +75,12 @@ def unsupported_reason(lesson: str, column: str, comm) -> str | None:
     if lessons.has_snippet(lesson, column):
         if column == "numba-mpi":
             from mpiworkbench.backends import NotSupportedError
-            from mpiworkbench.backends.numba_mpi import check_world
+            from mpiworkbench.backends.numba_mpi import check_world, fit_status_buffers
             try:
                 check_world(comm)
             except NotSupportedError as exc:
                 return exc.why
+            fit_status_buffers()  # before a snippet compiles: numba-mpi's are MPICH-sized
         return None
     if column in HISTORIC_COLUMNS:
         return f"{column} has no {', '.join('MPI_' + op.capitalize() for op in info.operations)} (thesis Table 4.1)"

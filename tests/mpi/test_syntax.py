@@ -75,3 +75,29 @@ def test_run_on_first_ranks_only(nranks):
 def test_unknown_lesson_fails_on_every_rank():
     with pytest.raises(ValueError, match="unknown lesson"):
         execution.run_lesson("broadcast", COMM)
+
+
+
+def test_numba_snippets_run_with_status_buffers_of_this_mpi_library(monkeypatch):
+    # numba-mpi allocates MPICH's 20-byte MPI_Status; under Open MPI (24 bytes) a recv in a
+    # learner's snippet would write past it. Running a snippet fits them, whatever ran before:
+    # numba-mpi's own helpers are put back first (this process has fitted them already)
+    import importlib
+
+    import numba
+    import numpy as np
+
+    import mpiworkbench.backends.numba_mpi as ours
+
+    @numba.njit
+    def mpich_sized(count=1):  # what numba-mpi 1.3 allocates
+        return np.empty(count * 5, dtype=np.intc)
+
+    modules = [importlib.import_module(f"numba_mpi.{name}") for name in ("common", "api.recv", "api.sendrecv", "api.requests")]
+    modules = [m for m in modules if hasattr(m, "create_status_buffer")]
+    monkeypatch.setattr(ours, "_status_fixed", False)
+    for module in modules:
+        monkeypatch.setattr(module, "create_status_buffer", mpich_sized)
+    execution.run_snippet("send_recv", "numba-mpi", COMM)
+    for module in modules:
+        assert module.create_status_buffer(1).nbytes >= MPI._sizeof(MPI.Status), module.__name__
