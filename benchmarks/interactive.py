@@ -74,6 +74,24 @@ def make_handle(wb, solver: str, size: int, kernel: str = "numpy"):
     return wb.heat(shape=(size, size), tol=1e-12)
 
 
+def play(panel, handle, n: int) -> tuple[int, float]:
+    """*n* frames of *panel*'s Play loop, its solve started again whenever it has finished (a
+    CG iterating on at machine precision reaches ρ = 0, "converged", after some thousand
+    iterations: a few dozen frames at 257², where a frame takes 50-180 of them); returns the
+    frames played and the seconds they took (the restarts left out)."""
+    done, wall = 0, 0.0
+    while done < n:
+        if getattr(handle, "finished", False):
+            handle.reset()
+        t0 = time.perf_counter()
+        played = panel.play_frames(lambda: False, max_frames=n - done)
+        wall += time.perf_counter() - t0
+        done += played
+        if not played and not getattr(handle, "finished", False):
+            break  # stopped for another reason: counted short, and said by the caller
+    return done, wall
+
+
 def plain_steps(handle, k: int) -> None:
     """*k* steps through the handle without a panel (no picture gathered, nothing drawn)."""
     (handle.iterate if hasattr(handle, "iterate") else handle.step)(k)
@@ -136,16 +154,15 @@ def measure_case(wb, solver: str, size: int, frames: int, warmup: int, repeat: i
     procs = processes(wb)
     records, wall, steps_seq, cpu, no_panel_s = [], 0.0, [], {k: 0.0 for k in procs}, 0.0
     for repetition in range(repeat):
-        # a fresh solve every repetition: a CG iterating on at machine precision reaches an
-        # exact zero residual (converged) after a few hundred frames
+        # a fresh solve every repetition (and again whenever it finishes, see play)
         handle = make_handle(wb, solver, size)
         try:
             panel = handle.panel(handle)
-            panel.play_frames(lambda: False, max_frames=warmup)
+            play(panel, handle, warmup)
             panel.stats = FrameStats(window=frames)
-            before, t0 = cpu_seconds(procs), time.perf_counter()
-            done = panel.play_frames(lambda: False, max_frames=frames)
-            wall += time.perf_counter() - t0
+            before = cpu_seconds(procs)
+            done, played_s = play(panel, handle, frames)
+            wall += played_s
             after = cpu_seconds(procs)
         finally:
             handle.close()
@@ -156,10 +173,12 @@ def measure_case(wb, solver: str, size: int, frames: int, warmup: int, repeat: i
         steps = [int(f["steps"]) for f in panel.stats.recent]
         steps_seq += steps
         plain = make_handle(wb, solver, size)  # the same steps without a panel, from a fresh solve
-        t0 = time.perf_counter()
-        for k in steps:
+        for k in steps:  # restarted where the panel's solve was (the same iteration counts)
+            if getattr(plain, "finished", False):
+                plain.reset()
+            t0 = time.perf_counter()
             plain_steps(plain, k)
-        no_panel_s += time.perf_counter() - t0
+            no_panel_s += time.perf_counter() - t0
         if repetition < repeat - 1:
             plain.close()
     no_panel = no_panel_s / len(steps_seq)
@@ -240,14 +259,13 @@ def sweep_case(wb, solver: str, size: int, frames: int, warmup: int, kernel: str
         panels["whole"].resolution = None
         records, wall = {path: [] for path in panels}, {path: 0.0 for path in panels}
         for path, panel in panels.items():
-            panel.play_frames(lambda: False, max_frames=warmup)
+            play(panel, handles[path], warmup)
         while len(records["reduced"]) < frames:
             for path, panel in panels.items():
                 n = min(chunk, frames - len(records[path]))
                 panel.stats = FrameStats(window=n)
-                t0 = time.perf_counter()
-                done = panel.play_frames(lambda: False, max_frames=n)
-                wall[path] += time.perf_counter() - t0
+                done, played_s = play(panel, handles[path], n)
+                wall[path] += played_s
                 assert done == n, f"{solver} {size}: the solver finished early"
                 records[path] += list(panel.stats.recent)
     finally:
