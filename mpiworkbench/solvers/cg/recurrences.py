@@ -28,12 +28,13 @@ class Classic:
         self._pl = np.zeros(total)  # p lives in a local value vector: the matvec needs its ghosts
         self.p = self._pl[: len(x)]
         self.p[:] = r
+        self._v = np.empty(len(x))  # A p, a new one each iteration
         self.rho = ops.allreduce(local_dot(r, r))
 
     def step(self) -> None:
         """One iteration: ``x``, ``r``, ``p`` and ``rho`` move on (collective)."""
         ops, timing = self.ops, self.ops.timing
-        v = ops.matvec(self._pl, self.p)
+        v = ops.matvec(self._pl, self.p, out=self._v)
         t0 = time.perf_counter()
         if self.thesis:
             # Algorithm 2 lines 13-16: <r,r> summed again although it is rho_k
@@ -82,7 +83,7 @@ class Fused:
         alpha = self.alpha
         update_fused(self.p, self.s, self.x, self.r, self.w, alpha, self.beta)
         timing["vector"] += time.perf_counter() - t0
-        self.w = ops.matvec(self._rl, self.r)
+        self.w = ops.matvec(self._rl, self.r, out=self.w)  # the last w is used up by now
         t0 = time.perf_counter()
         gs, ds = local_dot2(self.r, self.w)
         timing["vector"] += time.perf_counter() - t0

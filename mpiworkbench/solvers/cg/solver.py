@@ -2,8 +2,10 @@
 
 :class:`CGSolver` lives on every rank of a communicator and can be stepped
 (:meth:`CGSolver.iterate`), inspected (residual history, per-rank timings) and gathered
-(:meth:`CGSolver.gather_solution`). Each rank holds only its own CSR block of rows
-(:mod:`mpiworkbench.solvers.cg.poisson`); before each matrix-vector product the *local value*
+(:meth:`CGSolver.gather_solution`). Each rank holds only its own block of rows
+(:mod:`mpiworkbench.solvers.cg.poisson`: the CSR block :attr:`CGSolver.A`, applied without being
+stored by :class:`~mpiworkbench.solvers.cg.poisson.LocalOperator`, bit for bit its product);
+before each matrix-vector product the *local value*
 vector is completed with just the entries the neighbours own along the shared edges
 (thesis Fig. 6.9), and dot products are summed with an allreduce.
 
@@ -132,8 +134,9 @@ class CGSolver:
         self.x0 = x0 or ("rhs" if criterion == "thesis" else "zero")
         self.block = self.blocks[rank]
         self.dims = self.block.dims
-        self.A = poisson.local_matrix(self.block)
-        self._ops = TimedOperations(self.A, LocalValueExchange(self.block, self.backend), self.backend)
+        self._matrix = None
+        self._ops = TimedOperations(poisson.LocalOperator(self.block), LocalValueExchange(self.block, self.backend),
+                                    self.backend)
         self.timing = self._ops.timing  # the same dict, for the whole solver's life
         n, total = self.block.n_owned, self.block.n_owned + self.block.n_ghost
         self.b = b
@@ -164,6 +167,15 @@ class CGSolver:
             self.status = "converged"
             return True
         return False
+
+    @property
+    def A(self):
+        """This rank's rows of the matrix as a SciPy CSR block (:func:`~mpiworkbench.solvers.cg.poisson.local_matrix`),
+        built when asked for: the iterations apply the same rows without storing them
+        (:class:`~mpiworkbench.solvers.cg.poisson.LocalOperator`, bit for bit the CSR product)."""
+        if self._matrix is None:
+            self._matrix = poisson.local_matrix(self.block)
+        return self._matrix
 
     @property
     def rho(self) -> float:

@@ -23,8 +23,9 @@ class TimedOperations:
 
     Parameters
     ----------
-    matrix
-        This rank's CSR block of rows (columns over the local value vector).
+    operator
+        This rank's rows of the matrix: ``operator(local_value, out)`` is ``A @ local_value``
+        (a :class:`~mpiworkbench.solvers.cg.poisson.LocalOperator`).
     exchange
         Fills the ghost strips of a local value vector (a
         :class:`~mpiworkbench.solvers.cg.exchange.LocalValueExchange`).
@@ -38,8 +39,8 @@ class TimedOperations:
         reference to it stays current.
     """
 
-    def __init__(self, matrix, exchange, backend):
-        self.matrix = matrix
+    def __init__(self, operator, exchange, backend):
+        self.operator = operator
         self.exchange = exchange
         self.backend = backend
         self.timing = dict.fromkeys(TIMING_KEYS, 0.0)
@@ -59,12 +60,13 @@ class TimedOperations:
         finally:
             self.timing.update(saved)
 
-    def matvec(self, local_value: np.ndarray, owned: np.ndarray) -> np.ndarray:
-        """``A @ local_value`` after the exchange fills its ghosts from *owned* (its first part)."""
+    def matvec(self, local_value: np.ndarray, owned: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """``A @ local_value`` (into *out*, if given) after the exchange fills its ghosts from
+        *owned* (its first part)."""
         t0 = time.perf_counter()
         self.exchange(local_value, owned)
         t1 = time.perf_counter()
-        y = self.matrix @ local_value
+        y = self.operator(local_value, out)
         t2 = time.perf_counter()
         self.timing["exchange"] += t1 - t0
         self.timing["matvec"] += t2 - t1
