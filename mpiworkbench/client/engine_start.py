@@ -97,7 +97,7 @@ class ForkedNanny:
     :func:`handing_over` needs of a ``subprocess.Popen`` (``stdin``, ``stdout``, ``poll``,
     ``kill``, ``wait``). Copy-on-write shares the engine's imports: the nanny costs a fork
     instead of a second interpreter importing ipyparallel, IPython's traitlets, zmq, tornado
-    and psutil (0.14 s of CPU per engine here, the third of an engine's whole start).
+    and psutil (0.14 s of CPU per engine here, over a quarter of an engine's whole start).
 
     The child is what ``python -m ipyparallel.engine.nanny`` would be: a session of its own, its
     arguments pickled on stdin, its URL written to stdout (line-buffered), every other
