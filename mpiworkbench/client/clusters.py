@@ -285,8 +285,9 @@ def stop_cluster(cluster, log_level: int = logging.WARNING, client=None) -> list
 
     Stopped together (ipyparallel's ``stop_cluster``), the engines lose the hub mid-shutdown
     and take about 3 s longer to exit. The hub's engine state file, which ipyparallel leaves in
-    the profile, is removed (:func:`~mpiworkbench.client.watchdog.engine_state_file`). What ranks on this host killed rather than stopped
-    (blocked in MPI, or dead before) leave in ``/dev/shm`` is removed: those recorded through
+    the profile, is removed (:func:`~mpiworkbench.client.watchdog.engine_state_file`). What
+    ranks on this host killed rather than stopped (blocked in MPI, or dead before) leave in
+    ``/dev/shm`` is removed: those recorded through
     *client* (the session's, closed or not) and those below the local ``mpiexec``. Ranks on
     other hosts keep theirs there (:mod:`~mpiworkbench.client.leftovers`). Returns the paths
     removed.

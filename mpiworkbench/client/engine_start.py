@@ -114,7 +114,7 @@ class ForkedNanny:
                 os.setsid()
                 os.dup2(args_r, 0)
                 os.dup2(url_w, 1)
-                os.closerange(3, _max_fd())
+                os.closerange(3, os.sysconf("SC_OPEN_MAX"))
                 from ipyparallel.engine.nanny import KernelNanny
 
                 with os.fdopen(0, "rb") as stdin:
@@ -157,13 +157,6 @@ class ForkedNanny:
             except ChildProcessError:
                 self.returncode = 0
         return self.returncode
-
-
-def _max_fd() -> int:
-    try:
-        return os.sysconf("SC_OPEN_MAX")
-    except (OSError, ValueError):
-        return 65536
 
 
 def main() -> None:

@@ -15,6 +15,7 @@ workbench that stops normally terminates its watchdog first.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -105,10 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     if cluster.get("profile_dir") and cluster.get("cluster_id"):
         leftovers.append(engine_state_file(cluster["profile_dir"], cluster["cluster_id"]))
     for path in leftovers:
-        try:
+        with contextlib.suppress(OSError):
             path.unlink()
-        except OSError:
-            pass
     return 0
 
 

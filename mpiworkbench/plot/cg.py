@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from mpiworkbench.plot.render import LiveCurves, LiveFigure, drawn_over, new_figure, nice_ceiling
+from mpiworkbench.plot.render import LiveCurves, LiveFigure, image_layers, new_figure, nice_ceiling
 #: Timing categories in stacking order, with their colours.
 TIMING_COLOURS = {"matvec": "#1b9e77", "exchange": "#d95f02", "allreduce": "#7570b3", "vector": "#e7298a"}
 
@@ -137,8 +137,7 @@ class LiveSolution(LiveFigure):
         self.fields[0].set_title("solution $x_k$", fontsize=10)
         if error is not None:
             self.fields[1].set_title("error $x_k - u$", fontsize=10)
-        super().__init__(fig, [ax.images[0] for ax in self.fields], dpi=dpi,
-                         over=[a for ax in self.fields for a in drawn_over(ax)])
+        super().__init__(fig, dpi=dpi, **image_layers(*self.fields))
 
     def update(self, u: np.ndarray, error: np.ndarray | None = None,
                extremes: tuple[float, float] | None = None) -> bytes:

@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from mpiworkbench.plot.render import LiveCurves, LiveFigure, drawn_over, new_figure
+from mpiworkbench.plot.render import LiveCurves, LiveFigure, image_layers, new_figure
 
 #: Timing categories of ``HeatSolver.timings`` in stacking order, with their colours.
 TIMING_COLOURS = {"compute": "#4393c3", "exchange": "#f4a582", "allreduce": "#7570b3"}
@@ -49,7 +49,7 @@ class LiveField(LiveFigure):
     def __init__(self, field: np.ndarray, rows=None, dpi: int = 80, **kwargs):
         fig = field_figure(field, rows, **kwargs)
         self.ax = fig.axes[0]
-        super().__init__(fig, [self.ax.images[0]], dpi=dpi, over=drawn_over(self.ax))
+        super().__init__(fig, dpi=dpi, **image_layers(self.ax))
 
     def update(self, field: np.ndarray) -> bytes:
         self.ax.images[0].set_data(field)

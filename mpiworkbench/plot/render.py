@@ -240,10 +240,11 @@ def nice_ceiling(value: float) -> float:
     return 10.0 ** (k + 1)
 
 
-def over_image(ax: Axes) -> list[Artist]:
-    """An image axes' artists to blit per frame, in drawing order: the image, then what is drawn
-    over it (lines, labels, the frame). Titles stay static: text costs as much as the image."""
-    return [*ax.images, *drawn_over(ax)]
+def image_layers(*axes: Axes) -> dict[str, list[Artist]]:
+    """:class:`LiveFigure`'s *changing* and *over* for image axes: each one's image changes per
+    frame, what is drawn over it (:func:`drawn_over`) does not. Titles stay static: text costs
+    as much as the image."""
+    return {"changing": [ax.images[0] for ax in axes], "over": [a for ax in axes for a in drawn_over(ax)]}
 
 
 def drawn_over(ax: Axes) -> list[Artist]:

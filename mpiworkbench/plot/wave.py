@@ -10,7 +10,7 @@ from typing import Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from mpiworkbench.plot.render import LiveCurves, LiveFigure, drawn_over, new_figure
+from mpiworkbench.plot.render import LiveCurves, LiveFigure, image_layers, new_figure
 from mpiworkbench.solvers.decomposition import Decomposition
 AXES = ("x", "y", "z")
 
@@ -74,7 +74,7 @@ class LiveSlice(LiveFigure):
         self.axis, self.layout, self.index = axis, layout, index
         fig = slice_figure(plane, axis, index, layout, **kwargs)
         self.ax = fig.axes[0]
-        super().__init__(fig, [self.ax.images[0]], dpi=dpi, over=drawn_over(self.ax))
+        super().__init__(fig, dpi=dpi, **image_layers(self.ax))
 
     def update(self, plane: np.ndarray, index: int) -> bytes:
         """The PNG of *plane*, the slice at *index* along this slice's axis."""

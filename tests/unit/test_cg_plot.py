@@ -52,14 +52,15 @@ def test_timings_figure_stacks_the_four_categories_per_rank():
 
 
 def _live_solution(old: bool = False):
-    from mpiworkbench.plot.render import LiveFigure, over_image
+    from mpiworkbench.plot.render import LiveFigure, image_layers
 
     mesh = 65
     layout = [(b.i0, b.i1, b.j0, b.j1) for b in poisson.make_blocks(mesh, (2, 2))]
     u = poisson.exact_solution(mesh)
     live = plot.LiveSolution(u, 1e-3 * np.cos(7 * u / u.max()), layout, scale=float(u.max()), mesh=mesh)
     if old:  # every artist over the images redrawn per frame, as the labels once were
-        LiveFigure.__init__(live, live.fig, [a for ax in live.fields for a in over_image(ax)], dpi=80)
+        layers = image_layers(*live.fields)
+        LiveFigure.__init__(live, live.fig, layers["changing"] + layers["over"], dpi=80)
     return live, u
 
 

@@ -15,11 +15,12 @@ def _field(k: int) -> np.ndarray:
 def _live_field(mode: str = "new"):
     """*mode* "old": the strips' edges, labels and frame redrawn per frame (as before they were
     composited); "bare": nothing drawn over the field at all."""
-    from mpiworkbench.plot.render import LiveFigure, over_image
+    from mpiworkbench.plot.render import LiveFigure, image_layers
 
     live = plot.LiveField(_field(0), ROWS, title="temperature on 3 rank(s)' strips of rows")
     if mode == "old":
-        LiveFigure.__init__(live, live.fig, over_image(live.ax), dpi=80)
+        layers = image_layers(live.ax)
+        LiveFigure.__init__(live, live.fig, layers["changing"] + layers["over"], dpi=80)
     elif mode == "bare":
         live.over = []  # still animated: left out of the background too
     return live

@@ -34,12 +34,13 @@ def test_error_and_timing_figures_show_the_data():
 def _live_slice(mode: str = "new"):
     """A LiveSlice over a 2x2x1 split; *mode* "old": the cuts and the frame redrawn per frame
     (as before they were composited), "bare": nothing drawn over the plane at all."""
-    from mpiworkbench.plot.render import LiveFigure, over_image
+    from mpiworkbench.plot.render import LiveFigure, image_layers
 
     layout = decompose((33, 29, 17), 4, dims=(2, 2, 1))
     live = plot.LiveSlice(_plane(0), "z", 8, layout)
     if mode == "old":
-        LiveFigure.__init__(live, live.fig, over_image(live.ax), dpi=80)
+        layers = image_layers(live.ax)
+        LiveFigure.__init__(live, live.fig, layers["changing"] + layers["over"], dpi=80)
     elif mode == "bare":
         live.over = []  # still animated: left out of the background too
     return live, layout

@@ -207,10 +207,9 @@ class LocalOperator:
         self.shape = (block.n_owned, block.n_owned + block.n_ghost)
         self._rows, self._cols = block.shape
         ghosts = block.ghost_slices()
-        # a ghost strip is read where a neighbour's row or column lies inside the mesh
-        inside = {"south": block.i0 > 0, "west": block.j0 > 0,
-                  "east": block.j1 < block.mesh, "north": block.i1 < block.mesh}
-        self._ghosts = tuple(ghosts[side].start if inside[side] else -1 for side in ("south", "west", "east", "north"))
+        # a ghost strip is read where the block has a neighbour (the strips the exchange fills)
+        self._ghosts = tuple(ghosts[side].start if getattr(block, side) is not None else -1
+                             for side in ("south", "west", "east", "north"))
 
     def __call__(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """``A x`` into *out* (a new array without it)."""
