@@ -20,7 +20,7 @@ PROFILE_STAMP := $(VENV)/.profile-created
 SYSTEM_PACKAGES := chromium slurm-wlm munge iproute2
 SYSTEM_PROGRAMS := chromium slurmctld slurmd munged sinfo squeue sbatch ip nsenter unshare
 
-.PHONY: lab test docs screenshots install install-test install-ecosystem install-mpi4jax install-mpis profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
+.PHONY: lab test test-quick docs screenshots install install-test install-ecosystem install-mpi4jax install-mpis profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
 
 lab: $(PROFILE_STAMP)
 	$(BIN)/mpiworkbench lab
@@ -85,12 +85,22 @@ system-packages:
 	  exit 1; \
 	fi
 
-# The whole suite: unit, mpi (1, 2 and 3 ranks), cluster, notebooks, browser.
+# The whole suite: unit, mpi (1, 2 and 3 ranks), cluster, notebooks, browser. The browser tier's
+# documentation site renders the notebooks the notebook tier executed (docs/build.py --stored),
+# so the notebook tier comes before it.
 test: $(TEST_STAMP) $(PROFILE_STAMP) system-packages
 	$(MAKE) --no-print-directory test-unit test-mpi test-cluster test-notebooks test-browser
 
+# A developer's loop (a few minutes): the unit tier and the MPI tier at 2 ranks under the venv's
+# MPICH only. `make test` is what CI runs.
+test-quick: $(TEST_STAMP)
+	$(MAKE) --no-print-directory test-unit test-mpi MPI_RANKS=2 TIER_MPIS=
+
+# Each tier ends with its slowest tests and their times (CI has 90 minutes for the whole suite).
+DURATIONS ?= --durations=15
+
 test-unit: $(TEST_STAMP)
-	$(BIN)/python -m pytest tests/unit
+	$(BIN)/python -m pytest tests/unit $(DURATIONS)
 
 # Every MPI test file runs at 1, 2 and 3 ranks; `python -m mpi4py` turns an unhandled
 # exception on any rank into MPI_Abort, and MPIEXEC_TIMEOUT bounds every job. The ranks run
@@ -98,9 +108,10 @@ test-unit: $(TEST_STAMP)
 # Then at 2 ranks under Open MPI and Intel MPI (their prefixes in .venv/mpi, installed by
 # install-mpis), through python -m mpiworkbench.core.launch: each one's own mpiexec and
 # environment, the world size checked, what a failed job's ranks leave removed (~50 s and ~30 s).
-TIER_MPIS = openmpi impi
+MPI_RANKS ?= 1 2 3
+TIER_MPIS ?= openmpi impi
 test-mpi: $(TEST_STAMP)
-	@for n in 1 2 3; do \
+	@for n in $(MPI_RANKS); do \
 	  echo "== tests/mpi at $$n rank(s) =="; \
 	  $(BIN)/mpiexec $$($(BIN)/python -m mpiworkbench.trace.library) -n $$n $(BIN)/python -m mpi4py -m pytest tests/mpi -p no:cacheprovider || exit 1; \
 	done
@@ -111,16 +122,17 @@ test-mpi: $(TEST_STAMP)
 	done
 
 test-cluster: $(TEST_STAMP) system-packages
-	$(BIN)/python -m pytest tests/cluster
+	$(BIN)/python -m pytest tests/cluster $(DURATIONS)
 
 test-notebooks: $(TEST_STAMP)
-	$(BIN)/python -m pytest tests/notebooks
+	$(BIN)/python -m pytest tests/notebooks $(DURATIONS)
 
 test-browser: $(TEST_STAMP) system-packages
-	$(BIN)/python -m pytest tests/browser
+	$(BIN)/python -m pytest tests/browser $(DURATIONS)
 
-# The documentation site, offline, warnings as errors, the notebooks executed into it
-# (docs/build.py says how); then open docs/_build/html/index.html.
+# The documentation site, offline, warnings as errors, each notebook with the outputs of its run:
+# those the notebook tier stored for these sources when it has run, or else executed into the site
+# (docs/build.py says how; --execute always executes); then open docs/_build/html/index.html.
 docs: $(TEST_STAMP)
 	$(BIN)/python docs/build.py --out docs/_build/html
 

@@ -1,7 +1,11 @@
 """The documentation site: built by ``docs/build.py`` as ``make docs`` builds it (Sphinx,
-warnings as errors, every notebook executed into it), then opened in Chromium from a loopback
-HTTP server: every internal link is followed, every page answers, every image loads, and the
-rendered notebooks carry the outputs of their execution."""
+warnings as errors, every notebook with the outputs of its run), then opened in Chromium from a
+loopback HTTP server: every internal link is followed, every page answers, every image loads, and
+the rendered notebooks carry the outputs of their execution.
+
+Under ``make test`` the notebook tier has just executed every notebook as handed out and stored
+it for these sources: the site renders those (``--stored``, which checks each one's stamp
+against the sources' digest). Run alone, without them, the build executes the notebooks itself."""
 
 from __future__ import annotations
 
@@ -18,8 +22,10 @@ from urllib.parse import urldefrag, urljoin, urlparse
 import pytest
 
 from tests.browser.conftest import CHROMIUM_ARGS, REPO
+from tests.docs_build import docs_build
 
-#: Seconds the build may take: it executes all thirteen notebooks, each on a cluster of its own.
+#: Seconds the build may take: without stored outputs it executes every notebook, each on a
+#: cluster of its own.
 BUILD_LIMIT = 1800
 
 _LINKS_AND_IMAGES = """() => ({
@@ -32,7 +38,10 @@ _LINKS_AND_IMAGES = """() => ({
 def site(tmp_path_factory):
     """The built site's directory (the build's output is shown when it fails)."""
     out = tmp_path_factory.mktemp("site") / "html"
-    result = subprocess.run([sys.executable, str(REPO / "docs" / "build.py"), "--out", str(out)],
+    stored, missing = docs_build.stored_notebooks()
+    how = "--execute" if missing else "--stored"
+    print(f"docs build {how}" + (f" (no stored outputs: {missing[0]} …)" if missing else ""))
+    result = subprocess.run([sys.executable, str(REPO / "docs" / "build.py"), "--out", str(out), how],
                             capture_output=True, text=True, timeout=BUILD_LIMIT, cwd=out.parent)
     assert result.returncode == 0, f"the docs build failed:\n{result.stdout[-4000:]}\n{result.stderr[-8000:]}"
     return out

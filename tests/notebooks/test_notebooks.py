@@ -2,51 +2,121 @@
 
 Here each starts its own two-rank cluster (no ``mpi`` cluster runs in the test's IPython
 directory); ``test_notebooks_attached.py`` runs them all again on a three-rank cluster a user
-started with ``ipcluster``, which their first cell attaches to.
+started with ``ipcluster``, which their first cell attaches to, and
+``test_notebooks_multinode.py`` on ranks on two simulated nodes. All three use
+:func:`run_notebook`, one kernel and one world per notebook.
 
 Notebooks read ``MPIWORKBENCH_SMALL=1`` to use small sizes. Cells tagged
 ``raises-exception`` may raise (they show an error on purpose); any other error fails.
-Exercises (:mod:`mpiworkbench.exercises`) are run twice: with the reference solutions in
-their answer cells (every check says right) and with deliberately wrong answers (every
-check fails with its hint).
+
+Exercises (:mod:`mpiworkbench.exercises`) are checked in the same run, on the same kernel and
+world: the notebook runs as it is handed out (every check says "not answered yet"), and right
+after each exercise's check its cells (from the answer cell to the check) run again with the
+deliberately wrong answer (every check fails with its hint) and then with the reference
+solution (every check says right, nothing on stderr); the rest of the notebook runs on after
+that. The notebook as handed out, with its outputs, is what the documentation site shows: this
+tier stores it for the site (``docs/build.py``), which then executes nothing again.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 from pathlib import Path
 
 import nbformat
 import pytest
+from jupyter_core.utils import run_sync
 from nbclient import NotebookClient
 
 from mpiworkbench import exercises
+from tests.docs_build import docs_build
 
-
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-ALL = sorted(p for p in NOTEBOOKS.glob("*.ipynb") if not p.name.startswith("_"))
+#: The notebooks of the teaching path, as the site lists them.
+ALL = docs_build.handed_out()
 #: Seconds one cell may take before the notebook counts as broken.
 CELL_TIMEOUT_S = int(os.environ.get("MPIWORKBENCH_CELL_TIMEOUT", "600"))
+#: The answers each exercise is run again with, in this order, right after its check ran on the
+#: blank; the notebook then goes on with the last one in place.
+REPLAYS = ("wrong", "solution")
 
 
 def test_there_are_notebooks():
     assert any(p.name == "00_start_here.ipynb" for p in ALL), [p.name for p in ALL]
 
 
-def run_notebook(path: Path, scratch: Path, answers: str = "solution") -> nbformat.NotebookNode:
-    """Execute *path* in a fresh kernel (files it writes land in *scratch*) with the reference
-    solutions (``answers="solution"``) or the deliberately wrong answers (``"wrong"``) in its
-    answer cells; the executed notebook.
+def _tags(cell) -> list[str]:
+    return cell.metadata.get("tags", [])
 
-    With solutions, any error output outside cells tagged ``raises-exception`` fails, and
-    every check must say "right". With wrong answers, every check cell must fail with a
-    :class:`~mpiworkbench.exercises.WrongAnswer` that gives its hint, and nothing else may fail.
+
+def exercise_spans(nb) -> dict[int, tuple[int, str]]:
+    """``{index of the check cell that closes an exercise: (index of its answer cell, NAME)}``:
+    the last cell tagged ``check`` before the next answer cell (or the end)."""
+    answers = exercises.answer_cells(nb)
+    spans = {}
+    for n, (start, name) in enumerate(answers):
+        stop = answers[n + 1][0] if n + 1 < len(answers) else len(nb.cells)
+        checks = [i for i in range(start + 1, stop) if exercises.CHECK_TAG in _tags(nb.cells[i])]
+        assert checks, f"exercise {name} (answer cell {start}) has no cell tagged {exercises.CHECK_TAG!r} after it"
+        spans[checks[-1]] = (start, name)
+    return spans
+
+
+def replay_cells(nb, start: int, stop: int, code: str, kind: str) -> list:
+    """Copies of cells *start* … *stop* of *nb* with *code* in the answer cell; for the wrong
+    answer, its check cells are allowed to raise (the run goes on, to see each fail)."""
+    cells = [copy.deepcopy(cell) for cell in nb.cells[start:stop + 1]]
+    cells[0].source = code.rstrip("\n")
+    for cell in cells:
+        cell.outputs = [] if cell.cell_type == "code" else cell.get("outputs")
+        if kind == "wrong" and exercises.CHECK_TAG in _tags(cell):
+            cell.metadata["tags"] = [*_tags(cell), "raises-exception"]
+    return [cell for cell in cells if cell.cell_type == "code"]
+
+
+def errors_of(cells) -> dict[int, tuple[str, str]]:
+    """``{position: (ename, evalue)}`` of the cells in *cells* that raised."""
+    return {i: (out.get("ename"), out.get("evalue"))
+            for i, cell in enumerate(cells) if cell.cell_type == "code"
+            for out in cell.get("outputs", []) if out.get("output_type") == "error"}
+
+
+def _assert_checks_say(cells, kind: str, where: str) -> None:
+    """Every check cell among *cells* (run with *kind*: ``blank``, ``wrong`` or ``solution``)
+    says what that answer must make it say, and nothing else raised."""
+    errors = errors_of(cells)
+    for i, cell in enumerate(cells):
+        if exercises.CHECK_TAG not in _tags(cell):
+            continue
+        said = printed_by(cell)
+        if kind == "wrong":
+            ename, evalue = errors.pop(i, (None, ""))
+            assert ename == "WrongAnswer" and "Hint: " in evalue, (where, ename, evalue, said)
+        elif kind == "solution":
+            assert ": right." in said and "not answered yet" not in said, (where, said)
+            # nbgrader gives a graded cell that writes to stderr no points, even when it is right
+            # (the course: mpiworkbench.course): a check cell must not
+            assert printed_by(cell, "stderr") == "", (where, printed_by(cell, "stderr"))
+        else:
+            assert "not answered yet" in said and ": right." not in said, (where, said)
+    allowed = {i for i, cell in enumerate(cells) if "raises-exception" in _tags(cell)} if kind == "blank" else set()
+    assert {i: e for i, e in errors.items() if i not in allowed} == {}, where
+
+
+def run_notebook(path: Path, scratch: Path) -> nbformat.NotebookNode:
+    """Execute *path* in a fresh kernel (files it writes land in *scratch*) as it is handed out,
+    each exercise run again with its wrong answer and its reference solution right after its
+    check (see the module's docstring); the executed notebook as handed out.
+
+    Fails on any error output outside cells tagged ``raises-exception``, a check on the blank
+    that does not say "not answered yet", a wrong answer whose check does not fail with a
+    :class:`~mpiworkbench.exercises.WrongAnswer` giving its hint, or a solution whose check
+    does not say right (or writes to stderr).
     """
-    nb = exercises.inject(nbformat.read(path, as_version=4), path.stem, answers)
-    checks = [i for i, cell in enumerate(nb.cells) if "check" in cell.metadata.get("tags", [])]
-    if answers == "wrong":
-        for i in checks:  # let the run go on past each failing check, to see them all fail
-            nb.cells[i].metadata["tags"] = [*nb.cells[i].metadata.get("tags", []), "raises-exception"]
+    nb = nbformat.read(path, as_version=4)
+    handed_out = len(nb.cells)
+    spans = exercise_spans(nb)
+    answers = exercises.solutions(path.stem)
     client = NotebookClient(
         nb,
         timeout=CELL_TIMEOUT_S,
@@ -54,26 +124,32 @@ def run_notebook(path: Path, scratch: Path, answers: str = "solution") -> nbform
         # files a notebook writes land in a scratch directory, not in the repository
         resources={"metadata": {"path": str(scratch)}},
     )
-    client.execute()
-    errors = {
-        i: (out.get("ename"), out.get("evalue"))
-        for i, cell in enumerate(nb.cells)
-        if cell.cell_type == "code"
-        for out in cell.get("outputs", [])
-        if out.get("output_type") == "error"
-    }
-    allowed = {i for i, cell in enumerate(nb.cells) if "raises-exception" in cell.metadata.get("tags", [])}
-    assert {i: e for i, e in errors.items() if i not in allowed} == {}
-    for i in checks:
-        if answers == "wrong":
-            ename, evalue = errors.get(i, (None, ""))
-            assert ename == "WrongAnswer" and "Hint: " in evalue, (i, ename, evalue)
-        else:
-            said = printed_by(nb.cells[i])
-            assert ": right." in said and "not answered yet" not in said, (i, said)
-            # nbgrader gives a graded cell that writes to stderr no points, even when it is right
-            # (the course: mpiworkbench.course): a check cell must not
-            assert printed_by(nb.cells[i], "stderr") == "", (i, printed_by(nb.cells[i], "stderr"))
+
+    async def execute():
+        async with client.async_setup_kernel():
+            info = await client.async_wait_for_reply(client.kc.kernel_info())
+            nb.metadata["language_info"] = info["content"]["language_info"]
+            for index in range(handed_out):
+                await client.async_execute_cell(nb.cells[index], index, execution_count=client.code_cells_executed + 1)
+                if index not in spans:
+                    continue
+                start, name = spans[index]
+                for kind in REPLAYS:
+                    if kind not in answers.get(name, {}):
+                        raise KeyError(f"{path.stem}: exercise {name!r} has no {kind} in {exercises.SOLUTIONS}")
+                    cells = replay_cells(nb, start, index, answers[name][kind], kind)
+                    nb.cells.extend(cells)  # executed at indices of their own, then taken out again
+                    try:
+                        for offset, cell in enumerate(cells):
+                            await client.async_execute_cell(cell, handed_out + offset,
+                                                            execution_count=client.code_cells_executed + 1)
+                    finally:
+                        del nb.cells[handed_out:]
+                    _assert_checks_say(cells, kind, f"{path.stem}: exercise {name} with the {kind} answer")
+            client.set_widgets_metadata()
+
+    run_sync(execute)()
+    _assert_checks_say(nb.cells, "blank", f"{path.stem} as handed out")
     return nb
 
 
@@ -88,15 +164,16 @@ def printed(nb: nbformat.NotebookNode) -> str:
 
 
 @pytest.mark.parametrize("path", ALL, ids=[p.stem for p in ALL])
-def test_notebook_runs_with_the_reference_solutions(path: Path, tmp_path: Path, monkeypatch):
+def test_notebook_runs_and_its_exercises_check_blank_wrong_and_right(path: Path, tmp_path: Path, monkeypatch):
     monkeypatch.setenv("MPIWORKBENCH_SMALL", "1")
-    run_notebook(path, tmp_path, "solution")
+    nb = run_notebook(path, tmp_path)
+    # what the documentation site shows (docs/build.py renders it instead of executing again)
+    docs_build.store_executed(nb, path.name)
 
 
-WITH_EXERCISES = [p for p in ALL if exercises.answer_cells(nbformat.read(p, as_version=4))]
-
-
-@pytest.mark.parametrize("path", WITH_EXERCISES, ids=[p.stem for p in WITH_EXERCISES])
-def test_wrong_answers_fail_their_checks_with_a_hint(path: Path, tmp_path: Path, monkeypatch):
-    monkeypatch.setenv("MPIWORKBENCH_SMALL", "1")
-    run_notebook(path, tmp_path, "wrong")
+def test_every_notebook_is_stored_for_the_site():
+    """Runs after the notebooks (pytest keeps a file's order): each one's run is stored, stamped
+    with the sources it ran, where the site's build takes it from (``docs/build.py --stored``)."""
+    stored, problems = docs_build.stored_notebooks()
+    assert problems == [], problems
+    assert sorted(stored) == sorted(p.name for p in ALL)

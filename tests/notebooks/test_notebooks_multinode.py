@@ -1,9 +1,17 @@
-"""Every notebook once more, attached to an ``mpi`` cluster whose engines are one Slurm job on
-two simulated nodes (``tests/multinode.py``): the profile made by ``mpiworkbench profile create
---launcher slurm --ip HEAD`` (signed and encrypted traffic), ``ipcluster start -n 2`` on head,
-one rank on each node. Each notebook's kernel runs on head (the cluster's addresses exist only
-there); its first cell attaches, and every notebook must run with its ranks on two hosts.
-Notebook 00 restarts the engines (a new batch job); the later notebooks attach to those.
+"""Every notebook once more, attached to an ``mpi`` cluster whose engines are one Slurm job of
+three ranks on two simulated nodes (``tests/multinode.py``): the profile made by ``mpiworkbench
+profile create --launcher slurm --ip HEAD`` (signed and encrypted traffic), ``ipcluster start -n 3``
+on head, two ranks on one node and one on the other, so the notebooks run at an odd rank count,
+oversubscribed, attached to a cluster a user started, with some messages in shared memory and
+others across the simulated network. Each notebook's kernel runs on head (the cluster's addresses
+exist only there); its first cell attaches, and every notebook must run at the rank count it finds
+with its ranks on two hosts. Notebook 00 restarts the engines (a new batch job); the later
+notebooks attach to those, and ``ipcluster stop`` must leave nothing.
+
+(Notebooks attached to an ``ipcluster`` of the local ``mpi`` launcher ran as a tier of their own
+until this one took the three ranks: that launcher's attach, restart and stop are the cluster
+tier's ``test_attach.py`` and ``test_shm_cleanup.py``, and the course's grading on a running
+cluster in ``test_course_autograde.py``.)
 
 Skipped, with the reason, where the simulated cluster cannot be built (not root, no Slurm).
 """
@@ -22,8 +30,10 @@ from tests.cluster.slurm import wait_until
 from tests.multinode import HeadIPCluster, client_json, simulated_cluster
 from tests.notebooks.test_notebooks import ALL
 
-#: One engine per node: every message between the ranks crosses the simulated network.
-RANKS = 2
+#: Ranks of the engines' job: two on the first node (shared memory), one on the second (network).
+RANKS = 3
+#: Slurm CPUs of each compute node.
+CPUS = 2
 #: Bound (seconds) on the cluster's start and stop; each notebook has the notebooks' own cell limit.
 LIMIT = 180
 #: Wall-clock limit of the engines' batch job (minutes; the test Slurm's partition allows 30).
@@ -63,8 +73,8 @@ finally:
 @pytest.fixture(scope="module")
 def two_nodes_cluster(tmp_path_factory):
     """Nodes, an ``mpi`` profile of the Slurm launcher listening on head's address, and its
-    ipcluster on head with one engine per node; yields ``(nodes, env, ipcluster)``."""
-    cluster = simulated_cluster(compute=2, cpus=1)
+    ipcluster on head with RANKS engines across both nodes; yields ``(nodes, env, ipcluster)``."""
+    cluster = simulated_cluster(compute=2, cpus=CPUS)
     nodes = next(cluster)
     try:
         root = tmp_path_factory.mktemp("multinode-notebooks")
@@ -81,7 +91,8 @@ def two_nodes_cluster(tmp_path_factory):
             connection = ipcluster.profile_dir / "security" / "ipcontroller-client.json"
             hosts = client_json(nodes.on(nodes.head, sys.executable, "-c", ENGINES, str(connection), str(RANKS),
                                          env=env, cwd=root, check=False, timeout=LIMIT))
-            assert hosts == nodes.compute, f"one engine on each node: {hosts}\n{ipcluster.diagnose()}"
+            assert len(hosts) == RANKS and sorted(set(hosts)) == nodes.compute, \
+                f"{RANKS} engines on both nodes: {hosts}\n{ipcluster.diagnose()}"
             # ipcluster ends the whole cluster when its engines stop within 30 s of starting
             # (IPClusterStart.early_shutdown): notebook 00 restarts them, so wait that out
             wait_until(lambda: "Engines appear to have started successfully" in ipcluster.log.read_text(),
