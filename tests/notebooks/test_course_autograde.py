@@ -50,9 +50,28 @@ def submit(course: Path, student: str, kind: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def teachers_cluster(tmp_path_factory):
+    """A teacher's ``ipcluster start -n 2 --profile=mpi`` in an IPython directory of its own:
+    ``(ipcluster, ipython_dir)``. Started before the grading below, so that ipcluster's first
+    30 s (IPClusterStart.early_shutdown: it tears its cluster down when the engines stop within
+    them, and the grader restarts them) pass while that grading runs."""
+    root = tmp_path_factory.mktemp("teacher")
+    ipython_dir = root / "ipython"
+    create_profile("mpi", launcher="mpi", ipython_dir_=ipython_dir)
+    env = {**os.environ, "IPYTHONDIR": str(ipython_dir), "MPIWORKBENCH_SMALL": "1"}
+    ipcluster = IPCluster("mpi", ipython_dir, root, env)
+    try:
+        ipcluster.start(2).close()
+        yield ipcluster, ipython_dir
+    finally:
+        ipcluster.stop()
+
+
+@pytest.fixture(scope="module")
+def graded(teachers_cluster, tmp_path_factory):
     """The course after autograding and feedback, with a fresh IPython directory: the grader
-    must start (and stop) its own cluster."""
+    must start (and stop) its own cluster (the teacher's, already running, is in another
+    IPython directory and is not touched)."""
     root = tmp_path_factory.mktemp("class")
     course = root / "course"
     env = pytest.MonkeyPatch()
@@ -140,34 +159,27 @@ def test_the_source_passes_nbgrader_validate(graded, monkeypatch):
         done.stdout[-3000:] + done.stderr[-3000:]
 
 
-def test_on_a_running_cluster_a_deadlock_left_behind_costs_the_next_submission_nothing(graded, tmp_path):
+def test_on_a_running_cluster_a_deadlock_left_behind_costs_the_next_submission_nothing(graded, teachers_cluster):
     """Two grading runs on one ``ipcluster`` cluster: the first leaves its world blocked by the
     deadlock; the second attaches, makes the world fresh, and grades the right answer right."""
     course, _ = graded
-    ipython_dir = tmp_path / "ipython"
-    create_profile("mpi", launcher="mpi", ipython_dir_=ipython_dir)
-    env = {**os.environ, "IPYTHONDIR": str(ipython_dir), "MPIWORKBENCH_SMALL": "1"}
-    ipcluster = IPCluster("mpi", ipython_dir, tmp_path, env)
+    ipcluster, ipython_dir = teachers_cluster
+    # ipcluster tears its cluster down when its engines stop within 30 s of starting
+    # (IPClusterStart.early_shutdown), and the grader restarts them: wait that out
+    wait_until(lambda: "Engines appear to have started successfully" in ipcluster.log.read_text(),
+               "ipcluster to consider its engines started", LIMIT)
+    saved = {name: os.environ.get(name) for name in ("IPYTHONDIR", "MPIWORKBENCH_SMALL")}
+    os.environ.update(IPYTHONDIR=str(ipython_dir), MPIWORKBENCH_SMALL="1")
     try:
-        ipcluster.start(2).close()
-        # ipcluster tears its cluster down when its engines stop within 30 s of starting
-        # (IPClusterStart.early_shutdown), and the grader restarts them: wait that out
-        wait_until(lambda: "Engines appear to have started successfully" in ipcluster.log.read_text(),
-                   "ipcluster to consider its engines started", LIMIT)
-        saved = {name: os.environ.get(name) for name in ("IPYTHONDIR", "MPIWORKBENCH_SMALL")}
-        os.environ.update(IPYTHONDIR=str(ipython_dir), MPIWORKBENCH_SMALL="1")
-        try:
-            for student in ("a_stuck", "b_right"):
-                done = nbgrader(course, "autograde", ASSIGNMENT, "--student", student, "--force")
-                assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        finally:
-            for name, value in saved.items():
-                os.environ.pop(name) if value is None else os.environ.__setitem__(name, value)
-        assert errors(graded_cell(course, "a_stuck", "00-allreduce-gather"))[0][0] == "ExecutionTimeout"
-        right = graded_cell(course, "b_right", "00-allreduce-gather-check")
-        assert errors(right) == [] and "right." in "".join(o.get("text", "") for o in right.outputs)
-        assert scores(course)["b_right"] == 1.0
-        # the teacher's cluster is still there (the grader only detached)
-        assert (ipython_dir / "profile_mpi" / "security" / "cluster-.json").exists()
+        for student in ("a_stuck", "b_right"):
+            done = nbgrader(course, "autograde", ASSIGNMENT, "--student", student, "--force")
+            assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     finally:
-        ipcluster.stop()
+        for name, value in saved.items():
+            os.environ.pop(name) if value is None else os.environ.__setitem__(name, value)
+    assert errors(graded_cell(course, "a_stuck", "00-allreduce-gather"))[0][0] == "ExecutionTimeout"
+    right = graded_cell(course, "b_right", "00-allreduce-gather-check")
+    assert errors(right) == [] and "right." in "".join(o.get("text", "") for o in right.outputs)
+    assert scores(course)["b_right"] == 1.0
+    # the teacher's cluster is still there (the grader only detached)
+    assert (ipython_dir / "profile_mpi" / "security" / "cluster-.json").exists()
