@@ -22,8 +22,12 @@ SYSTEM_PROGRAMS := chromium slurmctld slurmd munged sinfo squeue sbatch ip nsent
 
 .PHONY: lab test test-quick docs screenshots install install-test install-ecosystem install-mpi4jax install-mpis profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
 
+# JupyterLab gets none of the test suite's settings: a wall-clock limit in its environment would
+# reach every kernel, and every MPI world a kernel starts would die when it expired.
+LAB_UNSET := MPIEXEC_TIMEOUT
+
 lab: $(PROFILE_STAMP)
-	$(BIN)/mpiworkbench lab
+	env $(addprefix -u ,$(LAB_UNSET)) $(BIN)/mpiworkbench lab
 
 install: $(RUNTIME_STAMP)
 install-test: $(TEST_STAMP)
