@@ -142,15 +142,18 @@ def build(out: Path, execute: str = "auto") -> int:
         raise ValueError(f"execute must be 'auto', 'stored', 'always' or 'never'; got {execute!r}")
     stored: dict[str, Path] = {}
     if execute in ("auto", "stored"):
-        stored, problems = stored_notebooks()
+        digest = sources_digest()
+        stored, problems = stored_notebooks(digest)
         if problems and execute == "stored":
             print("the notebooks' stored outputs cannot be used (run `make test-notebooks` to store "
                   "them, or build with --execute):\n  " + "\n  ".join(problems), file=sys.stderr)
             return 2
         if problems:
             stored = {}
-        print("notebooks: " + (f"the outputs stored by the notebook tier ({store_dir()})" if stored
+        print("notebooks: " + (f"the outputs stored by the notebook tier ({store_dir(digest)})" if stored
                                else "executed into the site (no stored outputs for these sources)"))
+    else:
+        print("notebooks: " + ("executed into the site" if execute == "always" else "without outputs"))
     with tempfile.TemporaryDirectory(prefix="mpiwb-docs-") as tmp:
         source = stage(Path(tmp) / "source", stored)
         run = execute == "always" or (execute == "auto" and not stored)

@@ -4,8 +4,8 @@ loopback HTTP server: every internal link is followed, every page answers, every
 the rendered notebooks carry the outputs of their execution.
 
 Under ``make test`` the notebook tier has just executed every notebook as handed out and stored
-it for these sources: the site renders those (``--stored``, which checks each one's stamp
-against the sources' digest). Run alone, without them, the build executes the notebooks itself."""
+it for these sources: the build renders those (each one's stamp checked against the sources'
+digest). Run alone, without them, the build executes the notebooks itself."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from urllib.parse import urldefrag, urljoin, urlparse
 
 import pytest
 
-from tests.browser.conftest import CHROMIUM_ARGS, REPO
+from tests.browser.conftest import CHROMIUM_ARGS
 from tests.docs_build import docs_build
 
 #: Seconds the build may take: without stored outputs it executes every notebook, each on a
@@ -38,12 +38,11 @@ _LINKS_AND_IMAGES = """() => ({
 def site(tmp_path_factory):
     """The built site's directory (the build's output is shown when it fails)."""
     out = tmp_path_factory.mktemp("site") / "html"
-    stored, missing = docs_build.stored_notebooks()
-    how = "--execute" if missing else "--stored"
-    print(f"docs build {how}" + (f" (no stored outputs: {missing[0]} …)" if missing else ""))
-    result = subprocess.run([sys.executable, str(REPO / "docs" / "build.py"), "--out", str(out), how],
+    # the build's default: the stored outputs when all are there for these sources, else it executes
+    result = subprocess.run([sys.executable, docs_build.__file__, "--out", str(out)],
                             capture_output=True, text=True, timeout=BUILD_LIMIT, cwd=out.parent)
     assert result.returncode == 0, f"the docs build failed:\n{result.stdout[-4000:]}\n{result.stderr[-8000:]}"
+    print(result.stdout.splitlines()[0])  # which of the two it used
     return out
 
 
@@ -96,8 +95,7 @@ def test_every_internal_link_answers_and_every_image_loads(served):
     for name in ("getting-started", "teaching", "cluster", "tracing", "measurements", "architecture", "limits", "api"):
         assert served + f"{name}.html" in pages, f"{name}.html not reached from the index"
     notebooks = sorted(Path(u).name for u in pages if "/notebooks/" in u)
-    assert notebooks == sorted(p.stem + ".html" for p in (REPO / "notebooks").glob("*.ipynb")
-                               if not p.name.startswith("_")), notebooks
+    assert notebooks == sorted(p.stem + ".html" for p in docs_build.handed_out()), notebooks
 
 
 def test_notebooks_are_rendered_with_the_outputs_of_their_run(site):

@@ -1,10 +1,9 @@
 """Every notebook in notebooks/ is executed: a notebook that does not run is a failing test.
 
 Here each starts its own two-rank cluster (no ``mpi`` cluster runs in the test's IPython
-directory); ``test_notebooks_attached.py`` runs them all again on a three-rank cluster a user
-started with ``ipcluster``, which their first cell attaches to, and
-``test_notebooks_multinode.py`` on ranks on two simulated nodes. All three use
-:func:`run_notebook`, one kernel and one world per notebook.
+directory); ``test_notebooks_multinode.py`` runs them all again attached to three ranks a user
+started with ``ipcluster`` on two simulated nodes. Both use :func:`run_notebook`, one kernel and
+one world per notebook.
 
 Notebooks read ``MPIWORKBENCH_SMALL=1`` to use small sizes. Cells tagged
 ``raises-exception`` may raise (they show an error on purpose); any other error fails.
@@ -34,6 +33,9 @@ from tests.docs_build import docs_build
 
 #: The notebooks of the teaching path, as the site lists them.
 ALL = docs_build.handed_out()
+#: The digest of the sources these notebooks run, taken once before any of them runs: what the
+#: site's copies are stamped with.
+SOURCES_DIGEST = docs_build.sources_digest()
 #: Seconds one cell may take before the notebook counts as broken.
 CELL_TIMEOUT_S = int(os.environ.get("MPIWORKBENCH_CELL_TIMEOUT", "600"))
 #: The answers each exercise is run again with, in this order, right after its check ran on the
@@ -62,16 +64,16 @@ def exercise_spans(nb) -> dict[int, tuple[int, str]]:
     return spans
 
 
-def replay_cells(nb, start: int, stop: int, code: str, kind: str) -> list:
-    """Copies of cells *start* … *stop* of *nb* with *code* in the answer cell; for the wrong
+def replay_cells(answered, start: int, stop: int, kind: str) -> list:
+    """Copies of the code cells *start* … *stop* of *answered* (the notebook with *kind*'s
+    answers in place, :func:`mpiworkbench.exercises.inject`), without outputs; for the wrong
     answer, its check cells are allowed to raise (the run goes on, to see each fail)."""
-    cells = [copy.deepcopy(cell) for cell in nb.cells[start:stop + 1]]
-    cells[0].source = code.rstrip("\n")
+    cells = [copy.deepcopy(cell) for cell in answered.cells[start:stop + 1] if cell.cell_type == "code"]
     for cell in cells:
-        cell.outputs = [] if cell.cell_type == "code" else cell.get("outputs")
+        cell.outputs = []
         if kind == "wrong" and exercises.CHECK_TAG in _tags(cell):
             cell.metadata["tags"] = [*_tags(cell), "raises-exception"]
-    return [cell for cell in cells if cell.cell_type == "code"]
+    return cells
 
 
 def errors_of(cells) -> dict[int, tuple[str, str]]:
@@ -116,7 +118,8 @@ def run_notebook(path: Path, scratch: Path) -> nbformat.NotebookNode:
     nb = nbformat.read(path, as_version=4)
     handed_out = len(nb.cells)
     spans = exercise_spans(nb)
-    answers = exercises.solutions(path.stem)
+    # the notebook with each kind of answer in place (a missing one is a KeyError naming it)
+    answered = {kind: exercises.inject(copy.deepcopy(nb), path.stem, kind) for kind in REPLAYS} if spans else {}
     client = NotebookClient(
         nb,
         timeout=CELL_TIMEOUT_S,
@@ -135,9 +138,7 @@ def run_notebook(path: Path, scratch: Path) -> nbformat.NotebookNode:
                     continue
                 start, name = spans[index]
                 for kind in REPLAYS:
-                    if kind not in answers.get(name, {}):
-                        raise KeyError(f"{path.stem}: exercise {name!r} has no {kind} in {exercises.SOLUTIONS}")
-                    cells = replay_cells(nb, start, index, answers[name][kind], kind)
+                    cells = replay_cells(answered[kind], start, index, kind)
                     nb.cells.extend(cells)  # executed at indices of their own, then taken out again
                     try:
                         for offset, cell in enumerate(cells):
@@ -168,12 +169,12 @@ def test_notebook_runs_and_its_exercises_check_blank_wrong_and_right(path: Path,
     monkeypatch.setenv("MPIWORKBENCH_SMALL", "1")
     nb = run_notebook(path, tmp_path)
     # what the documentation site shows (docs/build.py renders it instead of executing again)
-    docs_build.store_executed(nb, path.name)
+    docs_build.store_executed(nb, path.name, SOURCES_DIGEST)
 
 
 def test_every_notebook_is_stored_for_the_site():
     """Runs after the notebooks (pytest keeps a file's order): each one's run is stored, stamped
     with the sources it ran, where the site's build takes it from (``docs/build.py --stored``)."""
-    stored, problems = docs_build.stored_notebooks()
+    stored, problems = docs_build.stored_notebooks(SOURCES_DIGEST)
     assert problems == [], problems
     assert sorted(stored) == sorted(p.name for p in ALL)
