@@ -107,7 +107,7 @@ RANKS = 2
 
 def mpiexec(impl) -> list[str]:
     """The launcher of *impl* for :data:`RANKS` ranks bound to cores (what every program here runs under)."""
-    return impl.command(RANKS, [], BIND_TO_CORE.get(impl.name, ("-bind-to", "core")))
+    return launching.world_launch(impl, RANKS).command(RANKS, [], BIND_TO_CORE.get(impl.name, ("-bind-to", "core")))
 
 
 def wait_until_quiet(limit: float, patience: float) -> float:
@@ -122,8 +122,7 @@ def wait_until_quiet(limit: float, patience: float) -> float:
 
 def run(impl, cmd: list[str], timeout: float = 900) -> str:
     """*cmd* under the launcher of *impl*, in its environment (its library, the world size its ranks check)."""
-    env = {**launching.job_environment(RANKS, impl), "MPI4PY_RC_THREAD_LEVEL": "single",
-           "MPIEXEC_TIMEOUT": str(int(timeout))}
+    env = {**launching.world_launch(impl, RANKS, limit_s=timeout).environ(), "MPI4PY_RC_THREAD_LEVEL": "single"}
     cmd = mpiexec(impl) + cmd
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout + 30)
     if proc.returncode != 0:

@@ -79,10 +79,12 @@ def worker(args) -> None:
 
 
 def run_worker(np_: int, args) -> dict:
-    mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    cmd = [mpiexec, "-n", str(np_), sys.executable, "-m", "mpi4py", __file__, "--worker",
-           "--mesh", str(args.mesh), "--iterations", str(args.iterations), "--repeat", str(args.repeat)]
-    env = {**os.environ, "MPIEXEC_TIMEOUT": os.environ.get("MPIEXEC_TIMEOUT", "1800")}
+    from mpiworkbench.core.launch import world_launch
+
+    launch = world_launch(np=np_, limit_s=float(os.environ.get("MPIEXEC_TIMEOUT", "1800")))
+    cmd = launch.command(np_, [sys.executable, "-m", "mpi4py", __file__, "--worker", "--mesh", str(args.mesh),
+                               "--iterations", str(args.iterations), "--repeat", str(args.repeat)])
+    env = launch.environ()
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out.strip().splitlines()[-1])
 

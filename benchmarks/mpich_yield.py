@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from mpiworkbench.core.launch import YIELD_WHILE_WAITING, find_mpiexec
+from mpiworkbench.core.launch import YIELD_WHILE_WAITING, world_launch
 
 SETTINGS = {
     "default (busy poll)": {},
@@ -58,9 +58,10 @@ def main() -> int:
         busy: dict[str, list[float]] = {name: [] for name in SETTINGS}
         for _ in range(args.launches):
             for name, extra in SETTINGS.items():
-                env = {k: v for k, v in os.environ.items() if not k.startswith("MPIR_CVAR_")}
+                launch = world_launch(np=2, limit_s=120, yield_while_waiting=False)
+                env = {k: v for k, v in launch.environ().items() if not k.startswith("MPIR_CVAR_")}
                 env.update(extra)
-                out = subprocess.run([find_mpiexec(), "-n", "2", sys.executable, str(script), str(args.sleep)],
+                out = subprocess.run(launch.command(2, [sys.executable, str(script), str(args.sleep)]),
                                      env=env, capture_output=True, text=True, timeout=120, check=True)
                 busy[name].append(float(out.stdout.strip()))
     load = os.getloadavg()[0]

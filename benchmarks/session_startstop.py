@@ -54,10 +54,10 @@ def time_defaults(n: int) -> tuple[float, float]:
     import ipyparallel as ipp
     from traitlets.config import Config
 
-    from mpiworkbench.core.launch import find_mpiexec
+    from mpiworkbench.core.launch import world_launch
 
     config = Config()
-    config.MPILauncher.mpi_cmd = [find_mpiexec()]  # only so mpiexec is found; otherwise defaults
+    config.MPILauncher.mpi_cmd = list(world_launch().mpiexec)  # only so mpiexec is found; otherwise defaults
     t0 = time.perf_counter()
     cluster = ipp.Cluster(engines="mpi", n=n, config=config, cluster_id=f"bench-default-{time.time_ns()}")
     client = cluster.start_and_connect_sync()

@@ -107,13 +107,13 @@ def inner(blocks: int) -> None:
 
 
 def _job(preload: bool, blocks: int) -> dict:
-    from mpiworkbench.core.launch import find_mpiexec
+    from mpiworkbench.core.launch import world_launch
     from mpiworkbench.trace.library import build
 
-    mpiexec = find_mpiexec()
-    args = [mpiexec, *(["-genv", "LD_PRELOAD", str(build())] if preload else []), "-n", "2",
-            sys.executable, "-m", "mpi4py", __file__, "--inner", "--blocks", str(blocks)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MPIEXEC_TIMEOUT": "900"}
+    launch = world_launch(np=2, limit_s=900)
+    args = launch.command(2, [sys.executable, "-m", "mpi4py", __file__, "--inner", "--blocks", str(blocks)],
+                          ["-genv", "LD_PRELOAD", str(build())] if preload else [])
+    env = launch.environ()
     proc = subprocess.run(args, capture_output=True, text=True, env=env, check=True)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from mpiworkbench.client.processes import alive, cmdline, descendants as _descendants
+from mpiworkbench.core.processes import alive, cmdline, descendants as _descendants
 from mpiworkbench.core import shm
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -26,6 +27,27 @@ HEARTBEAT_MS = 250
 #: Missed heartbeats tolerated before the hub drops an engine (120 × 250 ms = 30 s), so
 #: oversubscribed, busy-polling ranks are never mistaken for dead ones.
 HEARTBEAT_MISSES = 120
+#: Seconds an engine stays without hearing the controller's heartbeat before it unregisters and
+#: exits. The two tolerances are a pair: the controller drops a silent engine after
+#: ``HEARTBEAT_MS * HEARTBEAT_MISSES`` (30 s: a rank's heart answers from its own thread even
+#: while Python computes, so silence means a dead rank or a lost node, and a restart waits that
+#: long for an unreachable engine); an engine waits much longer for a silent controller, since
+#: its silence is mostly a stall (a loaded laptop, a process stopped with SIGSTOP, a debugger),
+#: after which the world must still be there. ipyparallel's default (50 checks of the period
+#: + 500 ms, 37.5 s here) made a world unregister itself after a 40 s stall of the controller.
+#: A controller that really died leaves its engines for this long before they exit.
+ENGINE_PATIENCE_S = 600.0
+
+
+def engine_heartbeat_args() -> list[str]:
+    """The ``ipengine`` options that set :data:`ENGINE_PATIENCE_S` (ipyparallel counts an engine's
+    checks, one per heartbeat period + 500 ms)."""
+    return [f"--IPEngine.max_heartbeat_misses={engine_heartbeat_misses()}"]
+
+
+def engine_heartbeat_misses() -> int:
+    """How many of the engine's heartbeat checks :data:`ENGINE_PATIENCE_S` is."""
+    return int(math.ceil(ENGINE_PATIENCE_S * 1000 / (HEARTBEAT_MS + 500)))
 #: Seconds a new engine waits for the controller's connection file. The engines are started
 #: together with the controller (not once it is up), so each one's Python imports (~1 s) overlap
 #: the controller's start (~1-2 s) instead of following it; an engine then reads the file the
@@ -45,24 +67,25 @@ def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", threa
     from traitlets.config import Config
 
     from mpiworkbench.core import implementations
-    from mpiworkbench.core.launch import find_mpiexec, rank_environment
+    from mpiworkbench.core.launch import world_launch
 
     impl = implementations.get(mpi) if mpi else implementations.current()
     config = Config()
-    # The mpiexec that belongs to the implementation's library (the venv's, from the mpich
-    # wheel, by default), even when the venv's bin/ is not on PATH (a kernel started by a
-    # system Jupyter); its environment points mpi4py (and its compilers) at that library.
-    config.MPILauncher.mpi_cmd = [find_mpiexec(impl), *impl.launcher_args]
-    environment = rank_environment(yield_while_waiting)
-    environment.update(impl.variables())
-    environment[implementations.SIZE_VARIABLE] = str(n)
+    # The one recipe for starting ranks: the mpiexec that belongs to the implementation's
+    # library (the venv's, from the mpich wheel, by default), even when the venv's bin/ is not
+    # on PATH (a kernel started by a system Jupyter); its environment points mpi4py (and its
+    # compilers) at that library; no wall-clock limit inherited from the caller's environment.
+    launch = world_launch(impl, n, yield_while_waiting=yield_while_waiting)
+    config.MPILauncher.mpi_cmd = list(launch.mpiexec)
+    environment = dict(launch.environment)
     if thread_level is not None:
         environment["MPI4PY_RC_THREAD_LEVEL"] = thread_level
     config.MPIEngineSetLauncher.environment = environment
     # every rank runs with the MPI interposer preloaded: traces and hang reports
     from mpiworkbench.trace.library import mpiexec_args
     config.MPIEngineSetLauncher.mpi_args = mpiexec_args(impl)
-    config.MPIEngineSetLauncher.engine_args = [f"--IPEngine.wait_for_url_file={CONNECTION_FILE_WAIT_S}"]
+    config.MPIEngineSetLauncher.engine_args = [f"--IPEngine.wait_for_url_file={CONNECTION_FILE_WAIT_S}",
+                                               *engine_heartbeat_args()]
     # ipengine with its nanny started at once (mpiworkbench.client.engine_start)
     from mpiworkbench.client.engine_start import ENGINE_CMD
     config.MPIEngineSetLauncher.engine_cmd = list(ENGINE_CMD)
@@ -80,6 +103,7 @@ def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", threa
         log_level=log_level,
         shutdown_atexit=True,
     )
+    quiet(cluster)
     # Engines read the controller's connection file instead of waiting, with mpiexec unlaunched,
     # for ipyparallel to pass it in their environment: see CONNECTION_FILE_WAIT_S. Only while
     # no file of that name exists yet (a fresh cluster id): a file left by a dead controller of
@@ -181,6 +205,7 @@ def _running_cluster(profile: str, cluster_id: str, ipython_dir_: str | None):
         return None  # half-written or foreign file: not a cluster we can attach to
     if cluster.controller is None or not _controller_alive(cluster):
         return None
+    quiet(cluster)
     # Attached, we only watch: without this, noticing the owner's engines stop (a restart
     # from another notebook) would rewrite the owner's file from our stale view and drop the
     # engines recorded there. Writes are allowed only where we act (see `acting_on`), to the
@@ -348,6 +373,104 @@ def kill_engines(cluster, client, engine_ids: Iterable[int], log_level: int = lo
             raise TimeoutError(f"timed out after {timeout} s waiting for the old engines to unregister")
         time.sleep(0.05)
     return leftovers.after_kill(world)
+
+
+class _Quiet(logging.Filter):
+    """Keeps ipyparallel from writing a dead world's output (dozens of lines of every engine's
+    log, "Output for ipengine-…") and its launcher's exit data into whatever cell runs when its
+    thread notices: the session says once what happened (:func:`how_it_ended`), and the output
+    stays one call away (:func:`world_log`)."""
+
+    SAID_ELSEWHERE = ("Output for ", "engine set stopped", "Controller stopped")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(self.SAID_ELSEWHERE)
+
+
+def quiet(cluster) -> None:
+    """Install :class:`_Quiet` on *cluster*'s log (once)."""
+    log = getattr(cluster, "log", None)
+    if isinstance(log, logging.Logger) and not any(isinstance(f, _Quiet) for f in log.filters):
+        log.addFilter(_Quiet())
+
+
+def _launchers(cluster) -> list:
+    return [*(cluster.engines or {}).values(), *([cluster.controller] if cluster.controller is not None else [])]
+
+
+def world_log(cluster) -> str:
+    """What the cluster's ``mpiexec`` (and controller) wrote: the ranks' last words when the
+    world died (ipyparallel keeps it after the process has ended)."""
+    parts = []
+    for launcher in _launchers(cluster):
+        try:
+            output = launcher.get_output() or ""
+        except Exception as exc:  # noqa: BLE001 - a diagnostic must not fail
+            output = f"(not readable: {exc})"
+        data = getattr(launcher, "stop_data", None)
+        head = f"--- {getattr(launcher, 'identifier', type(launcher).__name__)}" + (f" (ended: {data})" if data else "")
+        parts.append(head + "\n" + output.rstrip())
+    return "\n".join(parts)
+
+
+#: What a dead world's ``mpiexec`` output says (upper-cased; MPICH's and Intel MPI's Hydra,
+#: Open MPI's prterun), and the cause it names: the first that matches wins.
+_CAUSES = (
+    (("APPLICATION TIMED OUT", "TIME LIMIT FOR JOB EXECUTION HAS BEEN REACHED"),
+     "mpiexec ended it at its wall-clock limit (MPIEXEC_TIMEOUT in the environment it was started with)"),
+    (("MAXIMUM NUMBER OF HEARTBEATS MISSES REACHED",),
+     "the ranks heard nothing from the controller for ENGINE_PATIENCE_S and left (the controller stalled or died)"),
+    (("MPI_ABORT",), "{who} called MPI_Abort"),
+    (("SEGMENTATION FAULT", "(SIGNAL 11)", "SIGNAL 11 "), "{who} crashed (segmentation fault)"),
+    (("(SIGNAL 9)", "SIGNAL 9 ", "EXIT CODE: 9\n"),
+     "{who} was killed (SIGKILL: by hand, by wb.restart() elsewhere, or by the out-of-memory killer)"),
+    (("(SIGNAL 15)", "SIGNAL 15 "), "{who} was terminated (SIGTERM)"),
+    (("BAD TERMINATION", "EXITED ON SIGNAL"), "{who} ended abnormally"),
+)
+#: Seconds :func:`how_it_ended` gives a local ``mpiexec`` to end its job once ranks are gone.
+MPIEXEC_SETTLE_S = 3.0
+
+
+def _has_local_launcher(cluster) -> bool:
+    return any(getattr(launcher, "process", None) is not None for launcher in (cluster.engines or {}).values())
+
+
+def how_it_ended(cluster, client, ranks: dict[int, int], hosts: dict[int, str] | None = None) -> str:
+    """Why the MPI world of *cluster* is dead, in one sentence (``""`` while it lives): the
+    controller gone, ``mpiexec``'s time limit, a rank killed, aborted or crashed, or ranks
+    that unregistered while ``mpiexec`` runs (a lost node, a rank cut off). *ranks*: engine id →
+    rank of the world; *hosts*: rank → host.
+
+    (Which rank ended a world ``mpiexec`` does not tell reliably: Hydra names the first process
+    it finds ended, often one it killed itself while cleaning up.)"""
+    if cluster is None:
+        return ""
+    if not _controller_alive(cluster):
+        data = getattr(cluster.controller, "stop_data", None)
+        return f"the controller has gone{f' ({data})' if data else ''}: every rank lost it"
+    # a local mpiexec ends its job a moment after a rank died: its words name the cause
+    deadline = time.monotonic() + MPIEXEC_SETTLE_S
+    while _has_local_launcher(cluster) and not engines_exited(cluster) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if engines_exited(cluster):
+        said = world_log(cluster).upper()
+        cause = next((why for marks, why in _CAUSES if any(mark in said for mark in marks)), None)
+        codes = [getattr(launcher, "stop_data", None) or {} for launcher in (cluster.engines or {}).values()]
+        code = next((data.get("exit_code") for data in codes if data.get("exit_code") is not None), None)
+        cause = (cause or "its mpiexec ended").format(who="a rank").replace(
+            "ENGINE_PATIENCE_S", f"{ENGINE_PATIENCE_S:g} s")
+        return cause + (f" (mpiexec's exit code {code})" if code is not None else "")
+    try:
+        registered = set(client.ids)
+    except Exception:  # noqa: BLE001 - the client lost its controller
+        return "this notebook lost its connection to the controller"
+    gone = sorted(rank for engine, rank in ranks.items() if engine not in registered)
+    if not gone:
+        return ""
+    hosts = hosts or {}
+    named = [f"rank {rank}" + (f" (on {hosts[rank]})" if hosts.get(rank) else "") for rank in gone]
+    return (f"{', '.join(named)} {'has' if len(gone) == 1 else 'have'} unregistered while mpiexec still runs: "
+            "killed, crashed, or cut off (its node unreachable)")
 
 
 def world_died(cluster, client, n: int) -> bool:

@@ -131,6 +131,11 @@ class WorldRestarted(WorkbenchError):
     session had on the ranks is gone. The session is already connected to the new ranks."""
 
 
+class WorldDied(WorkbenchError):
+    """The MPI world has died (its message says why: a time limit, a rank killed, aborted or
+    crashed, a lost node, the controller gone); ``wb.restart()`` gives a fresh one."""
+
+
 class WorldInUse(WorkbenchError):
     """A restart or stop would end another client's work that is running on the ranks; pass
     ``force=True`` to do it anyway."""

@@ -9,7 +9,7 @@ import threading
 import uuid
 from typing import Any, Callable
 
-from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, WorldRestarted
+from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, WorldDied, WorldRestarted
 from mpiworkbench.client.remote import RemoteObject
 from mpiworkbench.client.trace import arm_engines, explain_timeout, submitted
 from mpiworkbench.client.waiting import wait_ranks
@@ -28,24 +28,9 @@ class Execution:
         if restarted:
             raise WorldRestarted(restarted)
         if self._world_died():
-            raise RuntimeError(
-                f"the MPI world has died ({self._lost_ranks() or 'a rank was killed, called MPI_Abort or crashed'}); "
-                "call wb.restart() for a fresh one"
-            )
-
-    def _lost_ranks(self) -> str:
-        """Which ranks are gone (no longer registered with the controller), with their hosts
-        when known: ``"rank 1 (on node2) is gone"``; ``""`` when that cannot be told."""
-        try:
-            registered = set(self.client.ids)
-        except Exception:  # noqa: BLE001 - the client lost its controller: nothing to tell
-            return ""
-        hosts = getattr(self, "hosts", None) or {}
-        gone = sorted(rank for engine, rank in self.ranks.items() if engine not in registered)
-        if not gone:
-            return ""
-        named = [f"rank {rank}" + (f" (on {hosts[rank]})" if hosts.get(rank) else "") for rank in gone]
-        return f"{', '.join(named)} {'is' if len(gone) == 1 else 'are'} gone: killed, aborted, crashed or cut off"
+            raise WorldDied(f"the MPI world has died: {self.how_it_ended() or 'a rank was killed, aborted or crashed'}. "
+                            "Call wb.restart() for a fresh one; wb.world_log() shows what mpiexec and the "
+                            "controller wrote.")
 
     def submit(self, label: str, send: Callable[[], Any]):
         """The one way work reaches the ranks: take the world's turn (waiting, visibly, while

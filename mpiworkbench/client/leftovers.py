@@ -26,8 +26,7 @@ import socket
 import time
 from typing import Any, Iterable
 
-from mpiworkbench.client import processes
-from mpiworkbench.core import shm
+from mpiworkbench.core import processes, shm
 from mpiworkbench.trace.hang import interposer_paths
 
 #: Seconds to wait for ranks that have not reported their files to do so before a kill

@@ -14,7 +14,7 @@ import shlex
 import warnings
 from pathlib import Path
 
-from mpiworkbench.client.clusters import HEARTBEAT_MISSES, HEARTBEAT_MS, ipython_dir
+from mpiworkbench.client.clusters import HEARTBEAT_MISSES, HEARTBEAT_MS, engine_heartbeat_misses, ipython_dir
 
 #: Launcher name → extra ``ipcluster_config.py`` lines for it (``{mpi_cmd}``, the mpiexec command,
 #: ``{engine_cmd}``, what each rank runs,
@@ -110,15 +110,18 @@ def create_profile(name: str = "mpi", launcher: str = "mpi", ip: str = "127.0.0.
             stacklevel=2,
         )
     from mpiworkbench.core import implementations
-    from mpiworkbench.core.launch import find_mpiexec
+    from mpiworkbench.core.launch import world_launch
     impl = implementations.get(mpi) if mpi else implementations.current()
-    mpi_cmd = [find_mpiexec(impl), *impl.launcher_args]  # not installed: refused before any file is written
+    # the one recipe for starting ranks (no wall-clock limit inherited from whoever runs
+    # ipcluster); not installed: refused before any file is written
+    launch = world_launch(impl)
+    mpi_cmd = list(launch.mpiexec)
     root = Path(ipython_dir_) if ipython_dir_ is not None else ipython_dir()
     profile = root / f"profile_{name}"
     profile.mkdir(parents=True, exist_ok=True)
     from mpiworkbench.trace.library import mpiexec_args
     preload = mpiexec_args(impl)
-    environment = impl.variables()
+    environment = launch.environment
 
     def shell(words) -> str:
         return " ".join(map(shlex.quote, words)).replace("{", "{{").replace("}", "}}")
@@ -146,5 +149,8 @@ def create_profile(name: str = "mpi", launcher: str = "mpi", ip: str = "127.0.0.
         _HEADER + "c = get_config()  # noqa: F821\n"
         "# engine id = MPI rank, and `MPI`, `mpi_rank`, `mpi_size` in every engine's namespace\n"
         "c.IPEngine.use_mpi = True\n"
+        "# how long an engine waits for a silent controller (a stall) before it leaves: the\n"
+        "# workbench's ENGINE_PATIENCE_S (mpiworkbench.client.clusters), in heartbeat checks\n"
+        f"c.IPEngine.max_heartbeat_misses = {engine_heartbeat_misses()}\n"
     )
     return profile

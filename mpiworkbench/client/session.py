@@ -197,6 +197,19 @@ class Session(Execution):
     def _world_died(self) -> bool:
         return clusters.world_died(self.cluster, self.client, self.n)
 
+    def how_it_ended(self) -> str:
+        """Why the MPI world died, in a sentence (``""`` while it lives): its ``mpiexec``'s time
+        limit, a rank killed, aborted or crashed, ranks lost while ``mpiexec`` runs (a node cut
+        off), the controller gone."""
+        if self.cluster is None or self.client is None or not self._world_died():
+            return ""
+        return clusters.how_it_ended(self.cluster, self.client, self.ranks, self.hosts)
+
+    def world_log(self) -> str:
+        """What the world's ``mpiexec`` and controller wrote (the ranks' last words when it
+        died): the log a death message does not dump into the notebook."""
+        return "" if self.cluster is None else clusters.world_log(self.cluster)
+
     @classmethod
     def attach(cls, profile: str = "mpi", cluster_id: str = "", **options: Any) -> "Session":
         """A session on the running cluster of *profile*, started by someone else.
@@ -300,8 +313,9 @@ class Session(Execution):
         self.cluster = clusters.new_cluster(self.n, self.cluster_id, self.controller_ip,
                                             self.thread_level, self.log_level, mpi=self.mpi)
         try:
+            # armed first: a kernel killed at any moment of the start leaves nothing running
+            self._watchdog = start_watchdog(self.cluster.profile_dir, self.cluster.cluster_id)
             self.cluster.start_cluster_sync()
-            self._watchdog = start_watchdog(self.cluster.cluster_file)
             self.client = self.cluster.connect_client_sync()
             self._world = self._open_world()
             self._connect_engines(fresh=True)

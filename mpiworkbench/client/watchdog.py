@@ -3,28 +3,40 @@
 ipyparallel stops a cluster at interpreter exit (``atexit``), which never runs when a
 kernel is killed (SIGKILL, an out-of-memory kill, a crashed server): its controller and
 MPI engines would run on for ever. Each :class:`~mpiworkbench.Workbench` therefore starts
-this small process (:data:`WATCHDOG_CODE`)::
+this small process (:data:`WATCHDOG_CODE`) *before* it starts its cluster::
 
-    python -m mpiworkbench.client.watchdog PARENT_PID CLUSTER_FILE
+    python -m mpiworkbench.client.watchdog PARENT_PID PROFILE_DIR CLUSTER_ID
 
-It sleeps until PARENT_PID exits, then ends the controller and engine sets recorded in
-ipyparallel's cluster file (kept current across restarts) and removes the file (and the
-hub's engine state file, :func:`engine_state_file`). A
+It sleeps until PARENT_PID exits, then ends every process of the cluster: each process of this
+host whose environment says it belongs to that cluster (ipyparallel gives the controller and
+every engine launcher ``IPP_PROFILE_DIR`` and ``IPP_CLUSTER_ID``, which ``mpiexec`` passes on
+to its ranks) — so a kernel killed at any moment of a start, before the cluster file records
+anything, leaves nothing, and a pid of the cluster file that another process got since is left
+alone (:func:`members`; every signal goes to a process whose pid, start time and cluster match:
+:func:`mpiworkbench.core.processes.send`). Then it removes what they leave: the world files of
+the killed ranks in ``/dev/shm``, the cluster file, the controller's connection files, the
+hub's engine state file (:func:`engine_state_file`) and the shared world's directory. A
 workbench that stops normally terminates its watchdog first.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from mpiworkbench.client.processes import end_trees, wait_for_exit
+from mpiworkbench.client.world import world_directory
+from mpiworkbench.core import processes, shm
+
+#: Scans for the cluster's processes at most (a controller being killed may have started a
+#: child between two scans).
+SCANS = 5
+#: Seconds to wait for killed ranks to exit before their files in ``/dev/shm`` are removed.
+EXIT_TIMEOUT_S = 10.0
 
 
 #: What the watchdog runs: ``python -m mpiworkbench.client.watchdog``, with the packages
@@ -43,11 +55,12 @@ WATCHDOG_CODE = (
 )
 
 
-def start_watchdog(cluster_file: str) -> subprocess.Popen:
-    """The watchdog of this process's cluster (recorded in *cluster_file*), in a session of
-    its own so a signal to the kernel's process group does not reach it."""
+def start_watchdog(profile_dir: str | os.PathLike, cluster_id: str) -> subprocess.Popen:
+    """The watchdog of this process's cluster *cluster_id* of the profile in *profile_dir*, in a
+    session of its own so a signal to the kernel's process group does not reach it. Start it
+    before the cluster: it ends whatever of the cluster exists when this process dies."""
     return subprocess.Popen(
-        [sys.executable, "-c", WATCHDOG_CODE, str(os.getpid()), str(cluster_file)],
+        [sys.executable, "-c", WATCHDOG_CODE, str(os.getpid()), str(profile_dir), str(cluster_id)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -70,44 +83,56 @@ def engine_state_file(profile_dir: str | Path, cluster_id: str) -> Path:
     return Path(profile_dir, "log", f"engines{cluster_id}.json")
 
 
-def read_cluster_file(cluster_file: Path) -> dict:
-    """An ipyparallel cluster file's contents (``{}`` when it is gone)."""
-    for _attempt in range(50):  # ipyparallel may be rewriting the file this very moment
-        try:
-            return json.loads(cluster_file.read_text())
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError):
-            time.sleep(0.1)
-    return {}
+def cluster_files(profile_dir: str | Path, cluster_id: str) -> list[Path]:
+    """The files a cluster of ipyparallel's keeps in its profile while it runs (named as
+    ipyparallel names them: no id part for the empty cluster id): its cluster file, the
+    controller's connection files, the hub's engine state file."""
+    security = Path(profile_dir, "security")
+    prefix = f"ipcontroller-{cluster_id}" if cluster_id else "ipcontroller"
+    return [security / f"cluster-{cluster_id}.json", security / f"{prefix}-client.json",
+            security / f"{prefix}-engine.json", engine_state_file(profile_dir, cluster_id)]
 
 
-def cluster_pids(data: dict) -> list[int]:
-    """Controller and ``mpiexec`` pids recorded in an ipyparallel cluster file's *data*."""
-    pids = []
-    for engine_set in (data.get("engines") or {}).get("sets", {}).values():
-        if engine_set.get("pid"):
-            pids.append(int(engine_set["pid"]))
-    controller = (data.get("controller") or {}).get("state") or {}
-    if controller.get("pid"):
-        pids.append(int(controller["pid"]))
-    return pids
+def belongs_to(profile_dir: str, cluster_id: str):
+    """Whether process *pid* is one of the cluster's: its environment names the cluster (see
+    the module's docstring)."""
+    def belongs(pid: int) -> bool:
+        env = processes.environ(pid)
+        return env.get("IPP_CLUSTER_ID") == cluster_id and env.get("IPP_PROFILE_DIR") == profile_dir
+    return belongs
+
+
+def members(profile_dir: str, cluster_id: str) -> list[processes.Identity]:
+    """The processes of this host that belong to the cluster now, and every process below them."""
+    belongs = belongs_to(profile_dir, cluster_id)
+    own = [who for who in map(processes.Identity.of, processes.pids()) if who is not None and belongs(who.pid)]
+    return list(dict.fromkeys(processes.tree(own)))
+
+
+def end_cluster(profile_dir: str, cluster_id: str) -> None:
+    """End every process of the cluster on this host, then remove what they left (see the module)."""
+    killed: list[dict] = []
+    for _scan in range(SCANS):
+        found = [who for who in members(profile_dir, cluster_id) if who.pid != os.getpid()]
+        if not found:
+            break
+        killed += [shm.footprint(who.pid) for who in found]
+        processes.end(found)
+    shm.wait_gone(killed, EXIT_TIMEOUT_S)
+    shm.remove_left_behind(killed, also=shm.own_files)
+    for path in cluster_files(profile_dir, cluster_id):
+        with contextlib.suppress(OSError):
+            path.unlink()
+    shutil.rmtree(world_directory(profile_dir, cluster_id), ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parent, cluster_file = int(argv[0]), Path(argv[1])
+    parent, profile_dir, cluster_id = int(argv[0]), str(argv[1]), str(argv[2])
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a ^C in the terminal is the parent's business
-    wait_for_exit(parent)
-    data = read_cluster_file(cluster_file)
-    end_trees(cluster_pids(data))  # engines first (listed first), then the controller
-    cluster = data.get("cluster") or {}
-    leftovers = [cluster_file]
-    if cluster.get("profile_dir") and cluster.get("cluster_id"):
-        leftovers.append(engine_state_file(cluster["profile_dir"], cluster["cluster_id"]))
-    for path in leftovers:
-        with contextlib.suppress(OSError):
-            path.unlink()
+    if os.getppid() == parent:  # else it died before we could watch it
+        processes.wait_for_exit(parent)
+    end_cluster(profile_dir, cluster_id)
     return 0
 
 

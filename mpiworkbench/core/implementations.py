@@ -186,6 +186,12 @@ _ALL_VARIABLES = frozenset(
     {"MPI4PY_LIBMPI", VARIABLE}.union(*(impl.environment for impl in REGISTRY)))
 
 
+def foreign_variables(impl: Implementation) -> list[str]:
+    """The variables other implementations set that *impl*'s do not (what
+    :meth:`Implementation.apply` removes from an environment)."""
+    return sorted(_ALL_VARIABLES - set(impl.variables()))
+
+
 def names() -> list[str]:
     """Registered implementation names, the default first."""
     return [impl.name for impl in REGISTRY]

@@ -15,9 +15,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Mapping, Sequence
 
-from mpiworkbench.core import implementations, mpi, shm
+from mpiworkbench.core import implementations, mpi, processes, shm
 from mpiworkbench.core.implementations import Implementation
 
 #: Default wall-clock limit (seconds) of an MPI job started by the CLI.
@@ -84,33 +85,91 @@ def find_mpiexec(impl: Implementation | None = None) -> str:
     return found
 
 
+#: Variables that give an ``mpiexec`` job a wall-clock limit: MPICH's Hydra reads
+#: ``MPIEXEC_TIMEOUT`` and ``MP_TIMEOUT``, Intel MPI's also ``I_MPI_JOB_TIMEOUT`` and
+#: ``I_MPI_MPIEXEC_TIMEOUT``, Open MPI's ``prterun`` ``MPIEXEC_TIMEOUT``. A limit belongs to the
+#: job that asked for it (a CLI job, a test run): inherited from the caller's environment by an
+#: interactive world, it ended the world minutes after it started (a JupyterLab started from a
+#: shell or a Makefile that exported one passed it to every kernel).
+LIMIT_VARIABLES = ("MPIEXEC_TIMEOUT", "MP_TIMEOUT", "I_MPI_JOB_TIMEOUT", "I_MPI_MPIEXEC_TIMEOUT")
+#: What a CLI job of the workbench sets for its own ranks (:func:`run`): a world started from
+#: inside one (a kernel a CLI job started) must not record its ranks in that job's directory.
+JOB_VARIABLES = ("MPIWORKBENCH_UNDER_MPIEXEC", shm.FOOTPRINT_DIR_VARIABLE)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How the ranks of one MPI world are started: what :func:`world_launch` returns, and what
+    every place that starts ranks uses — a workbench's cluster, a profile's ``ipcluster``, the
+    Slurm batch template, the CLI's jobs, the test runner, the benchmarks.
+
+    ``mpiexec`` is the command up to the rank count: ``env -u`` for every variable in
+    ``unset`` (a launcher such as ipyparallel's passes the caller's whole environment on, so
+    they are removed on the command line, where every launcher honours it), then the
+    implementation's ``mpiexec`` and its own arguments. ``environment`` is set on top of the
+    caller's environment.
+    """
+
+    mpiexec: tuple[str, ...]
+    environment: dict[str, str]
+    unset: tuple[str, ...]
+
+    def command(self, np: int, program: Sequence[str], mpi_args: Sequence[str] = ()) -> list[str]:
+        """The command line that runs *program* on *np* ranks (*mpi_args*: options of ``mpiexec``)."""
+        return [*self.mpiexec, *mpi_args, "-n", str(np), *program]
+
+    def environ(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The whole environment of the launch: *base* (default this process's) without the
+        variables of ``unset``, with ``environment``."""
+        env = {k: v for k, v in (os.environ if base is None else base).items() if k not in self.unset}
+        env.update(self.environment)
+        return env
+
+
+def world_launch(impl: Implementation | None = None, np: int | None = None, *, limit_s: float | None = None,
+                 yield_while_waiting: bool | None = None, extra: Mapping[str, str] | None = None) -> Launch:
+    """The one recipe for starting the ranks of an MPI world of implementation *impl* (default:
+    this process's): its ``mpiexec`` (:func:`find_mpiexec`), the implementation's variables (those
+    of every other one removed), one thread per rank (:func:`rank_environment`), the world size
+    the ranks check when *np* is known
+    (:func:`~mpiworkbench.core.implementations.check_world_size`).
+
+    A wall-clock limit exists only when asked for: *limit_s* seconds (``MPIEXEC_TIMEOUT``),
+    otherwise every variable of :data:`LIMIT_VARIABLES` is removed, whatever the caller's
+    environment holds; so are :data:`JOB_VARIABLES` (a CLI job's own). *extra*: more variables
+    to set (a transport, :data:`TRANSPORTS`; a job's own).
+    """
+    impl = impl or implementations.current()
+    environment = impl.variables()
+    environment.update(rank_environment(yield_while_waiting))
+    if np is not None:
+        environment[implementations.SIZE_VARIABLE] = str(np)
+    if limit_s is not None:
+        environment["MPIEXEC_TIMEOUT"] = str(max(1, int(limit_s)))
+    environment.update(extra or {})
+    unset = [name for name in (*LIMIT_VARIABLES, *JOB_VARIABLES, *implementations.foreign_variables(impl))
+             if name not in environment]
+    words = [word for name in unset for word in ("-u", name)]
+    env_program = shutil.which("env") or "/usr/bin/env"
+    return Launch((env_program, *words, find_mpiexec(impl), *impl.launcher_args), environment, tuple(unset))
+
+
 def mpiexec_command(np: int, argv: list[str], mpi_args: Sequence[str] = (),
                     impl: Implementation | None = None) -> list[str]:
     """The command line that runs ``python -m mpiworkbench *argv`` on *np* ranks of MPI
-    implementation *impl* (*mpi_args*: options of ``mpiexec`` itself, e.g. ``-genv NAME VALUE``).
+    implementation *impl* (*mpi_args*: options of ``mpiexec`` itself, e.g. ``-genv NAME VALUE``):
+    :func:`world_launch`'s.
 
     (MPICH's Hydra runs more ranks than cores without an oversubscription flag; Open MPI is
     given its own, :attr:`~mpiworkbench.core.implementations.Implementation.launcher_args`.)
     """
-    impl = impl or implementations.current()
-    return impl.command(np, cli_program(argv), mpi_args, mpiexec=find_mpiexec(impl))
+    return world_launch(impl, np).command(np, cli_program(argv), mpi_args)
 
 
 def cli_program(argv: Sequence[str]) -> list[str]:
     """What each rank of a CLI job runs: ``python -m mpi4py -m mpiworkbench *argv`` (mpi4py's
     runner turns an unhandled exception on any rank into ``MPI_Abort``)."""
     return [sys.executable, "-m", "mpi4py", "-m", "mpiworkbench", *argv]
-
-
-def job_environment(np: int, impl: Implementation | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of an ``mpiexec`` job of *np* ranks under *impl*: *base* (default this
-    process's) set up for the implementation, one thread per rank (:func:`rank_environment`),
-    and the world size the ranks check (:func:`~mpiworkbench.core.implementations.check_world_size`)."""
-    impl = impl or implementations.current()
-    env = impl.apply(dict(os.environ) if base is None else base)
-    env.update(rank_environment())
-    env[implementations.SIZE_VARIABLE] = str(np)
-    return env
 
 
 #: How the ranks of one host talk to each other: ``auto`` lets MPICH choose (shared memory
@@ -207,49 +266,24 @@ _PR_SET_CHILD_SUBREAPER = 36
 _reaper = False
 
 
-def _tree(pid: int) -> list[int]:
-    """*pid*'s descendants, read from ``/proc`` (ranks may sit in sessions of their own:
-    Hydra and ``prterun`` put each one in a new process group, so no ``killpg`` reaches them)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    found, stack = [], list(children.get(pid, []))
-    while stack:
-        found.append(stack.pop())
-        stack.extend(children.get(found[-1], []))
-    return found
-
-
-def _signal(pids: Sequence[int], sig: int) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
 def _end(proc: subprocess.Popen) -> None:
     """End the job of *proc* (an ``mpiexec``): SIGTERM to it (it then ends its ranks and
-    removes its own files), SIGKILL to it and every process below it after :data:`END_GRACE_S`."""
+    removes its own files), SIGKILL to it and every process below it after :data:`END_GRACE_S`
+    (ranks may sit in sessions of their own: Hydra and ``prterun`` put each one in a new process
+    group, so no ``killpg`` reaches them). Processes are named by pid and start time
+    (:class:`~mpiworkbench.core.processes.Identity`): a rank that exited during the grace period
+    gave its pid away, and the process that got it is left alone."""
     import signal
 
-    pids = [proc.pid, *_tree(proc.pid)]  # before anything dies: orphans are found no more
-    _signal([proc.pid], signal.SIGTERM)
+    job = processes.tree(filter(None, [processes.Identity.of(proc.pid)]))  # before anything dies
+    if job:
+        processes.send(job[0], signal.SIGTERM)
     try:
         proc.wait(END_GRACE_S)
     except subprocess.TimeoutExpired:
-        pass
-    if proc.returncode is None:  # its ranks started meanwhile too
-        pids += [p for p in _tree(proc.pid) if p not in pids]
-    else:  # reaped: its pid is free for another process
-        pids.remove(proc.pid)
-    _signal(pids, signal.SIGKILL)
+        job += [who for who in processes.tree(job[:1]) if who not in job]  # its ranks started meanwhile too
+    for who in job:
+        processes.send(who, signal.SIGKILL)
     proc.wait()
 
 
@@ -258,10 +292,11 @@ def _end_strays() -> int:
     (ranks it left running; this process adopts them: :func:`main`); how many there were."""
     import signal
 
-    strays = _tree(os.getpid())
+    strays = [who for who in map(processes.Identity.of, processes.descendants(os.getpid())) if who is not None]
     if strays:
         print(f"mpiworkbench: ending {len(strays)} process(es) the job left running", file=sys.stderr)
-        _signal(strays, signal.SIGKILL)
+        for who in strays:
+            processes.send(who, signal.SIGKILL)
     while True:
         try:
             os.waitpid(-1, 0)
@@ -276,8 +311,7 @@ def run(np: int, command: Sequence[str], impl: Implementation | None = None,
     ranks under the ``mpiexec`` of MPI implementation *impl* (default: this process's) and
     return its exit code.
 
-    The ranks get the implementation's environment and the world size they check
-    (:func:`job_environment`); *mpi_args* go to ``mpiexec`` (the interposer's preload:
+    The ranks are started as :func:`world_launch` says; *mpi_args* go to ``mpiexec`` (the interposer's preload:
     ``python -m mpiworkbench.trace.library``), *extra_env* to its environment (a transport,
     :data:`TRANSPORTS`). The job has a wall-clock limit, *timeout_s*
     (default ``$MPIEXEC_TIMEOUT``, else :data:`DEFAULT_TIMEOUT_S`): ``mpiexec`` is told it
@@ -289,16 +323,13 @@ def run(np: int, command: Sequence[str], impl: Implementation | None = None,
     """
     if np < 1:
         raise ValueError(f"-n must be at least 1; got {np}")
-    impl = impl or implementations.current()
-    env = job_environment(np, impl)
-    env.update(extra_env or {})
-    env["MPIWORKBENCH_UNDER_MPIEXEC"] = "1"
-    limit = float(timeout_s if timeout_s is not None else env.get("MPIEXEC_TIMEOUT") or DEFAULT_TIMEOUT_S)
-    env["MPIEXEC_TIMEOUT"] = str(max(1, int(limit)))
+    limit = float(timeout_s if timeout_s is not None else os.environ.get("MPIEXEC_TIMEOUT") or DEFAULT_TIMEOUT_S)
     with tempfile.TemporaryDirectory(prefix="mpiworkbench-footprints-") as footprints:
-        env[shm.FOOTPRINT_DIR_VARIABLE] = footprints
+        launch = world_launch(impl, np, limit_s=limit, extra={
+            **(extra_env or {}), "MPIWORKBENCH_UNDER_MPIEXEC": "1", shm.FOOTPRINT_DIR_VARIABLE: footprints})
+        env = launch.environ()
         started, code = time.monotonic(), None
-        proc = subprocess.Popen(impl.command(np, command, mpi_args, mpiexec=find_mpiexec(impl)), env=env)
+        proc = subprocess.Popen(launch.command(np, command, mpi_args), env=env)
         try:
             try:
                 code = judged(proc.wait(limit + LIMIT_GRACE_S), started, limit)

@@ -15,6 +15,7 @@ import pytest
 
 from mpiworkbench import Workbench
 from mpiworkbench.client import clusters
+from mpiworkbench.client.errors import WorldDied
 from mpiworkbench.client.profile import create_profile
 from mpiworkbench.core.machine import THREAD_LEVELS
 from tests.cluster.slurm import wait_until
@@ -119,8 +120,10 @@ def test_a_dead_world_is_reported_and_restart_recovers(fresh_wb):
     victim = next(engine for engine, rank in wb.ranks.items() if rank == 1)
     wb.client.send_signal("SIGKILL", targets=[victim], block=True)  # rank 1 dies: the world ends
     wait_until(lambda: wb.state == "dead", "the workbench to see the dead world", LIMIT)
-    with pytest.raises(RuntimeError, match=r"MPI world has died \(.*rank 1 \(on \S+\).* gone.*wb\.restart\(\)"):
-        wb.run(_rank)  # which ranks are gone, and on which host
+    with pytest.raises(WorldDied, match=r"MPI world has died: a rank was killed \(SIGKILL.*wb\.restart\(\)") as said:
+        wb.run(_rank)  # how it died, once, with no engine log in it
+    assert "IPEngine" not in str(said.value) and "wb.world_log()" in str(said.value)
+    assert "BAD TERMINATION" in wb.world_log()  # mpiexec's own words, one call away
     wb.restart()
     assert wb.state == "running" and wb.run(_rank) == [0, 1]
 

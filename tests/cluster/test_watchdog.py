@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from mpiworkbench.client.processes import alive, descendants
+from mpiworkbench.core.processes import alive, descendants
 SCRIPT = """
 import json, sys
 from mpiworkbench import Workbench

@@ -157,29 +157,43 @@ def test_the_engine_command_runs_the_file_without_importing_the_client_package()
 
 def test_the_watchdog_command_ends_the_cluster_when_its_parent_dies_without_the_client_package(tmp_path):
     from mpiworkbench.client import watchdog
+    from mpiworkbench.client.world import world_directory
 
     probe = watchdog.WATCHDOG_CODE.replace("run_name='__main__'", "run_name='probe'") + (
         "print(sorted(name for name in sys.modules if name.startswith('mpiworkbench')))\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
-    assert eval(out.stdout) == ["mpiworkbench", "mpiworkbench.client", "mpiworkbench.client.processes"]  # noqa: S307
+    assert "ipyparallel" not in out.stdout and "mpiworkbench.client.session" not in out.stdout
+    assert set(eval(out.stdout)) <= {  # noqa: S307
+        "mpiworkbench", "mpiworkbench.client", "mpiworkbench.client.errors", "mpiworkbench.client.world",
+        "mpiworkbench.core", "mpiworkbench.core.processes", "mpiworkbench.core.shm"}
 
+    profile, cluster_id = str(tmp_path / "profile_x"), "the-id"
     sleeper = [sys.executable, "-c", "import sys; sys.stdin.read()"]
     parent = subprocess.Popen(sleeper, stdin=subprocess.PIPE)
-    engines = subprocess.Popen(sleeper, stdin=subprocess.PIPE)
-    cluster_file = tmp_path / "cluster.json"
-    state_file = watchdog.engine_state_file(tmp_path, "the-id")  # ipyparallel's hub leaves it
-    state_file.parent.mkdir()
-    state_file.write_text("{}")
-    cluster_file.write_text(json.dumps({"engines": {"sets": {"1": {"pid": engines.pid}}},
-                                        "cluster": {"profile_dir": str(tmp_path), "cluster_id": "the-id"}}))
-    dog = subprocess.Popen([sys.executable, "-c", watchdog.WATCHDOG_CODE, str(parent.pid), str(cluster_file)])
+    # one of the cluster's processes (as ipyparallel's launchers start them), and a process of
+    # someone else's whose pid the cluster file records: an engine set that stopped long ago
+    # and whose pid was given to another process since
+    engines = subprocess.Popen(sleeper, stdin=subprocess.PIPE,
+                               env={**os.environ, "IPP_CLUSTER_ID": cluster_id, "IPP_PROFILE_DIR": profile})
+    stranger = subprocess.Popen(sleeper, stdin=subprocess.PIPE,
+                                env={**os.environ, "IPP_CLUSTER_ID": "another", "IPP_PROFILE_DIR": profile})
+    files = watchdog.cluster_files(profile, cluster_id)
+    for path in files:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+    files[0].write_text(json.dumps({"engines": {"sets": {"1": {"pid": stranger.pid}, "2": {"pid": engines.pid}}}}))
+    world = world_directory(profile, cluster_id)
+    (world / "queue").mkdir(parents=True)
+    dog = subprocess.Popen([sys.executable, "-c", watchdog.WATCHDOG_CODE, str(parent.pid), profile, cluster_id])
     try:
         parent.kill()
         parent.wait(timeout=30)
         assert dog.wait(timeout=60) == 0
-        assert engines.wait(timeout=30) is not None and not cluster_file.exists() and not state_file.exists()
+        assert engines.wait(timeout=30) is not None
+        assert stranger.poll() is None, "the watchdog signalled a process that is not its cluster's"
+        assert not [path for path in files if path.exists()] and not world.exists()
     finally:
-        for process in (parent, engines, dog):
+        for process in (parent, engines, stranger, dog):
             if process.poll() is None:
                 process.kill()
                 process.wait()
