@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from mpiworkbench.client import leftovers
+from mpiworkbench.client.caches import forget
 from mpiworkbench.client.watchdog import engine_state_file
 from mpiworkbench.core import machine
 
@@ -37,6 +38,19 @@ HEARTBEAT_MISSES = 120
 #: + 500 ms, 37.5 s here) made a world unregister itself after a 40 s stall of the controller.
 #: A controller that really died leaves its engines for this long before they exit.
 ENGINE_PATIENCE_S = 600.0
+
+
+#: The controller's task database (ipyparallel's in-memory ``DictDB``) keeps a record of every
+#: call, its result's buffers included, up to these bounds, then drops the oldest tenth. The
+#: workbench reads it only for the calls still queued when a hang is reported (whose notebook
+#: sent them), so it needs few records; ipyparallel's default lets it hold 1 GB of results.
+HUB_RECORDS = 1024
+HUB_BYTES = 64 * 1024**2
+
+
+def hub_database_settings() -> dict[str, int]:
+    """``DictDB`` trait → value: the bounds of the controller's task database."""
+    return {"record_limit": HUB_RECORDS, "size_limit": HUB_BYTES}
 
 
 def engine_heartbeat_args() -> list[str]:
@@ -98,6 +112,7 @@ def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", threa
         controller_args=[
             f"--HeartMonitor.period={HEARTBEAT_MS}",
             f"--HeartMonitor.max_heartmonitor_misses={HEARTBEAT_MISSES}",
+            *(f"--DictDB.{name}={value}" for name, value in hub_database_settings().items()),
         ],
         delay=0,
         log_level=log_level,
@@ -199,8 +214,9 @@ def _running_cluster(profile: str, cluster_id: str, ipython_dir_: str | None):
         # the engines needs (the mpiexec to use, a Slurm batch template): load it first
         profile_config = ipp.Cluster(profile_dir=str(directory), cluster_id=cluster_id,
                                      shutdown_atexit=False).profile_config
-        cluster = ipp.Cluster.from_file(str(cluster_file), config=profile_config,
+        cluster = ipp.Cluster.from_file(str(cluster_file), config=restoring(profile_config, directory),
                                         profile_dir=str(directory), cluster_id=cluster_id)
+        restored(cluster)
     except (OSError, ValueError, KeyError):
         return None  # half-written or foreign file: not a cluster we can attach to
     if cluster.controller is None or not _controller_alive(cluster):
@@ -212,6 +228,24 @@ def _running_cluster(profile: str, cluster_id: str, ipython_dir_: str | None):
     # file we read it from.
     cluster._attached_file, cluster.cluster_file = str(cluster_file), ""
     return cluster
+
+
+def restoring(config, directory: Path):
+    """*config* (a profile's) for restoring a cluster from its file. ipyparallel's batch
+    launchers (Slurm's), restored, work out their default output file before they know their
+    profile, and so create ``log/`` in the current directory (the notebook's); with an output
+    file named they do not, and each takes its own from the cluster file right after."""
+    import copy
+
+    config = copy.deepcopy(config)
+    config.BatchSystemLauncher.output_file = str(Path(directory, "log", "restored-engines.log"))
+    return config
+
+
+def restored(cluster) -> None:
+    """Undo :func:`restoring` on the restored *cluster*: engine sets it starts later (a
+    restart) name their own output files."""
+    cluster.config.BatchSystemLauncher.pop("output_file", None)
 
 
 @contextlib.contextmanager
@@ -245,6 +279,7 @@ def rank_map(client, n: int, timeout: float | None) -> dict[int, dict[str, Any]]
         answered = sum(part.done() for part in ar.split())
         raise TimeoutError(f"{answered} of {len(ar.split())} engines answered within {timeout} s")
     infos = ar.get_dict()
+    forget(ar, (client.history,))
     leftovers.remember_ranks(client, infos)  # what their files in /dev/shm are, should they be killed
     check_one_world(infos, n)
     return infos

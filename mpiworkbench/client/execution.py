@@ -9,6 +9,7 @@ import threading
 import uuid
 from typing import Any, Callable
 
+from mpiworkbench.client.caches import forget
 from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, WorldDied, WorldRestarted
 from mpiworkbench.client.remote import RemoteObject
 from mpiworkbench.client.trace import arm_engines, explain_timeout, submitted
@@ -32,11 +33,16 @@ class Execution:
                             "Call wb.restart() for a fresh one; wb.world_log() shows what mpiexec and the "
                             "controller wrote.")
 
-    def submit(self, label: str, send: Callable[[], Any]):
+    def submit(self, label: str, send: Callable[[], Any], keep: bool = False):
         """The one way work reaches the ranks: take the world's turn (waiting, visibly, while
         another client's work runs), arm the hang report, call *send* (which submits to the
         engines and returns an ``AsyncResult``) and hold the turn until that has finished on
-        every rank. *label* says what it is to the clients waiting for it."""
+        every rank. *label* says what it is to the clients waiting for it.
+
+        Once finished, the call is dropped from ipyparallel's histories (:func:`forget`):
+        a session's memory is bounded by what its user keeps, not by how many frames, runs
+        and polls it made. With *keep* (a user's ``%%px``) it stays, as ipyparallel keeps it;
+        ``wb.client.history.clear()`` drops those."""
         self._require_running()
         world = self._world
         if world is not None:
@@ -55,6 +61,9 @@ class Execution:
         ar._wb_label = label
         if world is not None:
             _hold(world, ar)
+        if not keep:
+            histories = (self.client.history, self.view.history)
+            ar.add_done_callback(lambda _f: forget(ar, histories))
         return ar
 
     def run_async(self, func: Callable[..., Any], *args: Any, **kwargs: Any):

@@ -67,7 +67,7 @@ class WorkbenchMagics(ParallelMagics):
         wb = self.workbench
         first = next((line.strip() for line in cell.splitlines() if line.strip()), "")
         label = f"{wb.activity or '%%px'}: {first[:60]}"
-        result = wb.submit(label, lambda: self.view.execute(cell, silent=False, block=False))
+        result = wb.submit(label, lambda: self.view.execute(cell, silent=False, block=False), keep=True)
         result._fname = "%px"
         self.last_result = result
         if save_name:

@@ -14,7 +14,8 @@ import shlex
 import warnings
 from pathlib import Path
 
-from mpiworkbench.client.clusters import HEARTBEAT_MISSES, HEARTBEAT_MS, engine_heartbeat_misses, ipython_dir
+from mpiworkbench.client.clusters import (HEARTBEAT_MISSES, HEARTBEAT_MS, engine_heartbeat_misses, hub_database_settings,
+                                          ipython_dir)
 
 #: Launcher name → extra ``ipcluster_config.py`` lines for it (``{mpi_cmd}``, the mpiexec command,
 #: ``{engine_cmd}``, what each rank runs,
@@ -144,6 +145,8 @@ def create_profile(name: str = "mpi", launcher: str = "mpi", ip: str = "127.0.0.
            "# messages are signed with the connection files' key; encrypt with `mpiworkbench profile create --encrypt`\n")
         + f"c.HeartMonitor.period = {HEARTBEAT_MS}\n"
         f"c.HeartMonitor.max_heartmonitor_misses = {HEARTBEAT_MISSES}\n"
+        "# the task database's bounds (records, bytes of results): ipyparallel's default keeps 1 GB\n"
+        + "".join(f"c.DictDB.{name} = {value}\n" for name, value in hub_database_settings().items())
     )
     (profile / "ipengine_config.py").write_text(
         _HEADER + "c = get_config()  # noqa: F821\n"

@@ -21,6 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from mpiworkbench.client import leftovers
+from mpiworkbench.client.caches import forget
 from mpiworkbench.client.errors import ExecutionTimeout
 from mpiworkbench.trace import hang, recorder
 from mpiworkbench.trace.model import Trace
@@ -92,6 +93,7 @@ def arm_engines(wb) -> dict[int, dict[str, Any]]:
         for engine, info in infos.items():
             rank = info["rank"] if info["rank"] is not None else wb.ranks.get(engine, engine)
             processes[rank] = info
+        forget(ar, (wb.client.history, wb.view.history))
         leftovers.remember_armed(wb.client, infos)
         leftovers.handed_over(left_behind, {info["host"] for info in infos.values()})
         wb._armed_for = key

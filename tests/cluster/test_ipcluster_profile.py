@@ -176,14 +176,26 @@ def test_ipcluster_runs_the_slurm_profile_as_one_slurm_job(slurm, tmp_path, monk
         assert (ipython_dir / f"profile_{name}" / "log" / "slurm_engine.sbatch").exists(), "it is in the profile's log/"
         assert client[:].apply_sync(_traced) == [True, True], "the ranks run with the MPI interposer (traces)"
         # the user's path: a workbench attaches to the Slurm-launched engines and drives solvers
-        monkeypatch.setenv("IPYTHONDIR", str(ipython_dir))
+        # from the notebook's directory, which nothing may write into (ipyparallel's batch
+        # launchers, restored from the cluster file, used to create log/ there)
+        for variable, value in env.items():  # the notebook's Slurm is the cluster's
+            if os.environ.get(variable) != value:
+                monkeypatch.setenv(variable, value)
+        notebooks = tmp_path / "notebooks"
+        notebooks.mkdir()
+        monkeypatch.chdir(notebooks)
         wb = Workbench.attach(profile=name, activate=False)
         try:
             assert wb.launcher == "slurm" and wb.n == 2 and not wb.owns_cluster
             drive_solvers(wb, steps=3)
+            wb.restart()  # a new batch job, submitted from this process
+            assert len(set(wb.run(os.getpid))) == 2 and wb.state == "running"
+            assert not list(notebooks.iterdir()), f"left in the notebook's directory: {list(notebooks.iterdir())}"
         finally:
             assert "detached" in wb.stop()
-        assert slurm.jobs() == [job], "detaching left the job running"
+        jobs = slurm.jobs()
+        assert len(jobs) == 1 and jobs != [job], f"the restart replaced job {job} by one job; squeue has {jobs}"
+        job = jobs[0]  # detaching left it running: ipcluster stop ends it
     finally:
         if client is not None:
             client.close()

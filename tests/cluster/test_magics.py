@@ -37,5 +37,14 @@ def test_px_runs_on_every_rank_and_times_out_on_a_hang(shell, capsys):
         result = shell.run_cell("%%px --no-stream\nprint('alive', mpi_rank)")
         assert result.success, result.error_in_exec
         assert "alive 1" in capsys.readouterr().out
+
+        # the workbench's own calls leave ipyparallel's histories as they were; a user's %px stays
+        histories = lambda: (len(wb.client.history), len(wb.view.history))  # noqa: E731
+        before = histories()
+        for _ in range(20):
+            wb.run(abs, -1)
+        assert histories() == before
+        shell.run_cell("%px y = 1")
+        assert histories() == (before[0] + 2, before[1] + 2)
     finally:
         wb.stop()
