@@ -457,20 +457,22 @@ class Session(Execution):
         self.ranks = {}
         if world is not None:
             world.remove() if owned else world.close()
-        stop_watchdog(self._watchdog)
-        self._watchdog = None
-        if client is not None:
-            client.close()
-        if running is None:
-            return "not running"
-        if not owned:
-            return (
-                "detached; the cluster keeps running for whoever started it (stop it with "
-                "wb.stop(cluster=True), `ipcluster stop`, or the IPython Parallel sidebar)"
-            )
-        with clusters.acting_on(running, attached=not self.owns_cluster):
-            clusters.stop_cluster(running, self.log_level, client)
-        return "stopped the engines and the controller"
+        watchdog, self._watchdog = self._watchdog, None
+        try:
+            if client is not None:
+                client.close()
+            if running is None:
+                return "not running"
+            if not owned:
+                return (
+                    "detached; the cluster keeps running for whoever started it (stop it with "
+                    "wb.stop(cluster=True), `ipcluster stop`, or the IPython Parallel sidebar)"
+                )
+            with clusters.acting_on(running, attached=not self.owns_cluster):
+                clusters.stop_cluster(running, self.log_level, client)
+            return "stopped the engines and the controller"
+        finally:  # only now: a kernel killed while its cluster stops leaves nothing either
+            stop_watchdog(watchdog)
 
     def restart(self, force: bool = False) -> "Session":
         """A fresh MPI world: kill the engines (even if blocked in MPI) and start new ones.
