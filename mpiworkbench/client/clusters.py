@@ -19,7 +19,8 @@ from typing import Any, Iterable, Iterator
 
 from mpiworkbench.client import leftovers
 from mpiworkbench.client.caches import forget
-from mpiworkbench.client.watchdog import engine_state_file
+from mpiworkbench.client.watchdog import end_cluster, engine_state_file
+from mpiworkbench.client.world import recorded_engine_set, world_directory
 from mpiworkbench.core import machine
 
 #: Hub heartbeat period (ms). ipyparallel's 3000 ms default is what makes a cluster take
@@ -69,15 +70,10 @@ def engine_heartbeat_misses() -> int:
 CONNECTION_FILE_WAIT_S = 120
 
 
-def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", thread_level: str | None = None,
-                log_level: int = 30, yield_while_waiting: bool | None = None, mpi: str | None = None):
-    """A (not yet started) :class:`ipyparallel.Cluster` of *n* MPI engines on this machine:
-    the mpiexec of MPI implementation *mpi* (:mod:`mpiworkbench.core.implementations`; default:
-    this process's), one BLAS thread per rank, a fast heartbeat.
-    *yield_while_waiting*: MPICH ranks yield their core while waiting
-    (:data:`mpiworkbench.core.launch.YIELD_WHILE_WAITING`; default from
-    ``$MPIWORKBENCH_YIELD_WHILE_WAITING``), for more ranks than cores."""
-    import ipyparallel as ipp
+def engine_config(n: int, thread_level: str | None = None, yield_while_waiting: bool | None = None,
+                  mpi: str | None = None):
+    """The ipyparallel configuration that starts a workbench's *n* MPI engines (a new cluster's,
+    and an attached notebook's restart of a workbench's cluster, whose profile says nothing)."""
     from traitlets.config import Config
 
     from mpiworkbench.core import implementations
@@ -103,6 +99,20 @@ def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", threa
     # ipengine with its nanny started at once (mpiworkbench.client.engine_start)
     from mpiworkbench.client.engine_start import ENGINE_CMD
     config.MPIEngineSetLauncher.engine_cmd = list(ENGINE_CMD)
+    return config
+
+
+def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", thread_level: str | None = None,
+                log_level: int = 30, yield_while_waiting: bool | None = None, mpi: str | None = None):
+    """A (not yet started) :class:`ipyparallel.Cluster` of *n* MPI engines on this machine:
+    the mpiexec of MPI implementation *mpi* (:mod:`mpiworkbench.core.implementations`; default:
+    this process's), one BLAS thread per rank, a fast heartbeat.
+    *yield_while_waiting*: MPICH ranks yield their core while waiting
+    (:data:`mpiworkbench.core.launch.YIELD_WHILE_WAITING`; default from
+    ``$MPIWORKBENCH_YIELD_WHILE_WAITING``), for more ranks than cores."""
+    import ipyparallel as ipp
+
+    config = engine_config(n, thread_level, yield_while_waiting, mpi)
     cluster = ipp.Cluster(
         config=config,
         engines="mpi",
@@ -222,6 +232,13 @@ def _running_cluster(profile: str, cluster_id: str, ipython_dir_: str | None):
     if cluster.controller is None or not _controller_alive(cluster):
         return None
     quiet(cluster)
+    if launcher_name(cluster) == "mpi" and "mpi_cmd" not in profile_config.get("MPILauncher", {}):
+        # a workbench's own cluster (its profile says nothing of how to start engines): a
+        # restart from here starts them as the workbench that started it did, not with
+        # ipyparallel's defaults (a bare mpiexec from PATH, no interposer)
+        record = recorded_engine_set(world_directory(directory, cluster_id)) or {}
+        cluster.update_config(engine_config(engine_count(cluster) or 1, record.get("thread_level"),
+                                            mpi=record.get("mpi")))
     # Attached, we only watch: without this, noticing the owner's engines stop (a restart
     # from another notebook) would rewrite the owner's file from our stale view and drop the
     # engines recorded there. Writes are allowed only where we act (see `acting_on`), to the
@@ -318,6 +335,16 @@ def launcher_name(cluster) -> str:
     return ", ".join(sorted(short)) or "none"
 
 
+def drop_ended_engine_sets(cluster) -> None:
+    """Forget *cluster*'s local engine sets whose ``mpiexec`` has ended (another notebook
+    restarted the world: the new engines are not in this cluster object), so that they do not
+    make :func:`engines_exited` read the new world as dead."""
+    for key, launcher in list((cluster.engines or {}).items()):
+        process = getattr(launcher, "process", None)
+        if process is not None and not _alive(process):
+            cluster.engines.pop(key, None)
+
+
 def engines_exited(cluster) -> bool:
     """Whether a local engine launcher (``mpiexec``) has ended: the MPI world is gone.
 
@@ -357,7 +384,11 @@ def stop_cluster(cluster, log_level: int = logging.WARNING, client=None) -> list
         cluster.stop_engines_sync()
         cluster.stop_controller_sync()
     engine_state_file(cluster.profile_dir, cluster.cluster_id).unlink(missing_ok=True)
-    return leftovers.after_kill(world, restarting=False)
+    removed = leftovers.after_kill(world, restarting=False)
+    # engines another notebook started (its restart of this world) are not in this cluster
+    # object: whatever of the cluster still runs on this host ends too (by its identity)
+    end_cluster(str(cluster.profile_dir), cluster.cluster_id)
+    return removed
 
 
 def kill_ranks(cluster, client, engine_ids: Iterable[int], timeout: float = 2.0) -> list[dict[str, Any]]:

@@ -5,6 +5,7 @@ with every other client of the same MPI world: every execution is submitted by
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import uuid
 from typing import Any, Callable
@@ -14,6 +15,7 @@ from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, WorldDied,
 from mpiworkbench.client.remote import RemoteObject
 from mpiworkbench.client.trace import arm_engines, explain_timeout, submitted
 from mpiworkbench.client.waiting import wait_ranks
+from mpiworkbench.client.world import RESTARTING
 from mpiworkbench.core import machine, objects
 
 
@@ -28,10 +30,16 @@ class Execution:
         restarted = self._follow_restart()
         if restarted:
             raise WorldRestarted(restarted)
-        if self._world_died():
+        if self._world_died() and not self._restart_under_way():
             raise WorldDied(f"the MPI world has died: {self.how_it_ended() or 'a rank was killed, aborted or crashed'}. "
                             "Call wb.restart() for a fresh one; wb.world_log() shows what mpiexec and the "
                             "controller wrote.")
+
+    def _restart_under_way(self) -> bool:
+        """Whether another client holds the world's turn to restart it (the old ranks are dead;
+        a call waits for the turn, then learns of the restart)."""
+        holder = self._world.holder() if self._world is not None else None
+        return bool(holder) and holder.get("id") != self._world.me.id and holder.get("label") == RESTARTING
 
     def submit(self, label: str, send: Callable[[], Any], keep: bool = False):
         """The one way work reaches the ranks: take the world's turn (waiting, visibly, while
@@ -47,6 +55,12 @@ class Execution:
         world = self._world
         if world is not None:
             world.acquire(label, self.timeout)
+            try:  # the turn may have been waited for behind another notebook's restart
+                self._require_running()
+            except BaseException:
+                with contextlib.suppress(Exception):  # (a world replaced meanwhile is closed)
+                    world.release()
+                raise
         try:
             # one multi-engine call goes out whole before another thread's (a Play thread and
             # a cell): ipyparallel queues each engine's message on its I/O thread separately,

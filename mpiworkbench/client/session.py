@@ -19,7 +19,7 @@ from mpiworkbench.client import clusters, leftovers, owners
 from mpiworkbench.client.errors import WorldBusy, WorldInUse
 from mpiworkbench.client.execution import Execution
 from mpiworkbench.client.watchdog import start_watchdog, stop_watchdog
-from mpiworkbench.client.world import ClientInfo, World, turn, world_directory
+from mpiworkbench.client.world import RESTARTING, ClientInfo, World, turn, world_directory
 
 #: The environment variable that sets :data:`DEFAULT_TIMEOUT_S` for every session of a process
 #: (a grader sets it for the notebooks it runs: :mod:`mpiworkbench.course`).
@@ -420,6 +420,9 @@ class Session(Execution):
                 # the cluster file records the new engine set: read it, so that our view of
                 # the launchers (whether the world died) follows
                 self.cluster = clusters.running_cluster(self.profile, self._attach_id) or self.cluster
+            elif self.owns_cluster:
+                # our cluster object knows only the engines we started, which are gone
+                clusters.drop_ended_engine_sets(self.cluster)
         elif not self.owns_cluster and self.profile is not None:
             # a new controller too (a JupyterLab server restarted its cluster): attach anew
             client, world = self.client, self._world
@@ -537,7 +540,7 @@ class Session(Execution):
         with contextlib.ExitStack() as holding:
             if world is not None:
                 holding.callback(world.close)
-                world.acquire("restarting the MPI world", RESTART_TURN_S, restarting=True)
+                world.acquire(RESTARTING, RESTART_TURN_S, restarting=True)
             owners.restart_through(server, self.profile, self.cluster_id, n)
         return self._attach(clusters.running_cluster(self.profile, self.cluster_id, required=True),
                             restarted=True)
@@ -569,7 +572,7 @@ class Session(Execution):
         if world is None:
             yield
             return
-        world.acquire("restarting the MPI world", RESTART_TURN_S, restarting=True)
+        world.acquire(RESTARTING, RESTART_TURN_S, restarting=True)
         try:
             yield
         finally:

@@ -91,19 +91,25 @@ class SolverHandle:
         self.options = options
         self._obj = None
         self._lock = threading.Lock()
+        self._shown = None  # the panel widget() made last
         self.reset()
 
     def reset(self) -> None:
         raise NotImplementedError
 
     def widget(self):
-        """The live panel over this handle (step, play, the gathered field, timings)."""
+        """The live panel over this handle (step, play, the gathered field, timings). One per
+        handle: the panel an earlier call made is closed (its widgets, figures and pictures
+        would otherwise stay in memory for the kernel's life, a cell run again and again)."""
         if self.panel is None:
             raise RuntimeError(
                 f"{type(self).__name__} was created without a panel; create it with wb.wave(...) / "
                 "wb.cg(...) / wb.heat(...) on a mpiworkbench.Workbench to get one"
             )
-        return self.panel(self).widget
+        if self._shown is not None:
+            self._shown.close()
+        self._shown = self.panel(self)
+        return self._shown.widget
 
     def _create(self):
         """A fresh solver on the engines (the previous one deleted), same options."""

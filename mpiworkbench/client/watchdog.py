@@ -96,9 +96,12 @@ def cluster_files(profile_dir: str | Path, cluster_id: str) -> list[Path]:
 def belongs_to(profile_dir: str, cluster_id: str):
     """Whether process *pid* is one of the cluster's: its environment names the cluster (see
     the module's docstring)."""
+    where = os.path.realpath(profile_dir)
+
     def belongs(pid: int) -> bool:
         env = processes.environ(pid)
-        return env.get("IPP_CLUSTER_ID") == cluster_id and env.get("IPP_PROFILE_DIR") == profile_dir
+        return (env.get("IPP_CLUSTER_ID") == cluster_id and "IPP_PROFILE_DIR" in env
+                and os.path.realpath(env["IPP_PROFILE_DIR"]) == where)
     return belongs
 
 

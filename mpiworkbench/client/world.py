@@ -149,6 +149,16 @@ def world_directory(profile_dir: str | os.PathLike, cluster_id: str) -> Path:
     return Path(profile_dir) / "security" / f"mpiworkbench-world-{cluster_id}"
 
 
+#: What a client holding the turn to restart the world says it does.
+RESTARTING = "restarting the MPI world"
+
+
+def recorded_engine_set(directory: str | os.PathLike) -> dict[str, Any] | None:
+    """The engine set recorded in the world *directory* (:func:`world_directory`), or ``None``:
+    see :meth:`World.engine_set`."""
+    return _read_json(Path(directory) / "world.json")
+
+
 class World:
     """This client's handle on the shared state of one cluster's MPI world (see the module).
 
@@ -421,7 +431,7 @@ class World:
     def engine_set(self) -> dict[str, Any] | None:
         """The recorded engine set (``ranks``: engine id → rank, ``generation``,
         ``restarted_by``, ``at``, ``thread_level``), or ``None``."""
-        return _read_json(self.directory / "world.json")
+        return recorded_engine_set(self.directory)
 
     def record_engine_set(self, ranks: dict[int, int], restarted: bool = False, **facts: Any) -> dict[str, Any]:
         """Write the engine set now on the ranks (after a start, attach or restart)."""

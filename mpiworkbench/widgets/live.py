@@ -85,6 +85,30 @@ class FrameStats:
                 f"{shares} · beyond the solver {self.median('overhead') * 1e3:.0f} ms/frame")
 
 
+#: Seconds :meth:`LivePanel.close` waits for a running frame to end.
+CLOSE_WAIT_S = 60.0
+
+
+def _widgets(values) -> list:
+    """Every ipywidget in *values* (a panel's attributes: widgets, and lists, tuples and dicts
+    of them) and below them (a box's children, a widget's layout and style), once each."""
+    import ipywidgets as w
+
+    found: dict[int, object] = {}
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, w.Widget):
+            if id(value) not in found:
+                found[id(value)] = value
+                stack.extend(getattr(value, name, None) for name in value.keys)  # synced traits
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            stack.extend(value)
+    return list(found.values())
+
+
 class LivePanel:
     """The frame loop of a live solver panel; subclasses build the widgets and say how to get
     a frame (:meth:`_frame`), draw it (:meth:`_draw`), draw the timing bars
@@ -205,6 +229,17 @@ class LivePanel:
         """Block until the background stepping has ended (for scripts and tests)."""
         if self._thread is not None:
             self._thread.join(timeout)
+
+    def close(self, timeout: float | None = CLOSE_WAIT_S) -> None:
+        """Stop stepping and close the panel's widgets. ipywidgets keeps every widget until it
+        is closed, and through their callbacks the panel with its figures and pictures: a panel
+        made again and again (a cell run many times) would pile up in the kernel's memory."""
+        playing = getattr(self, "_playing", None)
+        if playing is not None:
+            playing.clear()
+        self.wait(timeout)
+        for widget in _widgets(vars(self).values()):
+            widget.close()
 
 
 class SteppingPanel(LivePanel):

@@ -7,11 +7,13 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 
 from mpiworkbench import Workbench
+from mpiworkbench.client.errors import WorldInUse, WorldRestarted
 from mpiworkbench.client.profile import create_profile
 from mpiworkbench.core import launch, processes
 from tests.cluster.slurm import processes_with_env, wait_until
@@ -120,3 +122,51 @@ def test_a_client_killed_during_a_start_leaves_nothing(tmp_path, moment):
     assert not security, f"left in {profile / 'security'}: {security}"
     assert not list((profile / "log").glob("engines*.json")), "the hub's engine state file was left"
     assert not leftover_world_files(shm_before)
+
+
+def test_a_notebook_attached_to_a_workbenchs_world_restarts_it_for_everyone(fresh_wb):
+    """A second notebook attached to a world that ``Workbench(n=2)`` started restarts it while
+    the first calls it in a loop: the new ranks start as the workbench's own do (its mpiexec,
+    the interposer preloaded), every call of the first either answers or says the world was
+    restarted (never that it died), the first's world reads running again, and its stop ends
+    every process of the world, the new engines included."""
+    owner = fresh_wb
+    other = Workbench.attach(profile="default", cluster_id=owner.cluster_id, activate=False, timeout=60)
+    outcomes: list[str] = []
+    done = threading.Event()
+
+    def calls() -> None:
+        while not done.is_set():
+            try:
+                owner.run(os.getpid)
+                outcomes.append("answered")
+            except WorldRestarted:
+                outcomes.append("told")
+            except Exception as exc:  # noqa: BLE001 - what the test reports
+                outcomes.append(f"{type(exc).__name__}: {exc}")
+
+    caller = threading.Thread(target=calls)
+    caller.start()
+    try:
+        wait_until(lambda: "answered" in outcomes, "the first notebook's calls to run", LIMIT)
+        deadline = time.monotonic() + LIMIT
+        while True:  # a polite restart waits for a moment between the other's calls
+            try:
+                other.restart()
+                break
+            except WorldInUse:
+                assert time.monotonic() < deadline, "the restart never found the world free"
+        wait_until(lambda: outcomes[-3:] == ["answered"] * 3 and "told" in outcomes,
+                   "the first notebook to follow the restart", LIMIT, diagnose=lambda: str(outcomes[-5:]))
+    finally:
+        done.set()
+        caller.join(LIMIT)
+        other.stop()
+    assert [o for o in outcomes if o not in ("answered", "told")] == []
+    assert owner.state == "running"
+    preload = owner.run(os.getenv, "LD_PRELOAD")
+    assert all(value and "mpiworkbench" in value for value in preload), preload
+    mine = f"IPP_CLUSTER_ID={owner.cluster_id}"
+    owner.stop()
+    wait_until(lambda: not processes_with_env(mine), "every process of the world to end", LIMIT,
+               diagnose=lambda: "\n".join(map(processes.cmdline, processes_with_env(mine))))
