@@ -3,8 +3,9 @@
 MPICH maps one segment per host and world (``mpich_shm_<id>_<n>``, about 2 MB) and unlinks
 it in ``MPI_Finalize``; Open MPI and Intel MPI keep files of their own
 (:data:`WORLD_FILE_PREFIXES`), and Open MPI's launcher a session directory in the temporary
-directory (:func:`remove_session_dirs`); the interposer keeps ``mpiworkbench-<pid>.slot``, ``.stack`` and, while
-tracing, ``.events`` (56 MB), and removes them when its process exits. A rank killed with
+directory (:func:`remove_session_dirs`); the interposer keeps ``mpiworkbench-<pid>.slot``, ``.stack`` and, from a rank's
+first trace on, ``.events`` (56 MB: one buffer per rank, which the next trace reuses, kept after a
+trace so that a hang report can still read it), and removes them when its process exits. A rank killed with
 SIGKILL (every restart kills the old world so) does neither, and its files stay until reboot.
 
 A file is never chosen by its name alone. While a process lives, its :func:`footprint` is
