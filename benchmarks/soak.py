@@ -709,8 +709,12 @@ class Watcher:
             for pid in ranks.values():
                 self.rank_pids.add(pid)
                 self.our_files |= shm.files_of(pid) | set(shm.own_files(pid))
-            if len(ranks) == self.ranks:
-                self._note(self.worlds, tuple(sorted(ranks.values())), now)
+            world = tuple(sorted(ranks.values()))
+            last = set(self.worlds[-1]["pids"]) if self.worlds else set()
+            # ranks of the old world and the new one side by side (a restart under way: the
+            # killed ranks are still exiting) are no world of their own
+            if len(ranks) == self.ranks and (set(world) == last or not set(world) & last):
+                self._note(self.worlds, world, now)
             controller = [p.pid for p in groups.get("controller", []) if p.pid in self._controller_roots(groups)]
             if controller:
                 self._note(self.controllers, tuple(controller), now)
@@ -819,14 +823,18 @@ def table_row(row: dict[str, Any], roles: list[str], deaths: int) -> str:
 
 # ------------------------------------------------------------------------------- verdict
 def drift(samples: list[dict[str, Any]], role: str, settle_s: float) -> dict[str, Any]:
-    """*role*'s RSS from the first sample at or after *settle_s* on: its largest growth above
-    that reference, and the bound the growth must stay within. Only growth counts: a rank
-    replaced by a restart starts small again (the lowest value is reported)."""
-    values = [(s["t"], s["roles"][role]["rss_mb"]) for s in samples if s["t"] >= settle_s]
-    values = [(t, v) for t, v in values if v is not None]
-    if not values:
-        return {"role": role, "reference_mb": None, "ok": False, "why": "never measured after the settling time"}
-    (t_ref, ref), later = values[0], values[1:]
+    """*role*'s RSS after *settle_s*: its largest growth above its value at *settle_s*, and the
+    bound the growth must stay within. Only growth counts: a rank replaced by a restart starts
+    small again (the lowest value is reported). The reference is the highest value measured up
+    to *settle_s*: a restart under way at that moment (the role's process absent, or new and
+    still small) does not make the settled value of the processes that follow read as growth."""
+    measured = [(s["t"], s["roles"][role]["rss_mb"]) for s in samples]
+    measured = [(t, v) for t, v in measured if v]  # None or 0: no such process at that moment
+    later = [(t, v) for t, v in measured if t > settle_s]
+    early = [(t, v) for t, v in measured if t <= settle_s]
+    if not later and not early:
+        return {"role": role, "reference_mb": None, "ok": False, "why": "never measured"}
+    t_ref, ref = max(early, key=lambda tv: tv[1]) if early else later.pop(0)
     highest = max(later, key=lambda tv: tv[1], default=(t_ref, ref))
     lowest = min(later, key=lambda tv: tv[1], default=(t_ref, ref))
     bound = max(RSS_DRIFT_FRACTION * ref, RSS_DRIFT_FLOOR_MB)
