@@ -70,6 +70,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from mpiworkbench.core.processes import Identity, cmdline, end
+
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
@@ -670,7 +672,7 @@ class Watcher:
 
     def __init__(self, client_pids: dict[int, int], ranks: int):
         self.client_pids, self.ranks = client_pids, ranks
-        self.seen: dict[int, tuple[float, str]] = {}  # pid → (create time, role)
+        self.seen: dict[Any, str] = {}  # core.processes.Identity → role
         self.worlds: list[dict[str, Any]] = []
         self.controllers: list[dict[str, Any]] = []
         self.rank_pids: set[int] = set()
@@ -703,8 +705,9 @@ class Watcher:
         with self._lock:
             for role, processes in groups.items():
                 for process in processes:
-                    with contextlib.suppress(Exception):
-                        self.seen.setdefault(process.pid, (process.create_time(), role))
+                    who = Identity.of(process.pid)
+                    if who is not None:
+                        self.seen.setdefault(who, role)
             ranks = {role: processes[0].pid for role, processes in groups.items() if role.startswith("rank ")}
             for pid in ranks.values():
                 self.rank_pids.add(pid)
@@ -738,38 +741,15 @@ class Watcher:
 
     def left_running(self) -> list[str]:
         """Processes of the soak still running (the same pid and start time as seen)."""
-        import psutil
-
-        left = []
         with self._lock:
             seen = dict(self.seen)
-        for pid, (created, role) in sorted(seen.items()):
-            with contextlib.suppress(psutil.Error):
-                process = psutil.Process(pid)
-                if process.create_time() == created and process.status() != psutil.STATUS_ZOMBIE:
-                    left.append(f"{pid} ({role}): {' '.join(process.cmdline())[:160]}")
-        return left
+        return [f"{who.pid} ({role}): {cmdline(who.pid)[:160]}" for who, role in sorted(seen.items()) if who.alive()]
 
     def end_left(self) -> None:
-        """SIGTERM, then SIGKILL, every process of the soak still running (by pid)."""
-        import psutil
-
+        """SIGTERM, then SIGKILL, every process of the soak still running (pid and start time)."""
         with self._lock:
-            seen = dict(self.seen)
-        alive = []
-        for pid, (created, _role) in seen.items():
-            with contextlib.suppress(psutil.Error):
-                process = psutil.Process(pid)
-                if process.create_time() == created:
-                    alive.append(process)
-        for process in alive:
-            with contextlib.suppress(psutil.Error):
-                process.terminate()
-        _gone, still = psutil.wait_procs(alive, timeout=5)
-        for process in still:
-            with contextlib.suppress(psutil.Error):
-                process.kill()
-        psutil.wait_procs(still, timeout=5)
+            seen = list(self.seen)
+        end(seen, grace=5.0)
 
 
 # ------------------------------------------------------------------------------ sampling

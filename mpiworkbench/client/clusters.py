@@ -19,7 +19,7 @@ from typing import Any, Iterable, Iterator
 
 from mpiworkbench.client import leftovers
 from mpiworkbench.client.caches import forget
-from mpiworkbench.client.watchdog import end_cluster, engine_state_file
+from mpiworkbench.client.watchdog import connection_file, end_cluster, engine_state_file
 from mpiworkbench.client.world import recorded_engine_set, world_directory
 from mpiworkbench.core import machine
 
@@ -144,10 +144,8 @@ def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", threa
 
 
 def engine_connection_file(cluster) -> Path:
-    """Where *cluster*'s controller writes the connection file its engines read (named as
-    ipyparallel's launchers name it: no id part for the empty cluster id)."""
-    prefix = f"ipcontroller-{cluster.cluster_id}" if cluster.cluster_id else "ipcontroller"
-    return Path(cluster.profile_dir) / "security" / f"{prefix}-engine.json"
+    """Where *cluster*'s controller writes the connection file its engines read."""
+    return connection_file(cluster.profile_dir, cluster.cluster_id, "engine")
 
 
 def ipython_dir() -> Path:
@@ -335,13 +333,18 @@ def launcher_name(cluster) -> str:
     return ", ".join(sorted(short)) or "none"
 
 
+def _local_processes(cluster) -> dict[str, Any]:
+    """Engine set id → its launcher's local process (``mpiexec``); batch launchers have none."""
+    found = {key: getattr(launcher, "process", None) for key, launcher in (cluster.engines or {}).items()}
+    return {key: process for key, process in found.items() if process is not None}
+
+
 def drop_ended_engine_sets(cluster) -> None:
     """Forget *cluster*'s local engine sets whose ``mpiexec`` has ended (another notebook
     restarted the world: the new engines are not in this cluster object), so that they do not
     make :func:`engines_exited` read the new world as dead."""
-    for key, launcher in list((cluster.engines or {}).items()):
-        process = getattr(launcher, "process", None)
-        if process is not None and not _alive(process):
+    for key, process in _local_processes(cluster).items():
+        if not _alive(process):
             cluster.engines.pop(key, None)
 
 
@@ -351,8 +354,7 @@ def engines_exited(cluster) -> bool:
     Batch launchers (Slurm) have no local process; for them this is ``False`` and the
     session relies on the engines' registrations instead.
     """
-    processes = (getattr(launcher, "process", None) for launcher in (cluster.engines or {}).values())
-    return any(process is not None and not _alive(process) for process in processes)
+    return any(not _alive(process) for process in _local_processes(cluster).values())
 
 
 @contextlib.contextmanager
@@ -497,10 +499,6 @@ _CAUSES = (
 MPIEXEC_SETTLE_S = 3.0
 
 
-def _has_local_launcher(cluster) -> bool:
-    return any(getattr(launcher, "process", None) is not None for launcher in (cluster.engines or {}).values())
-
-
 def how_it_ended(cluster, client, ranks: dict[int, int], hosts: dict[int, str] | None = None) -> str:
     """Why the MPI world of *cluster* is dead, in one sentence (``""`` while it lives): the
     controller gone, ``mpiexec``'s time limit, a rank killed, aborted or crashed, or ranks
@@ -516,7 +514,7 @@ def how_it_ended(cluster, client, ranks: dict[int, int], hosts: dict[int, str] |
         return f"the controller has gone{f' ({data})' if data else ''}: every rank lost it"
     # a local mpiexec ends its job a moment after a rank died: its words name the cause
     deadline = time.monotonic() + MPIEXEC_SETTLE_S
-    while _has_local_launcher(cluster) and not engines_exited(cluster) and time.monotonic() < deadline:
+    while _local_processes(cluster) and not engines_exited(cluster) and time.monotonic() < deadline:
         time.sleep(0.05)
     if engines_exited(cluster):
         said = world_log(cluster).upper()

@@ -24,16 +24,22 @@ class Execution:
     :class:`~mpiworkbench.client.session.Session`, which owns ``view``, ``client``, ``ranks``,
     ``timeout``, ``failure_grace`` and ``_world_died``)."""
 
-    def _require_running(self) -> None:
+    def _require_running(self) -> bool:
+        """Refuse a call on a stopped, restarted or dead world. Returns whether the world looked
+        dead because another client is restarting it: the call may wait for the turn, then
+        check again."""
         if self.view is None:
             raise RuntimeError("the workbench is not running; call wb.start() first")
         restarted = self._follow_restart()
         if restarted:
             raise WorldRestarted(restarted)
-        if self._world_died() and not self._restart_under_way():
-            raise WorldDied(f"the MPI world has died: {self.how_it_ended() or 'a rank was killed, aborted or crashed'}. "
-                            "Call wb.restart() for a fresh one; wb.world_log() shows what mpiexec and the "
-                            "controller wrote.")
+        if not self._world_died():
+            return False
+        if self._restart_under_way():
+            return True
+        raise WorldDied(f"the MPI world has died: {self.how_it_ended() or 'a rank was killed, aborted or crashed'}. "
+                        "Call wb.restart() for a fresh one; wb.world_log() shows what mpiexec and the "
+                        "controller wrote.")
 
     def _restart_under_way(self) -> bool:
         """Whether another client holds the world's turn to restart it (the old ranks are dead;
@@ -51,12 +57,16 @@ class Execution:
         a session's memory is bounded by what its user keeps, not by how many frames, runs
         and polls it made. With *keep* (a user's ``%%px``) it stays, as ipyparallel keeps it;
         ``wb.client.history.clear()`` drops those."""
-        self._require_running()
+        behind_restart = self._require_running()
         world = self._world
         if world is not None:
             world.acquire(label, self.timeout)
-            try:  # the turn may have been waited for behind another notebook's restart
-                self._require_running()
+            try:  # another notebook may have restarted the world while we waited for the turn
+                restarted = self._follow_restart()  # (one stat of the world's record)
+                if restarted:
+                    raise WorldRestarted(restarted)
+                if behind_restart:
+                    self._require_running()
             except BaseException:
                 with contextlib.suppress(Exception):  # (a world replaced meanwhile is closed)
                     world.release()

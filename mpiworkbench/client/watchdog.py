@@ -83,14 +83,19 @@ def engine_state_file(profile_dir: str | Path, cluster_id: str) -> Path:
     return Path(profile_dir, "log", f"engines{cluster_id}.json")
 
 
-def cluster_files(profile_dir: str | Path, cluster_id: str) -> list[Path]:
-    """The files a cluster of ipyparallel's keeps in its profile while it runs (named as
-    ipyparallel names them: no id part for the empty cluster id): its cluster file, the
-    controller's connection files, the hub's engine state file."""
-    security = Path(profile_dir, "security")
+def connection_file(profile_dir: str | Path, cluster_id: str, kind: str) -> Path:
+    """The controller's connection file for *kind* (``client`` or ``engine``), named as
+    ipyparallel's launchers name it: no id part for the empty cluster id."""
     prefix = f"ipcontroller-{cluster_id}" if cluster_id else "ipcontroller"
-    return [security / f"cluster-{cluster_id}.json", security / f"{prefix}-client.json",
-            security / f"{prefix}-engine.json", engine_state_file(profile_dir, cluster_id)]
+    return Path(profile_dir, "security", f"{prefix}-{kind}.json")
+
+
+def cluster_files(profile_dir: str | Path, cluster_id: str) -> list[Path]:
+    """The files a cluster of ipyparallel's keeps in its profile while it runs: its cluster
+    file, the controller's connection files, the hub's engine state file."""
+    return [Path(profile_dir, "security", f"cluster-{cluster_id}.json"),
+            *(connection_file(profile_dir, cluster_id, kind) for kind in ("client", "engine")),
+            engine_state_file(profile_dir, cluster_id)]
 
 
 def belongs_to(profile_dir: str, cluster_id: str):

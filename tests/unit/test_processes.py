@@ -11,8 +11,11 @@ from mpiworkbench.core.processes import Identity, end, environ, send, tree
 
 
 def _sleeper(**env) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE,
-                            env={**os.environ, **env})
+    """A process that waits on its stdin, returned once it runs (it said so)."""
+    child = subprocess.Popen([sys.executable, "-c", "import sys; print('ready', flush=True); sys.stdin.read()"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={**os.environ, **env})
+    assert child.stdout.readline().strip() == "ready"
+    return child
 
 
 def test_a_process_is_signalled_only_while_its_pid_and_start_time_match():
