@@ -15,7 +15,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Callable
 
-from mpiworkbench.backends.base import Loop
+from mpiworkbench.backends.base import Loop, NotSupportedError
 
 FLAVOURS = ("buf", "obj")
 
@@ -29,14 +29,12 @@ def python_loop(flavour: str, benchmark: str, comm, mode: str = "osu", window: i
         return partial(_pingpong, comm, flavour)
     if benchmark == "ring":
         if flavour == "obj":
-            from mpiworkbench.backends.base import NotSupportedError
             raise NotSupportedError("mpi4py-obj", "persistent requests: mpi4py's pickle-based lower-case "
                                     "methods have no send_init/recv_init (use mpi4py-buf's Send_init)")
         return partial(_ring, comm)
     if benchmark in ("bw", "bibw"):
         return partial(_window, comm, flavour, window, benchmark == "bibw")
-    factory = _buf_call if flavour == "buf" else _obj_call
-    return partial(_timed_calls, comm, factory, benchmark, mode == "osu")
+    return partial(_timed_calls, comm, flavour, benchmark, mode == "osu")
 
 
 def _pingpong(comm, flavour: str, b: Any, nbytes: int, iters: int, warmup: int) -> float:
@@ -139,11 +137,11 @@ def _window(comm, flavour: str, window: int, bidir: bool, b: Any, nbytes: int, i
     return wtime() - t0
 
 
-def _timed_calls(comm, factory, name: str, per_call: bool, b: Any, nbytes: int, iters: int,
+def _timed_calls(comm, flavour: str, name: str, per_call: bool, b: Any, nbytes: int, iters: int,
                  warmup: int) -> float:
     from mpi4py import MPI
 
-    call = factory(comm, name, b, nbytes)
+    call = _collective_call(comm, flavour, name, b, nbytes)
     wtime, barrier, total, t0 = MPI.Wtime, comm.Barrier, 0.0, 0.0
     barrier()
     if per_call:
@@ -161,72 +159,46 @@ def _timed_calls(comm, factory, name: str, per_call: bool, b: Any, nbytes: int, 
     return wtime() - t0
 
 
-def _buf_call(comm, name: str, b: Any, nbytes: int) -> Callable[[], object]:
+def _collective_call(comm, flavour: str, name: str, b: Any, nbytes: int) -> Callable[[], object]:
+    """One call of *name* (a collective, ``sendrecv``, a linear or binomial broadcast), ready to
+    time; each branch gives the ``buf`` call, then the ``obj`` one. The object sent is the buffer
+    call's send slice: the same memory, pickled."""
     from mpi4py import MPI
 
-    rank, size = comm.Get_rank(), comm.Get_size()
+    rank, size, buf = comm.Get_rank(), comm.Get_size(), flavour == "buf"
     s, r = b.send[:nbytes], b.recv[:nbytes]
     sp, rp = b.send[:nbytes * size], b.recv[:nbytes * size]
     count = nbytes // 8
     sf, rf = b.send_f64[:count], b.recv_f64[:count]
+    pieces = [b.send[k * nbytes:(k + 1) * nbytes] for k in range(size)]  # obj: one array per rank
     if name == "bcast":
-        return partial(comm.Bcast, s, 0)
+        return partial(comm.Bcast, s, 0) if buf else partial(comm.bcast, s if rank == 0 else None, 0)
     if name == "reduce":
-        return partial(comm.Reduce, sf, rf, MPI.SUM, 0)
+        return partial(comm.Reduce, sf, rf, MPI.SUM, 0) if buf else partial(comm.reduce, sf, MPI.SUM, 0)
     if name == "allreduce":
-        return partial(comm.Allreduce, sf, rf, MPI.SUM)
+        return partial(comm.Allreduce, sf, rf, MPI.SUM) if buf else partial(comm.allreduce, sf, MPI.SUM)
     if name == "alltoall":
-        return partial(comm.Alltoall, sp, rp)
+        return partial(comm.Alltoall, sp, rp) if buf else partial(comm.alltoall, pieces)
     if name == "gather":
-        return partial(comm.Gather, s, rp, 0)
+        return partial(comm.Gather, s, rp, 0) if buf else partial(comm.gather, s, 0)
     if name == "scatter":
-        return partial(comm.Scatter, sp, r, 0)
+        return partial(comm.Scatter, sp, r, 0) if buf else partial(comm.scatter, pieces if rank == 0 else None, 0)
     if name == "allgather":
-        return partial(comm.Allgather, s, rp)
+        return partial(comm.Allgather, s, rp) if buf else partial(comm.allgather, s)
     if name == "barrier":
-        return comm.Barrier
+        return comm.Barrier if buf else comm.barrier
     if name == "sendrecv":
         right, left = (rank + 1) % size, (rank - 1) % size
-        return partial(comm.Sendrecv, s, right, 2, r, left, 2)
+        return (partial(comm.Sendrecv, s, right, 2, r, left, 2) if buf
+                else partial(comm.sendrecv, s, right, 2, None, left, 2))
     if name == "bcast_linear":
-        return _linear(rank, size, comm.Isend, MPI.Request.Waitall, s, partial(comm.Recv, s, 0, 3))
+        return (_linear(rank, size, comm.Isend, MPI.Request.Waitall, s, partial(comm.Recv, s, 0, 3)) if buf
+                else _linear(rank, size, comm.isend, MPI.Request.waitall, s, partial(comm.recv, None, 0, 3)))
     if name == "bcast_binomial":
-        return partial(_binomial, comm.Send, comm.Recv, s, rank, size)
-    raise ValueError(f"no mpi4py-buf loop for benchmark {name!r}")
-
-
-def _obj_call(comm, name: str, b: Any, nbytes: int) -> Callable[[], object]:
-    from mpi4py import MPI
-
-    rank, size = comm.Get_rank(), comm.Get_size()
-    obj = b.send[:nbytes]
-    pieces = [b.send[k * nbytes:(k + 1) * nbytes] for k in range(size)]
-    fobj = b.send_f64[:nbytes // 8]
-    if name == "bcast":
-        return partial(comm.bcast, obj if rank == 0 else None, 0)
-    if name == "reduce":
-        return partial(comm.reduce, fobj, MPI.SUM, 0)
-    if name == "allreduce":
-        return partial(comm.allreduce, fobj, MPI.SUM)
-    if name == "alltoall":
-        return partial(comm.alltoall, pieces)
-    if name == "gather":
-        return partial(comm.gather, obj, 0)
-    if name == "scatter":
-        return partial(comm.scatter, pieces if rank == 0 else None, 0)
-    if name == "allgather":
-        return partial(comm.allgather, obj)
-    if name == "barrier":
-        return comm.barrier
-    if name == "sendrecv":
-        right, left = (rank + 1) % size, (rank - 1) % size
-        return partial(comm.sendrecv, obj, right, 2, None, left, 2)
-    if name == "bcast_linear":
-        return _linear(rank, size, comm.isend, MPI.Request.waitall, obj, partial(comm.recv, None, 0, 3))
-    if name == "bcast_binomial":
-        return partial(_binomial, lambda o, d, t: comm.send(o, d, t),
-                       lambda o, src, t: comm.recv(None, src, t), obj, rank, size)
-    raise ValueError(f"no mpi4py-obj loop for benchmark {name!r}")
+        send, recv = ((comm.Send, comm.Recv) if buf else
+                      (lambda o, d, t: comm.send(o, d, t), lambda o, src, t: comm.recv(None, src, t)))
+        return partial(_binomial, send, recv, s, rank, size)
+    raise ValueError(f"no mpi4py-{flavour} loop for benchmark {name!r}")
 
 
 def _linear(rank: int, size: int, isend, waitall, buf, receive: Callable[[], object]) -> Callable[[], object]:
