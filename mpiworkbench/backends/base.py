@@ -30,6 +30,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, ClassVar, Sequence
 
+from mpiworkbench.backends import api_loops
+from mpiworkbench.core import mpi
+
 #: A timed benchmark loop: ``loop(buffers, nbytes, iterations, warmup) -> seconds`` on this
 #: rank. *buffers* is duck-typed: ``send``/``recv`` (uint8 arrays) and ``send_f64``/
 #: ``recv_f64`` (float64 views of the same memory), as :class:`mpiworkbench.bench.buffers.Buffers`.
@@ -140,7 +143,6 @@ class Backend:
     objects: ClassVar[bool] = False
 
     def __init__(self, comm=None):
-        from mpiworkbench.core import mpi
         MPI = mpi.MPI()
         self.comm = mpi.resolve_comm(comm)
         self.rank: int = self.comm.Get_rank()
@@ -188,7 +190,6 @@ class Backend:
         NotSupportedError
             When this backend cannot run *benchmark* on *comm*.
         """
-        from mpiworkbench.backends import api_loops
         return api_loops.loop_over(cls(comm), benchmark, mode, window)
 
     # -- environment -------------------------------------------------------------------
@@ -271,12 +272,8 @@ class Backend:
 
         Parameters
         ----------
-        data : numpy.ndarray or object
-            What to send.
-        dest : int
-            Destination rank.
-        tag : int
-            Message tag.
+        data, dest, tag
+            As :meth:`send`.
 
         Returns
         -------
@@ -290,12 +287,8 @@ class Backend:
 
         Parameters
         ----------
-        out : numpy.ndarray, optional
-            Receive buffer (required by buffer backends).
-        source : int, optional
-            Source rank (``None``: any source).
-        tag : int, optional
-            Message tag (``None``: any tag).
+        out, source, tag
+            As :meth:`recv`.
 
         Returns
         -------
@@ -378,10 +371,8 @@ class Backend:
 
         Parameters
         ----------
-        data : numpy.ndarray or number
-            This rank's contribution.
-        op : {"sum", "prod", "min", "max"}
-            The reduction operator.
+        data, op
+            As :meth:`reduce`.
         out : numpy.ndarray, optional
             Result buffer.
 
@@ -420,12 +411,10 @@ class Backend:
 
         Parameters
         ----------
-        data : numpy.ndarray or object
-            This rank's contribution.
+        data, counts
+            As :meth:`gather`.
         out : numpy.ndarray, optional
             Result buffer, laid out as for :meth:`gather`.
-        counts : sequence of int, optional
-            Elements per rank.
 
         Returns
         -------
