@@ -40,6 +40,9 @@ from typing import Any
 
 import numpy as np
 
+from mpiworkbench.core.machine import PLACEMENTS
+from mpiworkbench.speedup.experiments import REFERENCE_BACKEND
+
 FORMAT_VERSION = 1
 
 
@@ -54,16 +57,12 @@ def summarise(times: list[float]) -> dict[str, float]:
 
 def place_of(point: dict[str, Any]) -> str:
     """The point's placement (results saved before placements existed: the default)."""
-    from mpiworkbench.core.machine import PLACEMENTS
-
     return point.get("place", PLACEMENTS[0])
 
 
 def placed(name: str, point: dict[str, Any]) -> str:
     """*name* (a variant) marked with the point's placement unless it is the default
     (``"numpy [spread]"``): points placed otherwise are another curve."""
-    from mpiworkbench.core.machine import PLACEMENTS
-
     return name if place_of(point) == PLACEMENTS[0] else f"{name} [{place_of(point)}]"
 
 
@@ -137,8 +136,6 @@ class SpeedupResult:
         self._derive_ratios()
 
     def _derive_ratios(self) -> None:
-        from mpiworkbench.speedup.experiments import REFERENCE_BACKEND
-
         c_points: dict[tuple, dict[str, Any]] = {}
         best_c: dict[tuple, float] = {}
         for p in self.points:
@@ -284,22 +281,11 @@ def format_table(result: SpeedupResult, size_name: str = "size") -> str:
         name = _series_name(key, size_name)
         header += [f"{name} time/s", "[min, max]", "speed-up", "effic."] + extra
     lines = [header]
-    for row in table_rows(result):
+    for row, points in _point_cells(result, series):
         mark = " *" if row["oversubscribed"] else ""
         cells = [f"{row['nranks']}{mark}"]
-        for key in series:
-            p = row.get(key)
-            if p is None:
-                cells += ["-"] * (4 + len(extra))
-                continue
-            is_ref = int(p["nranks"]) == int(p["reference_nranks"])
-            cells += [
-                f"{p['median']:.4g}",
-                f"[{p['min']:.3g}, {p['max']:.3g}]",
-                "N/A" if is_ref else f"{p['speedup']:.3f}",
-                f"{p['efficiency']:.0%}",
-            ] + ([_ratio_text(p.get("ratio_to_c"))] if crossed else []) + ([_gflops(p)] if flops else []) + (
-                [str(nodes(p))] if spans else [])
+        for point in points:
+            cells += point or ["-"] * (4 + len(extra))
         lines.append(cells)
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
     text = "\n".join("  ".join(str(c).rjust(w) for c, w in zip(line, widths)) for line in lines)
@@ -308,6 +294,30 @@ def format_table(result: SpeedupResult, size_name: str = "size") -> str:
         r["oversubscribed"] for r in table_rows(result)
     ) else ""
     return text + note + busy_note(result, "\n")
+
+
+def _point_cells(result: SpeedupResult, series: list[tuple[str, int]]):
+    """The rows of both tables (:func:`format_table`, :func:`format_html`): per row of
+    :func:`table_rows`, the row and per series of *series* its point's cells as text — time
+    (median), [min, max], speed-up, efficiency, then time / C, GFLOP/s and nodes where the
+    result has them — or ``None`` where the series has no point at that rank count."""
+    crossed, flops, spans = _crossed(result), _counted(result), spans_nodes(result)
+    for row in table_rows(result):
+        points = []
+        for key in series:
+            p = row.get(key)
+            if p is None:
+                points.append(None)
+                continue
+            is_ref = int(p["nranks"]) == int(p["reference_nranks"])
+            points.append([
+                f"{p['median']:.4g}",
+                f"[{p['min']:.3g}, {p['max']:.3g}]",
+                "N/A" if is_ref else f"{p['speedup']:.3f}",
+                f"{p['efficiency']:.0%}",
+            ] + ([_ratio_text(p.get("ratio_to_c"))] if crossed else []) + ([_gflops(p)] if flops else []) + (
+                [str(nodes(p))] if spans else []))
+        yield row, points
 
 
 def _crossed(result: SpeedupResult) -> bool:
@@ -397,22 +407,15 @@ def format_html(result: SpeedupResult, size_name: str = "size") -> str:
         for _ in series
     )
     body = []
-    for row in table_rows(result):
+    for row, points in _point_cells(result, series):
         style = ' style="color:#b35806"' if row["oversubscribed"] else ""
         cells = [f"<td{style}>{row['nranks']}{' (oversubscribed)' if row['oversubscribed'] else ''}</td>"]
-        for key in series:
-            p = row.get(key)
-            if p is None:
+        for point in points:
+            if point is None:
                 cells.append("<td>-</td>" * (3 + crossed + flops + spans))
                 continue
-            is_ref = int(p["nranks"]) == int(p["reference_nranks"])
-            cells.append(
-                f"<td>{p['median']:.4g} [{p['min']:.3g}, {p['max']:.3g}]</td>"
-                f"<td>{'N/A' if is_ref else format(p['speedup'], '.3f')}</td><td>{p['efficiency']:.0%}</td>"
-                + (f"<td>{_ratio_text(p.get('ratio_to_c'))}</td>" if crossed else "")
-                + (f"<td>{_gflops(p)}</td>" if flops else "")
-                + (f"<td>{nodes(p)}</td>" if spans else "")
-            )
+            median, spread, *rest = point  # one cell: the median and its [min, max]
+            cells.append(f"<td>{median} {spread}</td>" + "".join(f"<td>{c}</td>" for c in rest))
         body.append("<tr>" + "".join(cells) + "</tr>")
     note = busy_note(result)
     return (
