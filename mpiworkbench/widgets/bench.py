@@ -1,6 +1,6 @@
 """The micro-benchmark panel: choose, Run (a live log–log plot), Stop, save/reload/overlay.
 
-Runs go through the one sweep driver of :mod:`mpiworkbench.client.bench` — blocking for
+Runs go through the one sweep driver of :mod:`mpiworkbench.drivers.bench` — blocking for
 :meth:`BenchPanel.run`, in the background for **Run** — the same functions code calls.
 
 MPI implementation: the engines run under one (``Workbench(n=2, mpi="openmpi")``); the panel
@@ -8,7 +8,7 @@ names it above the controls, every row names it (``mpi``), and when the rows dra
 and loaded ones) come from several implementations, every line is labelled with its
 implementation (``c (openmpi)``). **Also under** runs the same sweep, after the engines' run,
 on as many ranks of this host under each other implementation chosen
-(:func:`mpiworkbench.client.bench.run_under`: the ``bench --mpi NAME`` command itself), and puts
+(:func:`mpiworkbench.drivers.bench.run_under`: the ``bench --mpi NAME`` command itself), and puts
 them side by side in one document (:func:`mpiworkbench.bench.results.side_by_side`), as
 ``mpiworkbench bench … --mpi mpich,openmpi,impi`` does; or load such a document.
 
@@ -25,10 +25,15 @@ from typing import Callable, Sequence
 
 from mpiworkbench.bench import results
 from mpiworkbench.bench.catalog import BENCHMARKS
-from mpiworkbench.client import bench as driver
-from mpiworkbench.client.bench import DEFAULT_BACKENDS
-from mpiworkbench.widgets import also_under
+from mpiworkbench.bench.fit import pingpong_fits
+from mpiworkbench.client.trace import tracing
+from mpiworkbench.drivers import bench as driver
+from mpiworkbench.drivers.bench import DEFAULT_BACKENDS
+from mpiworkbench.plot import bench as bench_plot, render
+from mpiworkbench.widgets import implementations
+from mpiworkbench.widgets.file_bar import file_bar
 from mpiworkbench.widgets.report import error_html
+from mpiworkbench.widgets.trace import TraceView
 
 
 class BenchPanel:
@@ -63,7 +68,7 @@ class BenchPanel:
                                     tooltip="record every rank's MPI calls during the run (timings include "
                                             "the tracing overhead) and show the timeline below")
         self.trace_view = w.VBox()
-        self.also = also_under.selector(wb, "bench")  # the same sweep under other implementations, here
+        self.also = implementations.selector(wb, "bench")  # the same sweep under other implementations, here
         self.trace = None  # the last traced run's Trace
         self.run_button = w.Button(description="Run", button_style="primary")
         self.stop_button = w.Button(description="Stop", disabled=True)
@@ -78,15 +83,11 @@ class BenchPanel:
             "when the cluster starts, e.g. <code>Workbench(n=2, thread_level=\"single\")</code>")
         self.image = w.Image(format="png")
         self.table = w.HTML()
-        self.file = w.Text(value="bench.json", description="File")
-        self.save_button = w.Button(description="Save")
-        self.load_button = w.Button(description="Load")
-        self.clear_button = w.Button(description="Clear overlays")
+        self.file_bar = file_bar("bench.json", lambda: self._report(self.save), lambda: self._report(self.load),
+                                 self.clear_overlays)
+        self.file, self.save_button, self.load_button, self.clear_button = self.file_bar.children
         self.run_button.on_click(lambda _: self.start())
         self.stop_button.on_click(lambda _: self.stop())
-        self.save_button.on_click(lambda _: self._report(self.save))
-        self.load_button.on_click(lambda _: self._report(self.load))
-        self.clear_button.on_click(lambda _: self.clear_overlays())
         self.metric.observe(lambda _: self.redraw(), names="value")
         self.widget = w.VBox([
             self.thread_info,
@@ -94,12 +95,12 @@ class BenchPanel:
             w.HBox([self.backends, w.VBox([self.mode, self.cap, self.repeats, self.metric]), self.also]),
             w.HBox([self.run_button, self.stop_button, self.trace_box, self.progress]),
             self.status, self.image, self.table, self.trace_view,
-            w.HBox([self.file, self.save_button, self.load_button, self.clear_button]),
+            self.file_bar,
         ])
 
     # -- ordinary methods (the callbacks call only these) -----------------------------
     def settings(self) -> dict:
-        """The sweep the controls describe: keyword arguments of the :mod:`~mpiworkbench.client.bench` driver."""
+        """The sweep the controls describe: keyword arguments of the :mod:`~mpiworkbench.drivers.bench` driver."""
         return {"benchmark": self.benchmark.value, "backends": list(self.backends.value),
                 "sizes": self.sizes.value, "ranks": self.ranks.value,
                 "collective_mode": self.mode.value, "time_cap_s": self.cap.value,
@@ -113,7 +114,7 @@ class BenchPanel:
                 self.doc = driver.run_on_workbench(self.wb, **self.settings(), on_rows=self._on_rows,
                                                    should_stop=lambda: self._stop)
             docs, failed = [], {}
-            for mpi in also_under.in_turn(self):
+            for mpi in implementations.in_turn(self):
                 try:
                     docs.append(driver.run_under(mpi, **self._settings_under()))
                 except (RuntimeError, ValueError) as exc:
@@ -137,7 +138,7 @@ class BenchPanel:
                 self.doc = await driver.run_async(self.wb, **self.settings(), on_rows=self._on_rows,
                                                   should_stop=lambda: self._stop)
             docs, failed = [], {}
-            for mpi in also_under.in_turn(self):
+            for mpi in implementations.in_turn(self):
                 try:
                     docs.append(await driver.run_under_async(mpi, **self._settings_under()))
                 except (RuntimeError, ValueError) as exc:
@@ -175,9 +176,6 @@ class BenchPanel:
 
     def redraw(self) -> None:
         """Draw the figure and the fit table again from the current and loaded results."""
-        from mpiworkbench.bench.fit import pingpong_fits
-        from mpiworkbench.plot.bench import sweep_figure
-        from mpiworkbench.plot.render import figure_to_png
         rows = [r for d in self.overlays for r in d["rows"]] + self.rows
         several = len(results.by_mpi(rows)) > 1
         fits = None
@@ -186,8 +184,8 @@ class BenchPanel:
                      for backend, f in pingpong_fits(mine).items()} if several else pingpong_fits(self.rows))
         if several:  # several implementations: every line says which
             rows = [{**r, "backend": f"{r['backend']} ({r.get('mpi', 'unknown')})"} for r in rows]
-        fig = sweep_figure(rows, self.metric.value, title=self.benchmark.value, fits=fits, width=self.width)
-        self.image.value = figure_to_png(fig)
+        fig = bench_plot.sweep_figure(rows, self.metric.value, title=self.benchmark.value, fits=fits, width=self.width)
+        self.image.value = render.figure_to_png(fig)
         self.table.value = fit_table_html(fits or {})
 
     # -- internals ---------------------------------------------------------------------
@@ -197,9 +195,6 @@ class BenchPanel:
         if not self.trace_box.value:
             yield
             return
-        from mpiworkbench.client.trace import tracing
-        from mpiworkbench.widgets.trace import TraceView
-
         recording = tracing(self.wb)
         try:
             with recording:
@@ -210,7 +205,7 @@ class BenchPanel:
                 self.trace_view.children = [TraceView(recording.trace, width=self.width).widget]
 
     def _settings_under(self) -> dict:
-        """:meth:`settings` for :func:`~mpiworkbench.client.bench.run_under`: at the engines' thread level."""
+        """:meth:`settings` for :func:`~mpiworkbench.drivers.bench.run_under`: at the engines' thread level."""
         return {**self.settings(), "thread_level": getattr(self.wb, "thread_level", None) or "multiple"}
 
     def _side_by_side(self, docs: list[dict], failed: dict[str, str]) -> None:

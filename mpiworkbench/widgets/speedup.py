@@ -1,7 +1,7 @@
 """The speedup panel: pick an experiment, sizes, rank counts, variants and repetitions; Run.
 
 Every point runs on the engines of a running :class:`~mpiworkbench.Workbench` through
-the driver of :mod:`mpiworkbench.client.speedup` (rank counts below the cluster size on
+the driver of :mod:`mpiworkbench.drivers.speedup` (rank counts below the cluster size on
 sub-communicators, no restart), and appears on the runtime/speedup/efficiency figure and
 the table as soon as it is done. Results save to JSON and reload for comparison. The callbacks only call the
 methods below; they call that driver and ordinary functions of :mod:`mpiworkbench.speedup`
@@ -16,7 +16,7 @@ experiment parameter named as the parameter (``loops``, ``steps``, ``tol``,
 ``packed`` fills one node first, ``spread`` goes across the nodes; both: intra- against
 inter-node curves), ``Also under`` (after the engines' run, the same experiment on this host
 under each other MPI implementation chosen: the ``speedup … --mpi NAME`` command itself,
-:func:`mpiworkbench.client.speedup.run_under`, drawn beside it as a comparison), ``Run``,
+:func:`mpiworkbench.drivers.speedup.run_under`, drawn beside it as a comparison), ``Run``,
 ``Stop``, ``Progress``, ``JSON file``, ``Save``, ``Load``, ``Clear comparison``. **Run** works in the background (the kernel stays free), **Stop** ends the
 experiment after the point in progress and keeps the points done.
 
@@ -33,17 +33,20 @@ import asyncio
 from pathlib import Path
 from typing import Any, Callable
 
-from mpiworkbench.client import speedup as driver
+from mpiworkbench.drivers import speedup as driver
 from mpiworkbench.core.machine import PLACEMENTS
+from mpiworkbench.plot import render
+from mpiworkbench.plot.speedup import backend_figure, scaling_figure
 from mpiworkbench.speedup import analysis, experiments
 from mpiworkbench.speedup.analysis import SpeedupResult
 from mpiworkbench.speedup.plan import SpeedupSpec, parse_int_list, plan_points, small_mode
-from mpiworkbench.widgets import also_under
+from mpiworkbench.widgets import implementations
+from mpiworkbench.widgets.file_bar import file_bar
 from mpiworkbench.widgets.report import error_html
 
 
 class SpeedupPanel:
-    """ipywidgets panel over :mod:`mpiworkbench.client.speedup`; show it with ``display(panel.widget)``."""
+    """ipywidgets panel over :mod:`mpiworkbench.drivers.speedup`; show it with ``display(panel.widget)``."""
 
     def __init__(self, wb, experiment: str = "inner", width: float = 12.0):
         import ipywidgets as w
@@ -66,7 +69,7 @@ class SpeedupPanel:
             tooltip=("ranks of a point: packed fills one node first, spread goes across the nodes "
                      f"(this cluster: {len(hosts) or 'unknown number of'} host(s)"
                      + (", so both take the same ranks)" if len(hosts) == 1 else ")")))
-        self.also = also_under.selector(wb, "speedup")  # the same experiment under other implementations, here
+        self.also = implementations.selector(wb, "speedup")  # the same experiment under other implementations, here
         self.params_box = w.HBox()
         self.param_widgets: dict[str, Any] = {}
         self.run_button = w.Button(description="Run", button_style="primary", icon="play")
@@ -77,18 +80,16 @@ class SpeedupPanel:
         self.status = w.HTML()
         self.figure = w.Image(format="png")
         self.table = w.HTML()
-        self.path = w.Text(value="speedup.json", description="JSON file")
-        self.save_button = w.Button(description="Save")
-        self.load_button = w.Button(description="Load")
-        self.clear_button = w.Button(description="Clear comparison")
+        self.file_bar = file_bar("speedup.json", lambda: self._guarded(lambda: self.save(self.path.value)),
+                                 lambda: self._guarded(lambda: self.load(self.path.value)),
+                                 lambda: self._guarded(self.clear_comparison),
+                                 path_label="JSON file", clear_label="Clear comparison")
+        self.path, self.save_button, self.load_button, self.clear_button = self.file_bar.children
 
         self.experiment.observe(lambda change: self.select_experiment(change["new"]), names="value")
         self.backends.observe(lambda change: self._variant_choices(), names="value")
         self.run_button.on_click(lambda _: self.start())
         self.stop_button.on_click(lambda _: self.stop())
-        self.save_button.on_click(lambda _: self._guarded(lambda: self.save(self.path.value)))
-        self.load_button.on_click(lambda _: self._guarded(lambda: self.load(self.path.value)))
-        self.clear_button.on_click(lambda _: self._guarded(self.clear_comparison))
         self.select_experiment(experiment)
         self.widget = w.VBox(
             [
@@ -98,7 +99,7 @@ class SpeedupPanel:
                 w.HBox([self.run_button, self.stop_button, self.progress, self.status]),
                 self.figure,
                 self.table,
-                w.HBox([self.path, self.save_button, self.load_button, self.clear_button]),
+                self.file_bar,
             ]
         )
 
@@ -166,7 +167,7 @@ class SpeedupPanel:
         spec = self._begin()
         try:
             self.result = driver.run_on_workbench(self.wb, spec, on_point=self._on_point, label=self._label())
-            for mpi in also_under.in_turn(self):
+            for mpi in implementations.in_turn(self):
                 self.compare.append(driver.run_under(mpi, self._described()))
                 self.redraw()
         finally:
@@ -187,7 +188,7 @@ class SpeedupPanel:
             spec = self._begin()
             self.result = await driver.run_async(self.wb, spec, on_point=self._on_point, label=self._label(),
                                                  should_stop=lambda: self._stop)
-            for mpi in also_under.in_turn(self):
+            for mpi in implementations.in_turn(self):
                 self.compare.append(await driver.run_under_async(mpi, self._described()))
                 self.redraw()
         except Exception as exc:  # noqa: BLE001 - shown in the panel, the kernel stays usable
@@ -225,8 +226,6 @@ class SpeedupPanel:
 
     def redraw(self) -> None:
         """Draw the figure and the table again from this run and the loaded results."""
-        from mpiworkbench.plot.render import figure_to_png
-        from mpiworkbench.plot.speedup import backend_figure, scaling_figure
         results = ([self.result] if self.result is not None else []) + self.compare
         if not results:
             self.figure.value = b""
@@ -237,7 +236,7 @@ class SpeedupPanel:
             figure = backend_figure(results[0], exp.size_name, title=exp.title, width=self.width)
         else:
             figure = scaling_figure(results, exp.size_name, title=exp.title, width=self.width)
-        self.figure.value = figure_to_png(figure)
+        self.figure.value = render.figure_to_png(figure)
         self.table.value = "".join(
             f"<b>{r.label or r.experiment}</b>{analysis.format_html(r, experiments.get(r.experiment).size_name)}"
             for r in results

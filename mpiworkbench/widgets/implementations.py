@@ -1,11 +1,13 @@
-"""**Also under**: the measurement panels' choice of other MPI implementations under which the
-same measurement runs on this host after the engines' run (the engines are one implementation's
-ranks; the others run as the CLI command itself, ``… --mpi NAME``)."""
+"""The measurement panels' choice of other MPI implementations (**Also under**): under each one
+chosen, the same measurement runs on this host after the engines' run (the engines are one
+implementation's ranks; the others run as the CLI command itself, ``… --mpi NAME``)."""
 
 from __future__ import annotations
 
 import socket
 from typing import Iterator
+
+from mpiworkbench.core.implementations import REGISTRY
 
 
 def selector(wb, command: str):
@@ -13,11 +15,9 @@ def selector(wb, command: str):
     the engines'; disabled when the engines run on other hosts (a run here would not compare)."""
     import ipywidgets as w
 
-    from mpiworkbench.core import implementations
-
     here = all(host == socket.gethostname() for host in (getattr(wb, "hosts", None) or {}).values())
     return w.SelectMultiple(
-        options=[(impl.title, impl.name) for impl in implementations.REGISTRY
+        options=[(impl.title, impl.name) for impl in REGISTRY
                  if impl.name != getattr(wb, "mpi", None) and impl.installed()],
         value=(), rows=2, description="Also under", disabled=not here,
         tooltip=(f"after the engines' run, the same measurement on this host under each implementation "
