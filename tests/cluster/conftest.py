@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from mpiworkbench import Workbench
+from mpiworkbench.client.profile import create_profile
+from tests.ipcluster import IPCluster
 
 
 @pytest.fixture(scope="session")
@@ -39,3 +43,16 @@ def fresh_wb(request):
     request.addfinalizer(bench.stop)
     bench.start()
     return bench
+
+
+@pytest.fixture
+def ipcluster_mpi(tmp_path, monkeypatch):
+    """``ipcluster start -n 2 --profile=mpi`` in a private IPython directory."""
+    ipython_dir = tmp_path / "ipython"
+    create_profile("mpi", launcher="mpi", ipython_dir_=ipython_dir)
+    monkeypatch.setenv("IPYTHONDIR", str(ipython_dir))
+    ipcluster = IPCluster("mpi", ipython_dir, tmp_path, dict(os.environ))
+    client = ipcluster.start(2)
+    client.close()
+    yield ipcluster
+    ipcluster.stop()

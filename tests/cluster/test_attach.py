@@ -7,7 +7,6 @@ A workbench also says when its MPI world has died and gets a fresh one with ``re
 from __future__ import annotations
 
 import html
-import os
 import time
 
 import ipyparallel as ipp
@@ -16,11 +15,10 @@ import pytest
 from mpiworkbench import Workbench
 from mpiworkbench.client import clusters
 from mpiworkbench.client.errors import WorldDied
-from mpiworkbench.client.profile import create_profile
 from mpiworkbench.core.machine import THREAD_LEVELS
 from tests.cluster.slurm import wait_until
 from tests.cluster.test_ipcluster_profile import drive_solvers
-from tests.ipcluster import LIMIT, IPCluster
+from tests.ipcluster import LIMIT
 
 
 @ipp.interactive  # sent by value: the engines cannot import this module
@@ -28,19 +26,6 @@ def _rank():
     from mpi4py import MPI
 
     return MPI.COMM_WORLD.rank
-
-
-@pytest.fixture
-def ipcluster_mpi(tmp_path, monkeypatch):
-    """``ipcluster start -n 2 --profile=mpi`` in a private IPython directory."""
-    ipython_dir = tmp_path / "ipython"
-    create_profile("mpi", launcher="mpi", ipython_dir_=ipython_dir)
-    monkeypatch.setenv("IPYTHONDIR", str(ipython_dir))
-    ipcluster = IPCluster("mpi", ipython_dir, tmp_path, dict(os.environ))
-    client = ipcluster.start(2)
-    client.close()
-    yield ipcluster
-    ipcluster.stop()
 
 
 def test_attach_drives_a_cluster_ipcluster_started(ipcluster_mpi):

@@ -19,11 +19,10 @@ import pytest
 
 from mpiworkbench import Workbench
 from mpiworkbench.client import clusters
-from mpiworkbench.client.profile import create_profile
 from mpiworkbench.core import shm
 from mpiworkbench.trace.hang import interposer_paths
 from tests.cluster.slurm import wait_until
-from tests.ipcluster import LIMIT, IPCluster
+from tests.ipcluster import LIMIT
 
 RESTARTS = 3
 
@@ -98,19 +97,6 @@ def test_a_stop_removes_what_a_dead_world_left(fresh_wb, decoys):
     wb.stop()
     assert _existing(files) == [], "the dead world's files are removed by the stop"
     assert all(path.exists() for path in decoys)
-
-
-@pytest.fixture
-def ipcluster_mpi(tmp_path, monkeypatch):
-    """``ipcluster start -n 2 --profile=mpi`` in a private IPython directory."""
-    ipython_dir = tmp_path / "ipython"
-    create_profile("mpi", launcher="mpi", ipython_dir_=ipython_dir)
-    monkeypatch.setenv("IPYTHONDIR", str(ipython_dir))
-    ipcluster = IPCluster("mpi", ipython_dir, tmp_path, dict(os.environ))
-    client = ipcluster.start(2)
-    client.close()
-    yield ipcluster
-    ipcluster.stop()
 
 
 def test_attached_ipcluster_start_three_restarts_and_stop_leave_dev_shm_as_found(ipcluster_mpi, decoys):
