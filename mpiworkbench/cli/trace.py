@@ -7,16 +7,31 @@
 launches the command (another ``mpiworkbench`` command, or a Python program of your own) under ``mpiexec`` with the MPI interposer preloaded into the ranks,
 records from start to end, gathers the events to rank 0 and writes them as Chrome trace-event
 JSON (open it in Perfetto, ui.perfetto.dev, or ``chrome://tracing``); prints a summary. With
-``--otf2 DIR`` it also writes an OTF2 archive there (Vampir, the Score-P tools).
+``--otf2 DIR`` it also writes an OTF2 archive there (Vampir, the Score-P tools), with the wait
+states beside it (``DIR/wait_states.json``).
+
+With ``--analyse`` it says why the run took as long as it did: the wait states per pattern and
+rank, the call sites that waited most (the Python lines are recorded while it runs), the POP
+efficiency factors and the critical path's shares; printed, and written as JSON to
+``--analysis FILE`` (default: beside the trace, ``trace.analysis.json`` for ``--out trace.json``).
+``--from TRACE.json`` analyses a trace written before (no command; its lines are not known)::
+
+    mpiworkbench trace --analyse --out wave.json -- wave --np 2 --mesh 33 --steps 50
+    mpiworkbench trace --analyse --from wave.json
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+from pathlib import Path
 
 from mpiworkbench.core import launch
+from mpiworkbench.trace.critical import critical_path
+from mpiworkbench.trace.efficiency import efficiency
+from mpiworkbench.trace.waits import dependencies, wait_states
 
 
 def register(subparsers) -> None:
@@ -32,6 +47,12 @@ def register(subparsers) -> None:
     parser.add_argument("--out", metavar="FILE", default="trace.json", help="where to write the JSON (default trace.json)")
     parser.add_argument("--otf2", metavar="DIR", default=None,
                         help="also write an OTF2 archive in DIR (new or empty; needs pip install 'mpiworkbench[otf2]')")
+    parser.add_argument("--analyse", action="store_true",
+                        help="print and write the wait states, POP efficiency factors and critical path")
+    parser.add_argument("--analysis", metavar="FILE", default=None,
+                        help="where --analyse writes its JSON (default: beside the trace, NAME.analysis.json)")
+    parser.add_argument("--from", dest="source", metavar="TRACE", default=None,
+                        help="with --analyse: analyse this trace JSON (written by mpiworkbench trace) instead of running a command")
     parser.add_argument("--capacity", type=int, default=None,
                         help="events each rank can record before further calls are only counted (default 1e6)")
     from mpiworkbench.cli._mpijob import add_implementation_argument
@@ -52,6 +73,10 @@ def _np_of(command: list[str]) -> int:
 
 def run(args: argparse.Namespace) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else list(args.command)
+    if args.source is not None:
+        if command or not args.analyse:
+            raise ValueError("--from TRACE analyses a saved trace: give it with --analyse and without a command")
+        return _analyse_saved(args.source, args.analysis)
     if not command or command[0] == "trace":
         raise ValueError("name the command to trace after --, e.g. `mpiworkbench trace -- wave --np 2 --mesh 33`")
     if args.capacity is not None and args.capacity < 1:
@@ -85,11 +110,13 @@ def run(args: argparse.Namespace) -> int:
         from mpiworkbench.trace.library import build
 
         argv = ["trace", "--out", args.out, *(["--otf2", args.otf2] if args.otf2 is not None else []),
+                *(["--analyse"] if args.analyse else []),
+                *(["--analysis", args.analysis] if args.analysis is not None else []),
                 *(["--capacity", str(args.capacity)] if args.capacity else []),
                 *(["--np", str(args.np)] if args.np is not None else []), "--", *command]
         # the interposer built with this implementation's mpicc, preloaded its launcher's way
         return launch.run_under_mpiexec(np_, argv, impl=impl, mpi_args=impl.env_args("LD_PRELOAD", str(build(impl))))
-    return _traced(command, args.out, args.capacity, args.otf2)
+    return _traced(command, args.out, args.capacity, args.otf2, args.analyse, args.analysis)
 
 
 def _is_program(command: list[str]) -> bool:
@@ -124,19 +151,24 @@ def _check_otf2(directory: str) -> None:
         raise ValueError(f"--otf2 {directory!r}: {exc}") from None
 
 
-def _traced(command: list[str], out: str, capacity: int | None, otf2_dir: str | None = None) -> int:
+def _traced(command: list[str], out: str, capacity: int | None, otf2_dir: str | None = None,
+            analyse: bool = False, analysis: str | None = None) -> int:
     from mpiworkbench import cli
     from mpiworkbench.core import mpi
     from mpiworkbench.plot.trace import write_chrome
-    from mpiworkbench.trace import recorder
+    from mpiworkbench.trace import recorder, sites
 
     recorder.start(capacity or recorder.DEFAULT_CAPACITY)
+    if analyse:
+        sites.start()
     try:
         code = _run_program(command) if _is_program(command) else cli.main(command)
     except BaseException:
+        sites.stop()
         recorder.stop()
         raise
     trace = recorder.finish(mpi.world())
+    where = sites.finish(mpi.world(), trace) if analyse else None
     if trace is not None:
         write_chrome(trace, out)
         what = " ".join(command) if _is_program(command) else "mpiworkbench " + " ".join(command)
@@ -149,7 +181,48 @@ def _traced(command: list[str], out: str, capacity: int | None, otf2_dir: str | 
 
             # what it holds, said from the trace it was written from (the tests read archives
             # back; reading every archive again here would double the cost of a big one)
-            anchor = write_otf2(trace, otf2_dir)
+            anchor = write_otf2(trace, otf2_dir, sites=where)
             print(f"OTF2 archive written to {anchor} ({trace.nranks} locations; {len(trace)} calls, "
                   f"{len(trace.messages())} messages)", flush=True)
+        if analyse:
+            _write_analysis(trace, where, analysis or _beside(out), what)
     return code
+
+
+def _beside(trace_path: str) -> str:
+    """``run.json`` → ``run.analysis.json`` (beside it)."""
+    path = Path(trace_path)
+    return str(path.with_name((path.stem if path.suffix == ".json" else path.name) + ".analysis.json"))
+
+
+def analysis(trace, sites=None, top: int = 20) -> dict:
+    """What ``--analyse`` writes (JSON-ready): ``nranks``, ``runtime_s``, ``wait_states``
+    (:meth:`WaitStates.to_dict <mpiworkbench.trace.waits.WaitStates.to_dict>`), ``efficiency``
+    (the POP factors), ``critical_path`` (:meth:`CriticalPath.to_dict
+    <mpiworkbench.trace.critical.CriticalPath.to_dict>`) and ``text`` (what is printed)."""
+    deps = dependencies(trace)
+    waits = wait_states(trace, sites, deps=deps)
+    pop = efficiency(trace, deps)
+    path = critical_path(trace, sites, deps)
+    text = "\n".join([waits.text(), pop.text(), path.text()])
+    return {"nranks": trace.nranks, "runtime_s": pop.runtime, "wait_states": waits.to_dict(top),
+            "efficiency": pop.to_dict(), "critical_path": path.to_dict(top), "text": text}
+
+
+def _write_analysis(trace, sites, destination: str, what: str) -> None:
+    result = {"trace": what, **analysis(trace, sites)}
+    print(result["text"], flush=True)
+    Path(destination).write_text(json.dumps(result, indent=1, ensure_ascii=False))
+    print(f"analysis written to {destination}", flush=True)
+
+
+def _analyse_saved(source: str, destination: str | None) -> int:
+    from mpiworkbench.trace.model import Trace
+
+    try:
+        data = json.loads(Path(source).read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--from {source!r}: cannot read a trace from it ({exc}); name a JSON file written by "
+                         "mpiworkbench trace --out") from None
+    _write_analysis(Trace.from_chrome(data), None, destination or _beside(source), source)
+    return 0
