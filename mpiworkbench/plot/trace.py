@@ -8,17 +8,15 @@ Figure out (no pyplot state).
   is drawn downsampled (per rank, the family that fills each pixel column).
 * :func:`matrix_figure` — messages or bytes, sender rank × receiver rank.
 * :func:`time_per_kind_figure` — per rank, the time in each call kind and outside MPI.
-* :func:`write_chrome` — the Chrome trace-event JSON (Perfetto, ``chrome://tracing``) for traces
-  too large for a notebook.
+
+Traces too large for a notebook go to Perfetto or ``chrome://tracing`` as Chrome trace-event
+JSON: :func:`mpiworkbench.trace.chrome.write_chrome` (also importable from here, as before).
 
 Which family a call belongs to is said once, in :mod:`mpiworkbench.trace.events`; this module
 only gives each family a colour.
 """
 
 from __future__ import annotations
-
-import json
-from pathlib import Path
 
 import numpy as np
 from matplotlib.collections import LineCollection, PolyCollection
@@ -29,6 +27,7 @@ from matplotlib.patches import Patch
 
 from mpiworkbench.plot.render import new_figure
 from mpiworkbench.trace import events as spec
+from mpiworkbench.trace.chrome import write_chrome  # re-exported: in this module's __all__
 from mpiworkbench.trace.events import (
     COLLECTIVES, FAMILIES, FAMILY, KIND, KINDS, NONBLOCKING_COLLECTIVES, ONE_SIDED, SENDS, STARTED_COLLECTIVES, STARTED_SENDS, STARTS,
     TESTS,
@@ -481,13 +480,6 @@ def time_per_kind_figure(trace: Trace, title: str | None = None, width: float = 
     _legend(ax, ax.get_legend_handles_labels()[0])
     ax.set_title(title or "time per call kind (compute = outside MPI)")
     return fig
-
-
-def write_chrome(trace: Trace, path: str | Path) -> Path:
-    """Write *trace* as Chrome trace-event JSON (open it in Perfetto or ``chrome://tracing``)."""
-    path = Path(path)
-    path.write_text(json.dumps(trace.to_chrome()))
-    return path
 
 
 __all__ = ["FAMILY_COLOURS", "MAX_EVENTS", "span", "timeline", "matrix_figure", "time_per_kind_figure",

@@ -1,22 +1,23 @@
 """A gathered trace: every rank's MPI calls on one clock, and what can be read from them —
-the communicators, the messages (each send matched to its receive on its communicator), the
-one-sided operations, the communication matrix, the time per call kind, a window of it, and the
-exports: Chrome trace-event JSON (Perfetto, ``chrome://tracing``) and OTF2 (Vampir, Score-P's tools).
+the communicators (:mod:`~mpiworkbench.trace.communicators`), the messages (each send matched to
+its receive on its communicator), the one-sided operations, the communication matrix, the time per
+call kind, a window of it, and the exports: Chrome trace-event JSON (Perfetto, ``chrome://tracing``;
+:mod:`~mpiworkbench.trace.chrome`) and OTF2 (Vampir, Score-P's tools; :mod:`~mpiworkbench.trace.otf2`).
 
 Pure NumPy, no MPI: rank 0 builds it, the notebook plots it, the CLI writes it.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from mpiworkbench.trace import chrome
+from mpiworkbench.trace.communicators import Communicator, communicators, comms_used, remap_comms, untabled_comms
 from mpiworkbench.trace.events import (
-    COLLECTIVES, COMMUNICATORS, EVENT_DTYPE, KIND, KINDS, ONE_SIDED, RECEIVES, SELF_HOW, SENDS, SEEN_HOW, STARTED_RECEIVES,
-    STARTED_SENDS, STARTS, TRACE_DTYPE, WORLD_HOW, family, kind_name,
+    EVENT_DTYPE, KIND, KINDS, ONE_SIDED, RECEIVES, SENDS, STARTED_RECEIVES, STARTED_SENDS, STARTS, TRACE_DTYPE,
 )
 
 #: A matched message: send on ``src`` at ``t_send`` → receive completed on ``dst`` at ``t_recv``,
@@ -36,142 +37,6 @@ _MRECV, _MPROBE, _IRECV = KIND["MPI_Mrecv"], KIND["MPI_Mprobe"], KIND["MPI_Irecv
 _SENDS = np.array(sorted(SENDS)), np.array(sorted(STARTED_SENDS))
 _RECEIVES = np.array(sorted(RECEIVES)), np.array(sorted(STARTED_RECEIVES))
 _STARTS = np.array(sorted(STARTS))
-
-
-@dataclass(frozen=True)
-class Communicator:
-    """A communicator of a trace: events' ``comm`` field is its ``id``.
-
-    Attributes
-    ----------
-    id : int
-        Index in ``Trace.comms`` (0 is ``COMM_WORLD``).
-    name : str
-        ``"COMM_WORLD"``, ``"COMM_SELF"``, ``"dup 1"``, ``"split color=0"``, ``"cart 2x2"``, …,
-        or the name the program gave it (``MPI_Comm_set_name``).
-    ranks : tuple of int
-        World ranks of its members, in its own rank order (empty when not known).
-    kind : str
-        How it was made: ``world``, ``self``, ``dup``, ``split``, ``split_type``, ``create``,
-        ``cart``, ``cart_sub``, or ``seen`` (used, made out of sight).
-    parent : int or None
-        The communicator it was made from.
-    """
-
-    id: int
-    name: str
-    ranks: tuple[int, ...] = ()
-    kind: str = "world"
-    parent: int | None = None
-
-    @property
-    def size(self) -> int:
-        """How many ranks it has (0 when its members are not known)."""
-        return len(self.ranks)
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.size} ranks)" if self.ranks else self.name
-
-
-_HOW_NAMES = {KIND["MPI_Comm_dup"]: "dup", KIND["MPI_Comm_split"]: "split", KIND["MPI_Comm_split_type"]: "split_type",
-              KIND["MPI_Comm_create"]: "create", KIND["MPI_Cart_create"]: "cart", KIND["MPI_Cart_sub"]: "cart_sub",
-              WORLD_HOW: "world", SELF_HOW: "self", SEEN_HOW: "seen"}
-
-
-def communicators(tables: list[list[dict]], nranks: int,
-                  used: list[set[int]] | None = None) -> tuple[list[Communicator], list[np.ndarray]]:
-    """The communicators of every rank's table (``recorder.local_comms``) as one list, and per
-    rank the map from its table index to that list's index (-1: left out).
-
-    A constructor is collective over its parent, so the same communicator has, on every member,
-    the same lineage: parent, how-manieth child of it, and members. That lineage is its key.
-    Only the communicators that *used* names (per rank, table indices the events refer to) and
-    their ancestors are kept: a long session's table holds every communicator it ever made.
-    """
-    key_of: list[list[tuple]] = []
-    entry_of: dict[tuple, dict] = {}
-    parent_key: dict[tuple, tuple | None] = {}
-    order: list[tuple] = []
-    for rank, table in enumerate(tables):
-        local: list[tuple] = []
-        for i, entry in enumerate(table):
-            how, parent = int(entry["how"]), int(entry["parent"])
-            members = tuple(int(m) for m in entry.get("members", ()))
-            if how == WORLD_HOW:
-                key = ("world",)
-            elif how == SELF_HOW:
-                key = ("self",)
-            elif 0 <= parent < len(local):
-                key = (local[parent], how, int(entry["ordinal"]), members)
-            else:
-                key = ("seen", members) if members else ("seen", rank, i)
-            local.append(key)
-            if key not in entry_of:
-                entry_of[key] = entry
-                parent_key[key] = local[parent] if 0 <= parent < len(local) and how not in (WORLD_HOW, SELF_HOW) else None
-                order.append(key)
-        key_of.append(local)
-    wanted = {("world",)}
-    for rank, local in enumerate(key_of):
-        for i in (used[rank] if used is not None else range(len(local))):
-            key = local[i] if 0 <= i < len(local) else None
-            while key is not None and key not in wanted:
-                wanted.add(key)
-                key = parent_key.get(key)
-    ids: dict[tuple, int] = {("world",): 0}
-    comms = [Communicator(0, "COMM_WORLD", tuple(range(nranks)), "world", None)]
-    counters: dict[str, int] = defaultdict(int)
-    for key in order:
-        if key not in wanted or key in ids:
-            continue
-        entry = entry_of[key]
-        kind = _HOW_NAMES.get(int(entry["how"]), "seen")
-        counters[kind] += 1
-        given = str(entry.get("name", "") or "")
-        if kind == "self":
-            name = "COMM_SELF"
-        elif given:
-            name = given
-        elif kind == "split":
-            name = f"split color={int(entry['color'])}"
-        elif kind == "cart":
-            name = "cart " + "x".join(str(d) for d in list(entry["dims"])[: int(entry["ndims"])])
-        elif kind == "seen":
-            name = f"comm {counters[kind]}"
-        else:
-            name = f"{kind.replace('_', ' ')} {counters[kind]}"
-        same = sum(c.name == name or c.name.startswith(name + " #") for c in comms)
-        if same:
-            name += f" #{same + 1}"
-        members = tuple(int(m) for m in entry.get("members", ()))
-        ids[key] = len(comms)
-        comms.append(Communicator(len(comms), name, () if kind == "self" else members, kind,
-                                  ids.get(parent_key[key]) if parent_key[key] is not None else None))
-    maps = [np.array([ids.get(k, -1) for k in local], dtype=np.int64) for local in key_of]
-    return comms, maps
-
-
-_MADE = np.array(sorted(COMMUNICATORS))
-
-
-def _comms_used(events: np.ndarray) -> set[int]:
-    """Table indices a rank's events refer to (their communicator; a constructor's result)."""
-    ev = np.asarray(events, dtype=EVENT_DTYPE)
-    made = np.isin(ev["kind"], _MADE)
-    return set(ev["comm"].tolist()) | set(ev["req"][made].tolist())
-
-
-def _remap_comms(part: np.ndarray, mapping: np.ndarray) -> None:
-    """Turn a rank's table indices (``comm``; ``req`` of communicator events) into trace ids."""
-    def remap(values: np.ndarray) -> np.ndarray:
-        ok = (values >= 0) & (values < len(mapping))
-        out = np.full(len(values), -1, dtype=values.dtype)
-        out[ok] = mapping[values[ok]]
-        return out
-
-    part["comm"] = remap(part["comm"])
-    made = np.isin(part["kind"], _MADE)
-    part["req"][made] = remap(part["req"][made])
 
 
 @dataclass
@@ -233,9 +98,9 @@ class Trace:
         offsets = list(offsets) if offsets is not None else [0.0] * n
         windows = list(windows) if windows is not None else [(0.0, 0.0)] * n
         if comm_tables is not None:
-            comms, maps = communicators(comm_tables, n, [_comms_used(ev) for ev in per_rank])
+            comms, maps = communicators(comm_tables, n, [comms_used(ev) for ev in per_rank])
         else:
-            comms, maps = _untabled_comms(per_rank, n)
+            comms, maps = untabled_comms(per_rank, n)
         rows = []
         for rank, ev in enumerate(per_rank):
             ev = np.asarray(ev, dtype=EVENT_DTYPE)
@@ -248,7 +113,7 @@ class Trace:
             done = part["t_done"] != 0
             part["t_done"][done] -= offsets[rank]
             _source_of_matched_receives(part)
-            _remap_comms(part, maps[rank])
+            remap_comms(part, maps[rank])
             rows.append(part)
         events = np.concatenate(rows) if rows else np.zeros(0, TRACE_DTYPE)
         ends = np.cumsum([len(r) for r in rows])
@@ -459,87 +324,21 @@ class Trace:
     def to_otf2(self, directory, archive_name: str = "traces"):
         """Write the trace as an OTF2 archive in *directory* (Vampir, Score-P's tools); returns
         the path of its anchor file (``.otf2``). Needs the ``otf2`` extra."""
-        from mpiworkbench.trace.otf2 import write_otf2
+        from mpiworkbench.trace.otf2 import write_otf2  # here: otf2 imports waits, which imports this module
 
         return write_otf2(self, directory, archive_name=archive_name)
 
     @classmethod
     def from_chrome(cls, data: dict[str, Any]) -> "Trace":
-        """The trace back from :meth:`to_chrome`'s JSON (e.g. what ``mpiworkbench trace`` wrote)."""
-        calls = [e for e in data["traceEvents"] if e.get("ph") == "X" and e.get("name") in KIND]
-        names = {e["pid"]: e["args"]["name"] for e in data["traceEvents"] if e.get("name") == "process_name"}
-        nranks = max([e["pid"] for e in calls] + list(names), default=-1) + 1
-        other = data.get("otherData", {})
-        comms = [Communicator(int(c["id"]), c["name"], tuple(c.get("ranks", ())), c.get("kind", "seen"), c.get("parent"))
-                 for c in other.get("communicators", [])]
-        by_name = {c.name: c.id for c in comms}
-        events = np.zeros(len(calls), TRACE_DTYPE)
-        for row, e in zip(events, sorted(calls, key=lambda e: (e["pid"], e["ts"]))):
-            args = e.get("args", {})
-            row["rank"], row["kind"] = e["pid"], KIND[e["name"]]
-            row["t0"], row["t1"] = e["ts"] / 1e6, (e["ts"] + e["dur"]) / 1e6
-            row["t_done"] = args.get("done_us", 0.0) / 1e6
-            row["peer"] = args.get("peer", args.get("root", -1))
-            row["tag"], row["bytes"] = args.get("tag", -3), args.get("bytes", 0)
-            row["peer2"], row["tag2"] = args.get("source", -3), args.get("recv_tag", -3)
-            row["comm"] = by_name.get(args.get("comm"), 0 if "comm" not in args else -1)
-            row["req"], row["count"], row["aux"] = args.get("request", -1), args.get("count", 1), args.get("partition", -1)
-            row["op"] = KIND.get(args.get("starts"), args.get("requests", -1))
-        hosts = [names.get(r, "").partition("(")[2].rstrip(")") for r in range(nranks)]
-        return cls(events, nranks, hosts, list(other.get("clock_offsets_s", [0.0] * nranks)),
-                   list(other.get("clock_offsets_s", [0.0] * nranks)), list(other.get("dropped", [0] * nranks)),
-                   [(0.0, 0.0)] * nranks, comms=comms)
+        """The trace back from :meth:`to_chrome`'s JSON (e.g. what ``mpiworkbench trace`` wrote):
+        :func:`mpiworkbench.trace.chrome.trace_fields`."""
+        return cls(**chrome.trace_fields(data))
 
     def to_chrome(self) -> dict[str, Any]:
         """The Chrome trace-event format (JSON object form): one process per rank, each call a
-        complete event (``X``), each message a flow arrow (``s`` → ``f``). Times in µs."""
-        out: list[dict[str, Any]] = []
-        for rank in range(self.nranks):
-            host = self.hosts[rank] if rank < len(self.hosts) else ""
-            out.append({"ph": "M", "name": "process_name", "pid": rank, "tid": 0,
-                        "args": {"name": f"rank {rank}" + (f" ({host})" if host else "")}})
-            out.append({"ph": "M", "name": "process_sort_index", "pid": rank, "tid": 0, "args": {"sort_index": rank}})
-        names = [c.name for c in self.comms]
-        for e in self.events:
-            kind = int(e["kind"])
-            name = kind_name(kind)
-            fam = family(name)
-            args: dict[str, Any] = {"bytes": int(e["bytes"])}
-            if e["peer"] >= 0 or e["peer"] == -2:  # a rank, or -2: any source
-                args["root" if kind in COLLECTIVES else "peer"] = int(e["peer"])
-            if e["tag"] != -3:  # a tag, or -1: any tag
-                args["tag"] = int(e["tag"])
-            if e["peer2"] >= 0:
-                args["source"] = int(e["peer2"])
-            if e["tag2"] >= 0:
-                args["recv_tag"] = int(e["tag2"])
-            if e["t_done"]:
-                args["done_us"] = float(e["t_done"]) * 1e6
-            if 0 <= e["comm"] < len(names):
-                args["comm"] = names[int(e["comm"])]
-            if e["req"] >= 0:
-                args["request"] = int(e["req"])
-            if e["op"] >= 0:
-                args["starts" if kind in STARTS else "requests"] = kind_name(int(e["op"])) if kind in STARTS else int(e["op"])
-            if e["count"] != 1:
-                args["count"] = int(e["count"])
-            if e["aux"] >= 0:
-                args["partition"] = int(e["aux"])
-            cat = {"send": "p2p", "receive": "p2p", "sendrecv": "p2p", "probe": "p2p", "wait": "p2p", "test": "p2p",
-                   "barrier": "collective"}.get(fam, fam)
-            out.append({"ph": "X", "name": name, "cat": cat,
-                        "pid": int(e["rank"]), "tid": 0, "ts": float(e["t0"]) * 1e6,
-                        "dur": max(float(e["t1"] - e["t0"]) * 1e6, 0.001), "args": args})
-        for i, m in enumerate(self.messages()):
-            common = {"name": "message", "cat": "message", "id": i, "tid": 0}
-            out.append({**common, "ph": "s", "pid": int(m["src"]), "ts": float(m["t_send"]) * 1e6})
-            out.append({**common, "ph": "f", "bp": "e", "pid": int(m["dst"]), "ts": float(m["t_recv"]) * 1e6,
-                        "args": {"bytes": int(m["bytes"]), "tag": int(m["tag"])}})
-        comms = [{"id": c.id, "name": c.name, "ranks": list(c.ranks), "kind": c.kind, "parent": c.parent}
-                 for c in self.comms]
-        return {"traceEvents": out, "displayTimeUnit": "ms",
-                "otherData": {"producer": "mpiworkbench", "clock_offsets_s": list(map(float, self.offsets)),
-                              "dropped": list(map(int, self.dropped)), "communicators": comms}}
+        complete event (``X``), each message a flow arrow (``s`` → ``f``). Times in µs.
+        :func:`mpiworkbench.trace.chrome.to_chrome`."""
+        return chrome.to_chrome(self)
 
 
 def causal_shifts(messages: np.ndarray, nranks: int) -> list[float] | None:
@@ -566,17 +365,6 @@ def causal_shifts(messages: np.ndarray, nranks: int) -> list[float] | None:
         if not changed:
             return shift
     return None
-
-
-def _untabled_comms(per_rank: list[np.ndarray], nranks: int) -> tuple[list[Communicator], list[np.ndarray]]:
-    """Communicators known only by their table index (no tables: a trace read from outside)."""
-    used = sorted({int(c) for ev in per_rank for c in np.asarray(ev, dtype=EVENT_DTYPE)["comm"].tolist() if c >= 0} | {0})
-    comms = [Communicator(0, "COMM_WORLD", tuple(range(nranks)), "world", None)]
-    comms += [Communicator(i + 1, "COMM_SELF" if c == 1 else f"comm {c}", (), "self" if c == 1 else "seen", None)
-              for i, c in enumerate(used[1:])]
-    mapping = np.full(max(used) + 1, -1, dtype=np.int64)
-    mapping[used] = np.arange(len(used))
-    return comms, [mapping] * nranks
 
 
 def _source_of_matched_receives(part: np.ndarray) -> None:

@@ -76,7 +76,7 @@ def test_window_and_counts():
 
 
 def test_chrome_trace_events(tmp_path):
-    from mpiworkbench.plot.trace import write_chrome
+    from mpiworkbench.trace.chrome import write_chrome
 
     t = _trace()
     path = write_chrome(t, tmp_path / "t.json")
