@@ -8,8 +8,10 @@ world), with a wall-clock limit. Typed under an existing ``mpiexec``/``srun`` it
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -26,22 +28,17 @@ DEFAULT_TIMEOUT_S = 1800
 
 
 #: Threads each MPI rank's numerical libraries may start. One rank per core is the MPI
-#: model; a multi-threaded BLAS in every rank oversubscribes the cores (on 2 cores a
-#: 16k-element daxpy+dot was measured at 29 ms instead of 4 µs).
+#: model; a multi-threaded BLAS in every rank oversubscribes the cores (measured:
+#: docs/measurements.md, section "The ranks' environment").
 _ONE_THREAD_PER_RANK = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 
 #: MPICH control variables that make a rank waiting inside MPI give its core away instead
-#: of spinning (for more ranks than cores): ``nanosleep`` in MPICH's yield. Measured with
-#: ``benchmarks/mpich_yield.py`` on the MPICH 5.0.2 (ch4) of the ``mpich`` wheel: a rank
-#: waiting in a barrier burned 0.23 CPU s per s waited with it, 0.86 without (medians of 3
-#: launches, load 3);
-#: ``MPIR_CVAR_POLLS_BEFORE_YIELD=1`` and ``MPIR_CVAR_CH4_PROGRESS_THROTTLE=1`` (the library
-#: knows both) changed nothing measurable there, so they are not set. Off by default: the
-#: sleep lands in every wait, so communication gets slower — ``speedup inner --np 1,2,3``
-#: (n = 2**18, NumPy, 200 reductions per repetition) went from 9.4-14 to 35-41 ms at 2 ranks
-#: and from 8.2-9.4 to 47-75 ms at 3 (3 launches each, interleaved, load 2.4-2.5), and the
-#: 3-rank MPI test tier (halo, wave, speedup runner, CG) took 33 and 38 s against 23 and 31 s.
+#: of spinning (for more ranks than cores): ``nanosleep`` in MPICH's yield.
+#: ``MPIR_CVAR_POLLS_BEFORE_YIELD`` and ``MPIR_CVAR_CH4_PROGRESS_THROTTLE`` changed nothing
+#: measurable, so they are not set. Off by default: the sleep lands in every wait, so
+#: communication gets slower (measured with ``benchmarks/mpich_yield.py``: docs/measurements.md,
+#: section "The ranks' environment").
 YIELD_WHILE_WAITING = {"MPIR_CVAR_ENABLE_HEAVY_YIELD": "1"}
 #: Set to ``1`` to ask for :data:`YIELD_WHILE_WAITING` in every rank this process starts.
 YIELD_VARIABLE = "MPIWORKBENCH_YIELD_WHILE_WAITING"
@@ -179,8 +176,7 @@ def cli_program(argv: Sequence[str]) -> list[str]:
 #: transport, else it would use its own shared memory; bridge devices allowed, which UCX skips by
 #: default: on a host whose only network interface is a bridge, e.g. a hypervisor's or a
 #: simulated cluster's head node, TCP would otherwise find no interface and MPI_Init fail).
-#: Measured with ``bench pingpong --np 2`` (mpi4py-buf, MPICH 5.0.2 wheel, 2-core VM): 0.95 µs
-#: and 9.4 µs at 8 B and 64 KiB through shared memory, 6.7 µs and 21.6 µs through TCP.
+#: Measured: docs/measurements.md, section "Micro-benchmarks", *Shared memory against the network*.
 TRANSPORTS: dict[str, dict[str, str]] = {
     "auto": {},
     "network": {"MPIR_CVAR_NOLOCAL": "1", "UCX_TLS": "tcp,self", "UCX_TCP_BRIDGE_ENABLE": "y"},
@@ -220,11 +216,11 @@ def run_under_mpiexec(np: int, argv: list[str], timeout_s: float | None = None,
     return run(np, cli_program(argv), impl, mpi_args, timeout_s, extra_env=check_transport(transport))
 
 
-def judged(code: int, started: float, limit: float) -> int:
-    """*code* of an ``mpiexec`` started at *started* (``time.monotonic()``) with a wall-clock
-    limit of *limit* seconds — or :data:`TIMED_OUT` when it ran that long and still said 0 (MPICH's
-    Hydra was seen to exit 0 at ``MPIEXEC_TIMEOUT``, ranks still running: a job cut short must
-    not read as a success)."""
+def job_exit_code(code: int, started: float, limit: float) -> int:
+    """The exit code of a job whose ``mpiexec`` was started at *started* (``time.monotonic()``)
+    with a wall-clock limit of *limit* seconds and exited with *code*: *code*, or
+    :data:`TIMED_OUT` when it ran that long and still said 0 (MPICH's Hydra was seen to exit 0 at
+    ``MPIEXEC_TIMEOUT``, ranks still running: a job cut short must not read as a success)."""
     if code == 0 and time.monotonic() - started >= limit:
         print(f"mpiworkbench: the job reached its wall-clock limit of {limit:g} s", file=sys.stderr, flush=True)
         return TIMED_OUT
@@ -273,8 +269,6 @@ def _end(proc: subprocess.Popen) -> None:
     group, so no ``killpg`` reaches them). Processes are named by pid and start time
     (:class:`~mpiworkbench.core.processes.Identity`): a rank that exited during the grace period
     gave its pid away, and the process that got it is left alone."""
-    import signal
-
     job = processes.tree(filter(None, [processes.Identity.of(proc.pid)]))  # before anything dies
     if job:
         processes.send(job[0], signal.SIGTERM)
@@ -290,8 +284,6 @@ def _end(proc: subprocess.Popen) -> None:
 def _end_strays() -> int:
     """SIGKILL and reap what is left below this process once its ``mpiexec`` has exited
     (ranks it left running; this process adopts them: :func:`main`); how many there were."""
-    import signal
-
     strays = [who for who in map(processes.Identity.of, processes.descendants(os.getpid())) if who is not None]
     if strays:
         print(f"mpiworkbench: ending {len(strays)} process(es) the job left running", file=sys.stderr)
@@ -332,7 +324,7 @@ def run(np: int, command: Sequence[str], impl: Implementation | None = None,
         proc = subprocess.Popen(launch.command(np, command, mpi_args), env=env)
         try:
             try:
-                code = judged(proc.wait(limit + LIMIT_GRACE_S), started, limit)
+                code = job_exit_code(proc.wait(limit + LIMIT_GRACE_S), started, limit)
             except subprocess.TimeoutExpired:
                 print(f"mpiworkbench: the job outlived its wall-clock limit of {limit:g} s by "
                       f"{LIMIT_GRACE_S:g} s: ending it", file=sys.stderr, flush=True)
@@ -352,8 +344,6 @@ def run(np: int, command: Sequence[str], impl: Implementation | None = None,
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m mpiworkbench.core.launch [--mpi NAME] -n N [--timeout S] [MPIEXEC_ARGS...] -- COMMAND...``:
     :func:`run`. Arguments before ``--`` that are not its own go to ``mpiexec``."""
-    import ctypes
-
     argv = list(sys.argv[1:] if argv is None else argv)
     usage = ("usage: python -m mpiworkbench.core.launch [--mpi NAME] -n N [--timeout S] "
              "[MPIEXEC_ARGS...] -- COMMAND...")
@@ -381,7 +371,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, AttributeError):
         pass
     timeout = float(options["--timeout"]) if "--timeout" in options else None
-    import signal
 
     def terminated(signum, frame):  # a SIGTERM (timeout(1), make's) ends the job as Ctrl-C does
         raise SystemExit(128 + signum)

@@ -44,9 +44,9 @@ FAMILY_COLOURS = {
     "compute": "whitesmoke",
 }
 
-#: A window holding more calls than this is drawn downsampled (:func:`timeline`): an artist
-#: per call costs Matplotlib about 0.1 ms to build and draw, and a few thousand bars already
-#: fill every pixel column of a notebook-wide figure.
+#: A window holding more calls than this is drawn downsampled (:func:`timeline`): every artist
+#: costs Matplotlib time to build and draw (measured: docs/measurements.md, section "Tracing"),
+#: and a few thousand bars already fill every pixel column of a notebook-wide figure.
 MAX_EVENTS = 20_000
 #: Pixel columns of a downsampled timeline (a notebook figure is 700–1500 pixels wide).
 BINS = 1500
