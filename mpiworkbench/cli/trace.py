@@ -181,9 +181,9 @@ def _traced(command: list[str], out: str, capacity: int | None, otf2_dir: str | 
 
             # what it holds, said from the trace it was written from (the tests read archives
             # back; reading every archive again here would double the cost of a big one)
-            anchor = write_otf2(trace, otf2_dir, sites=where)
+            anchor = write_otf2(trace, otf2_dir, waits=wait_states(trace, where))
             print(f"OTF2 archive written to {anchor} ({trace.nranks} locations; {len(trace)} calls, "
-                  f"{len(trace.messages())} messages)", flush=True)
+                  f"{len(trace.messages())} messages; wait states beside it)", flush=True)
         if analyse:
             _write_analysis(trace, where, analysis or _beside(out), what)
     return code

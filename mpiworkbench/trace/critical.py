@@ -180,7 +180,11 @@ def critical_path(trace: Trace, sites: CallSites | None = None, deps: np.ndarray
         info[b] = (t, r, c)
     for lst in by_rank:
         lst.sort()
-    rank = int(np.argmax(ends))
+    # the rank that ended last (of equal ends, the one whose last call ended last)
+    last_call = np.full(trace.nranks, -np.inf)
+    if len(ev):
+        np.maximum.at(last_call, ev["rank"], ev["t1"])
+    rank = int(np.lexsort((last_call, ends))[-1])
     t, limit = float(ends[rank]), len(ev)  # limit: only calls before this index are looked at
     segs: list[tuple[int, float, float]] = []
     for _ in range(len(deps) + 1):

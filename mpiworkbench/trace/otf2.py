@@ -24,8 +24,8 @@ members. ``COMM_SELF`` is an OTF2 ``COMM_SELF`` group (each rank's own; the peer
 Not written as their own records (only ``Enter``/``Leave``): one-sided operations, communicator
 creation, persistent and partitioned collectives.
 
-Beside the archive, ``<directory>/wait_states.json`` holds the trace's wait states
-(:func:`mpiworkbench.trace.waits.wait_states`), for tools that read OTF2 without knowing them:
+Beside the archive, when :func:`write_otf2` is given them, ``<directory>/wait_states.json`` holds
+the trace's wait states (:func:`mpiworkbench.trace.waits.wait_states`), for tools that read OTF2 without knowing them:
 ``{"format": "mpiworkbench wait states", "version": 1, "patterns": [...], "clock": "seconds from
 the archive's origin (its timestamps / 1e9)", "summary": {... WaitStates.to_dict()},
 "intervals": [{"pattern", "rank", "cause_rank", "call", "comm", "t_start", "seconds", "site",
@@ -47,7 +47,6 @@ from mpiworkbench.trace.events import (
     COLLECTIVES, FAMILY, KINDS, NONBLOCKING_COLLECTIVES, RECEIVES, SENDS, STARTED_RECEIVES,
     STARTED_SENDS, STARTS,
 )
-from mpiworkbench.trace.waits import wait_states
 
 #: Ticks per second of the archive's clock: nanoseconds.
 TIMER_RESOLUTION = 1_000_000_000
@@ -158,7 +157,7 @@ class _Call:
         self.after: list[tuple[int, str, tuple]] = []
 
 
-def write_otf2(trace, directory: str | os.PathLike, archive_name: str = "traces", sites=None) -> Path:
+def write_otf2(trace, directory: str | os.PathLike, archive_name: str = "traces", waits=None) -> Path:
     """Write *trace* as an OTF2 archive in *directory*.
 
     Parameters
@@ -170,8 +169,9 @@ def write_otf2(trace, directory: str | os.PathLike, archive_name: str = "traces"
         Where the archive goes: a new directory (its parent must exist) or an empty one.
     archive_name : str, optional
         The archive's name: the anchor file is ``<directory>/<archive_name>.otf2``.
-    sites : mpiworkbench.trace.sites.CallSites, optional
-        The calls' Python lines, named in ``wait_states.json``.
+    waits : mpiworkbench.trace.waits.WaitStates, optional
+        The trace's wait states (:func:`~mpiworkbench.trace.waits.wait_states`): written beside
+        the archive as ``wait_states.json`` (:func:`write_wait_states`).
 
     Returns
     -------
@@ -345,14 +345,14 @@ def write_otf2(trace, directory: str | os.PathLike, archive_name: str = "traces"
             _place(calls, pending)
             writer = archive.event_writer_from_location(locations[rank])
             _write_rank(writer, calls)
-    write_wait_states(trace, path, sites)
+    if waits is not None:
+        write_wait_states(waits, path)
     return path / f"{archive_name}.otf2"
 
 
-def write_wait_states(trace, directory: str | os.PathLike, sites=None) -> Path:
-    """Write *trace*'s wait states as ``wait_states.json`` in *directory* (the format is in this
-    module's text); returns its path."""
-    waits = wait_states(trace, sites)
+def write_wait_states(waits, directory: str | os.PathLike) -> Path:
+    """Write *waits* (:class:`~mpiworkbench.trace.waits.WaitStates`) as ``wait_states.json`` in
+    *directory* (the format is in this module's text); returns its path."""
     out = Path(directory) / "wait_states.json"
     data = {"format": "mpiworkbench wait states", "version": 1, "patterns": waits.to_dict()["patterns"],
             "clock": "seconds from the archive's origin (its timestamps / 1e9)",
