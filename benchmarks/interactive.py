@@ -225,11 +225,11 @@ def run_cluster(cases, args, env: dict[str, str] | None = None) -> list[dict]:
             # --ordering: each case also without the world's turn (an unordered client, as before
             # the shared-world issue), right after, on the same cluster
             for ordered in ((True, False) if args.ordering else (True,)):
-                wb._world = world if ordered else None
+                wb._connection.world = world if ordered else None
                 try:
                     row = measure_case(wb, solver, size, args.frames, args.warmup, args.repeat)
                 finally:
-                    wb._world = world
+                    wb._connection.world = world
                 row["yield"], row["ordered"] = bool(env), ordered
                 print(format_row(row), flush=True)
                 results.append(row)

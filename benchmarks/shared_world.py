@@ -71,13 +71,13 @@ def main() -> int:
             order = ["ordered", "unordered"] if block % 2 == 0 else ["unordered", "ordered"]
             for name, call in cases.items():
                 for mode in order:
-                    wb._world = world if mode == "ordered" else None
+                    wb._connection.world = world if mode == "ordered" else None
                     samples[f"{name} {mode}"].append(per_call(call, args.calls))
-            wb._world = world
+            wb._connection.world = world
             samples["ipyparallel"].append(per_call(lambda: wb.view.apply_sync(allreduce_one), args.calls))
             print(f"block {block + 1}/{args.blocks}", file=sys.stderr, flush=True)
     finally:
-        wb._world = world
+        wb._connection.world = world
         wb.stop()
 
     med = {k: statistics.median(v) for k, v in samples.items()}

@@ -5,7 +5,8 @@ checks it)::
 
     cli, workbench        the ``mpiworkbench`` command; :class:`Workbench` (session + panels)
     widgets, plot         notebook panels and matplotlib figures
-    client                the ipyparallel session, magics, profiles, one driver per feature
+    drivers               one driver per feature: bench, speedup, the solvers' handles, syntax
+    client                the runtime: the ipyparallel session, its world, magics, profiles
     speedup               speedup experiments: plan, run on 1 … n ranks, analyse
     bench, solvers,       micro-benchmarks; the wave, CG, heat and pi solvers;
     syntax                historic MPI module syntax side by side

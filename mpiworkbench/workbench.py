@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from mpiworkbench.client.cg import CGHandle
-from mpiworkbench.client.heat import HeatHandle
+from mpiworkbench.drivers.cg import CGHandle
+from mpiworkbench.drivers.heat import HeatHandle
 from mpiworkbench.client.session import Session
-from mpiworkbench.client.wave import WaveHandle
+from mpiworkbench.drivers.wave import WaveHandle
 
 __all__ = ["Workbench"]
 
@@ -110,7 +110,7 @@ class Workbench(Session):
         Returns
         -------
         SpeedupPanel
-            Display its ``.widget``; its runs go through :mod:`mpiworkbench.client.speedup`.
+            Display its ``.widget``; its runs go through :mod:`mpiworkbench.drivers.speedup`.
 
         Raises
         ------
@@ -136,7 +136,7 @@ class Workbench(Session):
         Returns
         -------
         BenchPanel
-            Display its ``.widget``; its runs go through :mod:`mpiworkbench.client.bench`.
+            Display its ``.widget``; its runs go through :mod:`mpiworkbench.drivers.bench`.
 
         Raises
         ------

@@ -4,7 +4,8 @@ feature (bench, speedup, wave, cg, syntax). It never imports the widgets; the us
 
 from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, RankStatus, WorkbenchError
 from mpiworkbench.client.remote import RemoteObject
-from mpiworkbench.client.session import DEFAULT_TIMEOUT_S, Session
+from mpiworkbench.client.execution import DEFAULT_TIMEOUT_S
+from mpiworkbench.client.session import Session
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",

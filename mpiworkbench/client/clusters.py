@@ -19,9 +19,12 @@ from typing import Any, Iterable, Iterator
 
 from mpiworkbench.client import leftovers
 from mpiworkbench.client.caches import forget
+from mpiworkbench.client.engine_start import CONNECTION_FILE_VARIABLE, ENGINE_CMD
 from mpiworkbench.client.watchdog import connection_file, end_cluster, engine_state_file
 from mpiworkbench.client.world import recorded_engine_set, world_directory
-from mpiworkbench.core import machine
+from mpiworkbench.core import implementations, machine
+from mpiworkbench.core.launch import world_launch
+from mpiworkbench.trace.library import mpiexec_args
 
 #: Hub heartbeat period (ms). ipyparallel's 3000 ms default is what makes a cluster take
 #: ~7 s to come up: the hub only counts an engine as registered after a heartbeat round.
@@ -76,9 +79,6 @@ def engine_config(n: int, thread_level: str | None = None, yield_while_waiting: 
     and an attached notebook's restart of a workbench's cluster, whose profile says nothing)."""
     from traitlets.config import Config
 
-    from mpiworkbench.core import implementations
-    from mpiworkbench.core.launch import world_launch
-
     impl = implementations.get(mpi) if mpi else implementations.current()
     config = Config()
     # The one recipe for starting ranks: the mpiexec that belongs to the implementation's
@@ -92,12 +92,10 @@ def engine_config(n: int, thread_level: str | None = None, yield_while_waiting: 
         environment["MPI4PY_RC_THREAD_LEVEL"] = thread_level
     config.MPIEngineSetLauncher.environment = environment
     # every rank runs with the MPI interposer preloaded: traces and hang reports
-    from mpiworkbench.trace.library import mpiexec_args
     config.MPIEngineSetLauncher.mpi_args = mpiexec_args(impl)
     config.MPIEngineSetLauncher.engine_args = [f"--IPEngine.wait_for_url_file={CONNECTION_FILE_WAIT_S}",
                                                *engine_heartbeat_args()]
     # ipengine with its nanny started at once (mpiworkbench.client.engine_start)
-    from mpiworkbench.client.engine_start import ENGINE_CMD
     config.MPIEngineSetLauncher.engine_cmd = list(ENGINE_CMD)
     return config
 
@@ -137,7 +135,6 @@ def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", threa
     cluster.send_engines_connection_env = connection_file.exists()
     if not cluster.send_engines_connection_env:
         # the controller writes the file in place: the engines wait until it is whole
-        from mpiworkbench.client.engine_start import CONNECTION_FILE_VARIABLE
         cluster.config.MPIEngineSetLauncher.environment[CONNECTION_FILE_VARIABLE] = (
             f"{connection_file}:{CONNECTION_FILE_WAIT_S}")
     return cluster
@@ -174,7 +171,7 @@ def _alive(process: Any) -> bool:
         return False
 
 
-def _controller_alive(cluster) -> bool:
+def controller_alive(cluster) -> bool:
     process = getattr(cluster.controller, "process", None)
     if process is not None:
         return _alive(process)
@@ -227,7 +224,7 @@ def _running_cluster(profile: str, cluster_id: str, ipython_dir_: str | None):
         restored(cluster)
     except (OSError, ValueError, KeyError):
         return None  # half-written or foreign file: not a cluster we can attach to
-    if cluster.controller is None or not _controller_alive(cluster):
+    if cluster.controller is None or not controller_alive(cluster):
         return None
     quiet(cluster)
     if launcher_name(cluster) == "mpi" and "mpi_cmd" not in profile_config.get("MPILauncher", {}):
@@ -333,7 +330,7 @@ def launcher_name(cluster) -> str:
     return ", ".join(sorted(short)) or "none"
 
 
-def _local_processes(cluster) -> dict[str, Any]:
+def local_processes(cluster) -> dict[str, Any]:
     """Engine set id → its launcher's local process (``mpiexec``); batch launchers have none."""
     found = {key: getattr(launcher, "process", None) for key, launcher in (cluster.engines or {}).items()}
     return {key: process for key, process in found.items() if process is not None}
@@ -343,7 +340,7 @@ def drop_ended_engine_sets(cluster) -> None:
     """Forget *cluster*'s local engine sets whose ``mpiexec`` has ended (another notebook
     restarted the world: the new engines are not in this cluster object), so that they do not
     make :func:`engines_exited` read the new world as dead."""
-    for key, process in _local_processes(cluster).items():
+    for key, process in local_processes(cluster).items():
         if not _alive(process):
             cluster.engines.pop(key, None)
 
@@ -354,7 +351,7 @@ def engines_exited(cluster) -> bool:
     Batch launchers (Slurm) have no local process; for them this is ``False`` and the
     session relies on the engines' registrations instead.
     """
-    return any(not _alive(process) for process in _local_processes(cluster).values())
+    return any(not _alive(process) for process in local_processes(cluster).values())
 
 
 @contextlib.contextmanager
@@ -446,8 +443,9 @@ def kill_engines(cluster, client, engine_ids: Iterable[int], log_level: int = lo
 class _Quiet(logging.Filter):
     """Keeps ipyparallel from writing a dead world's output (dozens of lines of every engine's
     log, "Output for ipengine-…") and its launcher's exit data into whatever cell runs when its
-    thread notices: the session says once what happened (:func:`how_it_ended`), and the output
-    stays one call away (:func:`world_log`)."""
+    thread notices: the session says once what happened
+    (:func:`~mpiworkbench.client.health.how_it_ended`), and the output stays one call away
+    (:func:`~mpiworkbench.client.health.world_log`)."""
 
     SAID_ELSEWHERE = ("Output for ", "engine set stopped", "Controller stopped")
 
@@ -460,92 +458,6 @@ def quiet(cluster) -> None:
     log = getattr(cluster, "log", None)
     if isinstance(log, logging.Logger) and not any(isinstance(f, _Quiet) for f in log.filters):
         log.addFilter(_Quiet())
-
-
-def _launchers(cluster) -> list:
-    return [*(cluster.engines or {}).values(), *([cluster.controller] if cluster.controller is not None else [])]
-
-
-def world_log(cluster) -> str:
-    """What the cluster's ``mpiexec`` (and controller) wrote: the ranks' last words when the
-    world died (ipyparallel keeps it after the process has ended)."""
-    parts = []
-    for launcher in _launchers(cluster):
-        try:
-            output = launcher.get_output() or ""
-        except Exception as exc:  # noqa: BLE001 - a diagnostic must not fail
-            output = f"(not readable: {exc})"
-        data = getattr(launcher, "stop_data", None)
-        head = f"--- {getattr(launcher, 'identifier', type(launcher).__name__)}" + (f" (ended: {data})" if data else "")
-        parts.append(head + "\n" + output.rstrip())
-    return "\n".join(parts)
-
-
-#: What a dead world's ``mpiexec`` output says (upper-cased; MPICH's and Intel MPI's Hydra,
-#: Open MPI's prterun), and the cause it names: the first that matches wins.
-_CAUSES = (
-    (("APPLICATION TIMED OUT", "TIME LIMIT FOR JOB EXECUTION HAS BEEN REACHED"),
-     "mpiexec ended it at its wall-clock limit (MPIEXEC_TIMEOUT in the environment it was started with)"),
-    (("MAXIMUM NUMBER OF HEARTBEATS MISSES REACHED",),
-     "the ranks heard nothing from the controller for ENGINE_PATIENCE_S and left (the controller stalled or died)"),
-    (("MPI_ABORT",), "{who} called MPI_Abort"),
-    (("SEGMENTATION FAULT", "(SIGNAL 11)", "SIGNAL 11 "), "{who} crashed (segmentation fault)"),
-    (("(SIGNAL 9)", "SIGNAL 9 ", "EXIT CODE: 9\n"),
-     "{who} was killed (SIGKILL: by hand, by wb.restart() elsewhere, or by the out-of-memory killer)"),
-    (("(SIGNAL 15)", "SIGNAL 15 "), "{who} was terminated (SIGTERM)"),
-    (("BAD TERMINATION", "EXITED ON SIGNAL"), "{who} ended abnormally"),
-)
-#: Seconds :func:`how_it_ended` gives a local ``mpiexec`` to end its job once ranks are gone.
-MPIEXEC_SETTLE_S = 3.0
-
-
-def how_it_ended(cluster, client, ranks: dict[int, int], hosts: dict[int, str] | None = None) -> str:
-    """Why the MPI world of *cluster* is dead, in one sentence (``""`` while it lives): the
-    controller gone, ``mpiexec``'s time limit, a rank killed, aborted or crashed, or ranks
-    that unregistered while ``mpiexec`` runs (a lost node, a rank cut off). *ranks*: engine id →
-    rank of the world; *hosts*: rank → host.
-
-    (Which rank ended a world ``mpiexec`` does not tell reliably: Hydra names the first process
-    it finds ended, often one it killed itself while cleaning up.)"""
-    if cluster is None:
-        return ""
-    if not _controller_alive(cluster):
-        data = getattr(cluster.controller, "stop_data", None)
-        return f"the controller has gone{f' ({data})' if data else ''}: every rank lost it"
-    # a local mpiexec ends its job a moment after a rank died: its words name the cause
-    deadline = time.monotonic() + MPIEXEC_SETTLE_S
-    while _local_processes(cluster) and not engines_exited(cluster) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if engines_exited(cluster):
-        said = world_log(cluster).upper()
-        cause = next((why for marks, why in _CAUSES if any(mark in said for mark in marks)), None)
-        codes = [getattr(launcher, "stop_data", None) or {} for launcher in (cluster.engines or {}).values()]
-        code = next((data.get("exit_code") for data in codes if data.get("exit_code") is not None), None)
-        cause = (cause or "its mpiexec ended").format(who="a rank").replace(
-            "ENGINE_PATIENCE_S", f"{ENGINE_PATIENCE_S:g} s")
-        return cause + (f" (mpiexec's exit code {code})" if code is not None else "")
-    try:
-        registered = set(client.ids)
-    except Exception:  # noqa: BLE001 - the client lost its controller
-        return "this notebook lost its connection to the controller"
-    gone = sorted(rank for engine, rank in ranks.items() if engine not in registered)
-    if not gone:
-        return ""
-    hosts = hosts or {}
-    named = [f"rank {rank}" + (f" (on {hosts[rank]})" if hosts.get(rank) else "") for rank in gone]
-    return (f"{', '.join(named)} {'has' if len(gone) == 1 else 'have'} unregistered while mpiexec still runs: "
-            "killed, crashed, or cut off (its node unreachable)")
-
-
-def world_died(cluster, client, n: int) -> bool:
-    """Whether the MPI world of a started *cluster* has died: its ``mpiexec`` ended, fewer than
-    *n* engines are registered, or *client* lost the controller."""
-    if engines_exited(cluster):
-        return True
-    try:
-        return len(client.ids) < n
-    except Exception:  # noqa: BLE001 - the client lost its controller
-        return True
 
 
 def check_start_options(n: int, thread_level: str | None, oversubscribe: bool) -> None:

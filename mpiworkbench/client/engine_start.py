@@ -5,8 +5,8 @@ engine's registration.
 Every ipyparallel engine starts a *nanny* (a second process that relays signals to it, which
 the workbench needs to kill a rank blocked in MPI). ipyparallel starts it only once the
 controller has accepted the engine, as a new interpreter (``python -m
-ipyparallel.engine.nanny``), and waits for its imports: 0.14 s of CPU per engine on a quiet
-machine, 1-3 s of waiting on a loaded one, on the critical path of every start. Here the engine
+ipyparallel.engine.nanny``), and waits for its imports, on the critical path of every start
+(what it cost: docs/measurements.md, "Starting and stopping a cluster"). Here the engine
 forks its nanny as soon as it has imported ipyparallel's engine (which imports everything the
 nanny needs), before NumPy, MPI, threads or sockets exist (:class:`ForkedNanny`): the nanny
 costs a fork, and is ready before the engine registers; ipyparallel's ``start_nanny`` then
@@ -22,8 +22,8 @@ Should the forked nanny fail, ipyparallel's own is started instead. Nothing else
 engine changes.
 
 This file is run by path (:data:`ENGINE_CMD`), never imported by the engines as part of
-:mod:`mpiworkbench.client`: importing that package costs about 1 s, which every rank would pay.
-It imports nothing of :mod:`mpiworkbench`.
+:mod:`mpiworkbench.client`, whose import cost every rank would pay. It imports nothing of
+:mod:`mpiworkbench`.
 """
 
 from __future__ import annotations

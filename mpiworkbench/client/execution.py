@@ -6,10 +6,12 @@ with every other client of the same MPI world: every execution is submitted by
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import uuid
 from typing import Any, Callable
 
+from mpiworkbench import backends
 from mpiworkbench.client.caches import forget
 from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, WorldDied, WorldRestarted
 from mpiworkbench.client.remote import RemoteObject
@@ -17,6 +19,32 @@ from mpiworkbench.client.trace import arm_engines, explain_timeout, submitted
 from mpiworkbench.client.waiting import wait_ranks
 from mpiworkbench.client.world import RESTARTING
 from mpiworkbench.core import machine, objects
+
+#: The environment variable that sets :data:`DEFAULT_TIMEOUT_S` for every session of a process
+#: (a grader sets it for the notebooks it runs: :mod:`mpiworkbench.course`).
+TIMEOUT_VARIABLE = "MPIWORKBENCH_TIMEOUT"
+
+
+def _default_timeout(text: str | None) -> float:
+    if text is None:
+        return 120.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0:
+        raise ValueError(f"{TIMEOUT_VARIABLE}={text!r} is not a positive number of seconds; set it to "
+                         f"e.g. 120, or unset it for the default")
+    return value
+
+
+#: Seconds an execution may take before the workbench reports it as hung: 120, or
+#: ``$MPIWORKBENCH_TIMEOUT`` when set.
+DEFAULT_TIMEOUT_S = _default_timeout(os.environ.get(TIMEOUT_VARIABLE))
+#: When this environment variable is ``1``, a session's calls behind its own work that outlived
+#: its timeout are refused at once (``WorldBlocked``) instead of waiting their turn behind it:
+#: a grader sets it, so that the rest of a submission that deadlocked fails fast.
+REFUSE_AFTER_HANG_VARIABLE = "MPIWORKBENCH_REFUSE_AFTER_HANG"
 
 
 class Execution:
@@ -201,9 +229,7 @@ class Execution:
 
     def environment(self) -> dict[str, Any]:
         """The engines' environment (MPI library, versions, hosts, cores, backends), from rank 0."""
-        from mpiworkbench.backends import environment
-
-        return self.run(environment)[0]
+        return self.run(backends.environment)[0]
 
 
 

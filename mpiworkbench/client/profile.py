@@ -16,6 +16,10 @@ from pathlib import Path
 
 from mpiworkbench.client.clusters import (HEARTBEAT_MISSES, HEARTBEAT_MS, engine_heartbeat_misses, hub_database_settings,
                                           ipython_dir)
+from mpiworkbench.client.engine_start import ENGINE_CMD
+from mpiworkbench.core import implementations
+from mpiworkbench.core.launch import world_launch
+from mpiworkbench.trace.library import mpiexec_args
 
 #: Launcher name → extra ``ipcluster_config.py`` lines for it (``{mpi_cmd}``, the mpiexec command,
 #: ``{engine_cmd}``, what each rank runs,
@@ -75,8 +79,6 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 def profile_name(mpi: str | None = None) -> str:
     """The default profile name for MPI implementation *mpi*: ``mpi`` for the venv's own
     (``mpich``), ``mpi-<name>`` for another (``mpi-openmpi``, ``mpi-impi``)."""
-    from mpiworkbench.core import implementations
-
     impl = implementations.get(mpi or implementations.DEFAULT)
     return "mpi" if impl.name == implementations.DEFAULT else f"mpi-{impl.name}"
 
@@ -110,8 +112,6 @@ def create_profile(name: str = "mpi", launcher: str = "mpi", ip: str = "127.0.0.
             "--ip set to this host's address on the cluster network",
             stacklevel=2,
         )
-    from mpiworkbench.core import implementations
-    from mpiworkbench.core.launch import world_launch
     impl = implementations.get(mpi) if mpi else implementations.current()
     # the one recipe for starting ranks (no wall-clock limit inherited from whoever runs
     # ipcluster); not installed: refused before any file is written
@@ -120,14 +120,11 @@ def create_profile(name: str = "mpi", launcher: str = "mpi", ip: str = "127.0.0.
     root = Path(ipython_dir_) if ipython_dir_ is not None else ipython_dir()
     profile = root / f"profile_{name}"
     profile.mkdir(parents=True, exist_ok=True)
-    from mpiworkbench.trace.library import mpiexec_args
     preload = mpiexec_args(impl)
     environment = launch.environment
 
     def shell(words) -> str:
         return " ".join(map(shlex.quote, words)).replace("{", "{{").replace("}", "}}")
-
-    from mpiworkbench.client.engine_start import ENGINE_CMD
 
     launcher_lines = "\n".join(LAUNCHERS[launcher]).format(
         engine_cmd=list(ENGINE_CMD), mpi_cmd=mpi_cmd, mpi_cmd_sh=shell(mpi_cmd), preload=preload, preload_sh=shell(preload),

@@ -10,46 +10,16 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import time
 import uuid
 from typing import Any, Iterator
 
+from mpiworkbench.client import clusters, health, owners, restarts
+from mpiworkbench.client.connection import Connection
+from mpiworkbench.client.execution import DEFAULT_TIMEOUT_S, REFUSE_AFTER_HANG_VARIABLE, Execution
+from mpiworkbench.client.magics import activate
+from mpiworkbench.client.watchdog import start_watchdog
+from mpiworkbench.client.world import RESTARTING, ClientInfo, World, exclusive_use, world_directory
 from mpiworkbench.core import implementations, machine
-from mpiworkbench.client import clusters, leftovers, owners
-from mpiworkbench.client.errors import WorldBusy, WorldInUse
-from mpiworkbench.client.execution import Execution
-from mpiworkbench.client.watchdog import start_watchdog, stop_watchdog
-from mpiworkbench.client.world import RESTARTING, ClientInfo, World, turn, world_directory
-
-#: The environment variable that sets :data:`DEFAULT_TIMEOUT_S` for every session of a process
-#: (a grader sets it for the notebooks it runs: :mod:`mpiworkbench.course`).
-TIMEOUT_VARIABLE = "MPIWORKBENCH_TIMEOUT"
-
-
-def _default_timeout(text: str | None) -> float:
-    if text is None:
-        return 120.0
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not value > 0:
-        raise ValueError(f"{TIMEOUT_VARIABLE}={text!r} is not a positive number of seconds; set it to "
-                         f"e.g. 120, or unset it for the default")
-    return value
-
-
-#: Seconds an execution may take before the workbench reports it as hung: 120, or
-#: ``$MPIWORKBENCH_TIMEOUT`` when set.
-DEFAULT_TIMEOUT_S = _default_timeout(os.environ.get(TIMEOUT_VARIABLE))
-#: When this environment variable is ``1``, a session's calls behind its own work that outlived
-#: its timeout are refused at once (``WorldBlocked``) instead of waiting their turn behind it:
-#: a grader sets it, so that the rest of a submission that deadlocked fails fast.
-REFUSE_AFTER_HANG_VARIABLE = "MPIWORKBENCH_REFUSE_AFTER_HANG"
-#: Seconds a session waits for its client to see the engines another client restarted.
-RESTART_FOLLOW_S = 10.0
-#: Seconds a restart waits for the clients whose work it ended to let the world go.
-RESTART_TURN_S = 60.0
 
 
 class Session(Execution):
@@ -79,9 +49,9 @@ class Session(Execution):
         Log level of ipyparallel's cluster (``logging.WARNING`` by default).
     thread_level : {"single", "funneled", "serialized", "multiple"}, optional
         MPI thread level the engines initialise with (``MPI4PY_RC_THREAD_LEVEL``). mpi4py's
-        default, ``multiple``, costs about 1.5 µs per small collective on this kind of
-        machine; benchmarks compare fairly against C at ``single``. On an attached
-        cluster it is read from the engines.
+        default, ``multiple``, makes small collectives slower than ``single``;
+        benchmarks compare fairly against C at ``single``. On an attached cluster it is
+        read from the engines.
     profile : str, optional
         An IPython cluster profile (e.g. ``"mpi"``): :meth:`start` attaches to the cluster
         of that profile (and ``cluster_id``, ``""`` unless given) when one is running —
@@ -120,32 +90,61 @@ class Session(Execution):
         self.thread_level = thread_level
         self.n = n
         self.timeout = timeout
-        self.oversubscribe = n > machine.cores()
         self.profile = profile
         #: Which cluster to look for under *profile* ("" is ipcluster's and the sidebar's default).
         self._attach_id = cluster_id or ""
         self.cluster_id = cluster_id or f"mpiwb-{uuid.uuid4().hex[:8]}"
-        #: Whether this session started its cluster (and so stops it): False when attached.
-        self.owns_cluster = True
         self.controller_ip = controller_ip
         self.activate = activate
         self.failure_grace = failure_grace
         self.log_level = log_level
-        self.cluster = None
-        self.client = None
-        self.view = None
-        self.ranks: dict[int, int] = {}
-        #: Rank → the host it runs on (from the rank map).
-        self.hosts: dict[int, str] = {}
         self._magics = None
-        self._watchdog = None
-        #: This session's place in the cluster's shared MPI world (:mod:`~mpiworkbench.client.world`).
-        self._world: World | None = None
-        #: The generation of the engine set this session last connected to.
-        self._generation = None
+        #: The cluster and all this session knows of it, while it is connected (None otherwise).
+        self._connection: Connection | None = None
         #: What this session's calls are part of, for the clients waiting for them
         #: (``wb.doing("speedup sweep")``); the called function's name otherwise.
         self.activity = ""
+
+    # ------------------------------------------------------------------ the connection
+    @property
+    def cluster(self):
+        """The ipyparallel ``Cluster`` (None while not connected)."""
+        return None if self._connection is None else self._connection.cluster
+
+    @property
+    def client(self):
+        """The ipyparallel ``Client`` connected to the controller (None while not connected)."""
+        return None if self._connection is None else self._connection.client
+
+    @property
+    def view(self):
+        """A ``DirectView`` of every engine in rank order (None while not connected or starting)."""
+        return None if self._connection is None else self._connection.view
+
+    @property
+    def ranks(self) -> dict[int, int]:
+        """Engine id → MPI rank (empty while not connected)."""
+        return {} if self._connection is None else self._connection.ranks
+
+    @property
+    def hosts(self) -> dict[int, str]:
+        """MPI rank → the host it runs on, from the rank map (empty while not connected)."""
+        return {} if self._connection is None else self._connection.hosts
+
+    @property
+    def owns_cluster(self) -> bool:
+        """Whether this session started its cluster (and so stops it): False when attached.
+        A session not connected starts a cluster of its own unless it finds its profile's."""
+        return True if self._connection is None else self._connection.owns_cluster
+
+    @property
+    def oversubscribed(self) -> bool:
+        """Whether the world has more ranks than this machine has cores (timings then mean little)."""
+        return self.n > machine.cores()
+
+    @property
+    def _world(self) -> World | None:
+        return None if self._connection is None else self._connection.world
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -195,7 +194,7 @@ class Session(Execution):
             self.activity = before
 
     def _world_died(self) -> bool:
-        return clusters.world_died(self.cluster, self.client, self.n)
+        return health.world_died(self.cluster, self.client, self.n)
 
     def how_it_ended(self) -> str:
         """Why the MPI world died, in a sentence (``""`` while it lives): its ``mpiexec``'s time
@@ -203,12 +202,12 @@ class Session(Execution):
         off), the controller gone."""
         if self.cluster is None or self.client is None or not self._world_died():
             return ""
-        return clusters.how_it_ended(self.cluster, self.client, self.ranks, self.hosts)
+        return health.how_it_ended(self.cluster, self.client, self.ranks, self.hosts)
 
     def world_log(self) -> str:
         """What the world's ``mpiexec`` and controller wrote (the ranks' last words when it
         died): the log a death message does not dump into the notebook."""
-        return "" if self.cluster is None else clusters.world_log(self.cluster)
+        return "" if self.cluster is None else health.world_log(self.cluster)
 
     @classmethod
     def attach(cls, profile: str = "mpi", cluster_id: str = "", **options: Any) -> "Session":
@@ -244,14 +243,13 @@ class Session(Execution):
         return self._attach(found)
 
     def _attach(self, cluster, restarted: bool = False) -> "Session":
-        self.cluster, self.owns_cluster = cluster, False
+        connection = self._connection = Connection(cluster, owns_cluster=False)
         self.cluster_id = cluster.cluster_id
         try:
-            self.client = cluster.connect_client_sync()
+            connection.client = cluster.connect_client_sync()
             # the launchers' count; the registered engines when the file lost track of them
-            self.n = clusters.engine_count(cluster) or max(1, len(self.client.ids))
-            self.oversubscribe = self.n > machine.cores()
-            self._world = self._open_world()
+            self.n = clusters.engine_count(cluster) or max(1, len(connection.client.ids))
+            connection.world = self._open_world()
             self._connect_engines(restarted=restarted)
         except BaseException:
             self.stop()
@@ -304,20 +302,19 @@ class Session(Execution):
             n = self.n if n is None else n
             clusters.check_start_options(n, thread_level, oversubscribe=True)
             self.n, self.thread_level = n, thread_level
-            self.oversubscribe = n > machine.cores()
         if self.profile is not None and not own:
             found = clusters.running_cluster(self.profile, self._attach_id)
             if found is not None:
                 return self._attach(found)
-        self.owns_cluster = True
-        self.cluster = clusters.new_cluster(self.n, self.cluster_id, self.controller_ip,
-                                            self.thread_level, self.log_level, mpi=self.mpi)
+        cluster = clusters.new_cluster(self.n, self.cluster_id, self.controller_ip,
+                                       self.thread_level, self.log_level, mpi=self.mpi)
+        connection = self._connection = Connection(cluster, owns_cluster=True)
         try:
             # armed first: a kernel killed at any moment of the start leaves nothing running
-            self._watchdog = start_watchdog(self.cluster.profile_dir, self.cluster.cluster_id)
-            self.cluster.start_cluster_sync()
-            self.client = self.cluster.connect_client_sync()
-            self._world = self._open_world()
+            connection.watchdog = start_watchdog(cluster.profile_dir, cluster.cluster_id)
+            cluster.start_cluster_sync()
+            connection.client = cluster.connect_client_sync()
+            connection.world = self._open_world()
             self._connect_engines(fresh=True)
         except BaseException:
             self.stop()
@@ -333,112 +330,67 @@ class Session(Execution):
         """The rank map and the view in rank order. Read from the world's record when it
         describes these very engines (an attach never waits for busy ranks); asked of the
         engines otherwise, bounded by :attr:`timeout` on a cluster started elsewhere."""
-        known = None if fresh or restarted else self._recorded_engine_set()
+        connection = self._connection
+        known = None if fresh or restarted else connection.engine_set(self.n)
         if known is not None:
-            self._take_engine_set(*known)
+            self._take_engine_set(known)
         else:
             self._ask_engines(restarted)
-        if self._world is not None:
-            self._world.changed_since_seen()
-            self._generation = (self._world.engine_set() or {}).get("generation")
+        if connection.world is not None:
+            connection.world.changed_since_seen()
+            connection.generation = (connection.world.engine_set() or {}).get("generation")
         self._build_view()
 
-    def _take_engine_set(self, ranks: dict[int, int], level: str | None, hosts: dict[int, str] | None = None) -> None:
-        self.ranks = ranks
-        self.hosts = dict(hosts or {})
-        if not self.owns_cluster:  # our own cluster keeps the level asked for (None: mpi4py's default)
-            self.thread_level = level
-
-    def _recorded_engine_set(self) -> tuple[dict[int, int], str | None, dict[int, str]] | None:
-        record = self._world.engine_set() if self._world is not None else None
-        if not record:
-            return None
-        self.client.ids  # noqa: B018 - takes in the controller's news of engines (re)registered
-        uuids = clusters.engine_uuids(self.client)
-        engines = {int(e): tuple(v) for e, v in (record.get("engines") or {}).items()}
-        if len(engines) != self.n or any(uuids.get(e) != u for e, (_rank, u) in engines.items()):
-            return None  # another engine set (restarted, or a new cluster of the same id)
-        hosts = {int(rank): host for rank, host in (record.get("hosts") or {}).items()}
-        if not self.owns_cluster and record.get("mpi"):
-            self.mpi = record["mpi"]
-        return {e: rank for e, (rank, _u) in engines.items()}, record.get("thread_level"), hosts
+    def _take_engine_set(self, known: dict[str, Any]) -> None:
+        """Take the rank map of :meth:`Connection.engine_set`; an attached session also takes
+        the engines' thread level and MPI (our own cluster keeps what was asked for)."""
+        self._connection.ranks = known["ranks"]
+        self._connection.hosts = dict(known.get("hosts") or {})
+        if not self.owns_cluster:
+            self.thread_level = known["thread_level"]
+            if known.get("mpi"):
+                self.mpi = known["mpi"]
 
     def _ask_engines(self, restarted: bool) -> None:
         limit = self.cluster.engine_timeout if self.owns_cluster or restarted else self.timeout
-        try:
-            with turn(self._world, "connecting to the ranks", limit):
-                infos = clusters.rank_map(self.client, self.n, timeout=limit)
-        except TimeoutError as exc:
-            if isinstance(exc, WorldBusy):
-                raise
-            holder = self._world.holder() if self._world is not None else None
-            raise WorldBusy(
-                f"the MPI ranks did not answer within {limit} s ({exc}): they are busy with "
-                f"{'work of ' + str(holder.get('notebook')) if holder else 'work sent by a client outside the workbench'}"
-                " or blocked in MPI. Try again when it has finished, raise the timeout "
-                "(Workbench.attach(..., timeout=600)), or restart the world: "
-                "Workbench(profile=..., activate=False) then wb.restart(force=True)") from None
-        levels = {info["thread_level"] for info in infos.values()}
-        level = levels.pop() if len(levels) == 1 else self.thread_level
-        if not self.owns_cluster:  # our own cluster keeps the implementation asked for
-            self.mpi = next(iter(infos.values())).get("mpi", self.mpi)
-        self._take_engine_set({e: info["rank"] for e, info in infos.items()}, level,
-                              {info["rank"]: info.get("host", "") for info in infos.values()})
-        if self._world is not None:
-            uuids = clusters.engine_uuids(self.client)
-            self._world.record_engine_set(
-                self.ranks, restarted=restarted,
-                engines={str(e): [r, uuids.get(e, "")] for e, r in self.ranks.items()},
-                thread_level=level, hosts={str(r): h for r, h in self.hosts.items()}, mpi=self.mpi)
+        self._take_engine_set(self._connection.ask_engines(self.n, limit, restarted, self.thread_level, self.mpi))
 
     def _build_view(self) -> None:
         by_rank = sorted(self.ranks, key=self.ranks.__getitem__)
-        self.view = self.client.direct_view(by_rank)
-        self.view.block = True
+        view = self._connection.view = self.client.direct_view(by_rank)
+        view.block = True
         if self.activate:
-            from mpiworkbench.client.magics import activate
             self._magics = activate(self)
 
     def _follow_restart(self) -> str:
         """When another client restarted the world since our last call: connect to the new
         ranks and say what happened (``""`` when nothing did)."""
-        if self._world is None:
+        connection = self._connection
+        if connection is None or connection.world is None:
             return ""
-        record = self._world.changed_since_seen()
-        if not record or record.get("generation") == self._generation:
+        record = connection.world.changed_since_seen()
+        if not record or record.get("generation") == connection.generation:
             return ""
-        deadline = time.monotonic() + RESTART_FOLLOW_S
-        known = self._recorded_engine_set()
-        while known is None and time.monotonic() < deadline:  # our client may not have seen them yet
-            time.sleep(0.05)
-            known = self._recorded_engine_set()
+        known = restarts.wait_for_engine_set(connection, self.n)
         if known is not None:
-            self._take_engine_set(*known)
-            self._generation = record.get("generation")
+            self._take_engine_set(known)
+            connection.generation = record.get("generation")
             self._build_view()
             if not self.owns_cluster and self.profile is not None:
                 # the cluster file records the new engine set: read it, so that our view of
                 # the launchers (whether the world died) follows
-                self.cluster = clusters.running_cluster(self.profile, self._attach_id) or self.cluster
+                connection.cluster = clusters.running_cluster(self.profile, self._attach_id) or connection.cluster
             elif self.owns_cluster:
                 # our cluster object knows only the engines we started, which are gone
                 clusters.drop_ended_engine_sets(self.cluster)
         elif not self.owns_cluster and self.profile is not None:
             # a new controller too (a JupyterLab server restarted its cluster): attach anew
-            client, world = self.client, self._world
-            self.cluster = self.client = self.view = self._world = None
-            world.close()
-            with contextlib.suppress(Exception):
-                client.close()
+            self._connection = None
+            connection.release(remove_world=False)
             self._attach(clusters.running_cluster(self.profile, self._attach_id, required=True))
         else:
             return ""
-        by = record.get("restarted_by") or {}
-        when = time.strftime("%H:%M:%S", time.localtime(record.get("at") or time.time()))
-        who = f"{by.get('notebook')} (pid {by.get('pid')})" if by else "another client"
-        return (f"the MPI world was restarted by {who} at {when}: everything this notebook had on the "
-                f"ranks (variables, solvers, remote objects) is gone. This session is connected to the "
-                f"new ranks; run your cell again.")
+        return restarts.followed(record)
 
     def stop(self, cluster: bool = False) -> str:
         """Stop every engine and the controller (idempotent).
@@ -454,28 +406,10 @@ class Session(Execution):
         str
             What was done, in a sentence.
         """
-        owned = self.owns_cluster or cluster
-        running, client, world = self.cluster, self.client, self._world
-        self.cluster = self.client = self.view = self._world = None
-        self.ranks = {}
-        if world is not None:
-            world.remove() if owned else world.close()
-        watchdog, self._watchdog = self._watchdog, None
-        try:
-            if client is not None:
-                client.close()
-            if running is None:
-                return "not running"
-            if not owned:
-                return (
-                    "detached; the cluster keeps running for whoever started it (stop it with "
-                    "wb.stop(cluster=True), `ipcluster stop`, or the IPython Parallel sidebar)"
-                )
-            with clusters.acting_on(running, attached=not self.owns_cluster):
-                clusters.stop_cluster(running, self.log_level, client)
-            return "stopped the engines and the controller"
-        finally:  # only now: a kernel killed while its cluster stops leaves nothing either
-            stop_watchdog(watchdog)
+        connection, self._connection = self._connection, None
+        if connection is None:
+            return "not running"
+        return connection.close(stop_cluster=connection.owns_cluster or cluster, log_level=self.log_level)
 
     def restart(self, force: bool = False) -> "Session":
         """A fresh MPI world: kill the engines (even if blocked in MPI) and start new ones.
@@ -491,9 +425,8 @@ class Session(Execution):
         a cluster of JupyterLab's *IPython Parallel* sidebar is restarted by its server
         (controller included, so the sidebar's STOP still stops everything); for any other
         owner (``ipcluster``, a script) the new engines are started from this process and
-        recorded in the cluster file, which ``ipcluster stop`` reads. ``ipcluster`` itself
-        tears its cluster down when its engines stop within 30 s of starting
-        (``IPClusterStart.early_shutdown``).
+        recorded in the cluster file, which ``ipcluster stop`` reads (mind ``ipcluster``'s
+        first 30 s: docs/limits.md).
 
         Parameters
         ----------
@@ -513,12 +446,14 @@ class Session(Execution):
         """
         if self.cluster is None:
             return self.start()
-        self._end_running_work(force)
+        connection = self._connection
+        restarts.end_running_work(connection, force)
         server = None if self.owns_cluster else owners.owning_server(self.cluster)
         if server is not None:
             return self._restart_through(server)
-        self.view = None
-        with self._restarting(), clusters.acting_on(self.cluster, attached=not self.owns_cluster):
+        connection.view = None
+        with exclusive_use(connection.world, RESTARTING, restarts.RESTART_TURN_S, restarting=True), \
+                clusters.acting_on(self.cluster, attached=not self.owns_cluster):
             clusters.kill_engines(self.cluster, self.client, self.ranks, self.log_level)
             self.cluster.start_engines_sync(self.n)
             self._connect_engines(restarted=True)
@@ -531,52 +466,10 @@ class Session(Execution):
     def _restart_through(self, server: owners.JupyterServer) -> "Session":
         # the JupyterLab server owns this cluster (its sidebar's STOP stops what the server
         # started): ask it for the fresh world, then attach to the cluster it started
-        n, client, world = self.n, self.client, self._world
-        left = clusters.kill_ranks(self.cluster, client, self.ranks)
-        leftovers.after_kill(left)  # the server's restart does not know the ranks' /dev/shm files
-        self.cluster = self.client = self.view = self._world = None
-        self.ranks = {}
-        client.close()
-        with contextlib.ExitStack() as holding:
-            if world is not None:
-                holding.callback(world.close)
-                world.acquire(RESTARTING, RESTART_TURN_S, restarting=True)
-            owners.restart_through(server, self.profile, self.cluster_id, n)
+        connection, self._connection = self._connection, None
+        restarts.through_server(connection, server, self.profile, self.cluster_id, self.n)
         return self._attach(clusters.running_cluster(self.profile, self.cluster_id, required=True),
                             restarted=True)
-
-    def _end_running_work(self, force: bool) -> None:
-        """Before a restart: refuse it while another client's live work runs (unless *force*);
-        otherwise end whatever holds the ranks — blocked work, forced — and wait until its
-        client has let the world's turn go (its calls fail as the engines die)."""
-        world = self._world
-        holder = world.holder() if world is not None else None
-        if not holder:
-            return
-        if holder.get("id") != world.me.id and not holder.get("blocked") and not force:
-            since = holder.get("running_since")
-            raise WorldInUse(
-                f"{holder.get('notebook')} (pid {holder.get('pid')}) is running "
-                f"{holder.get('label') or 'work'} on the ranks"
-                + (f" (for {time.time() - since:.0f} s)" if since else "")
-                + "; a restart would end it. Wait until wb.state reads 'running', or restart anyway "
-                "with wb.restart(force=True): that notebook is told why on its next call.")
-        # the ranks' footprints are remembered: the restart's kill_engines removes their files
-        clusters.kill_ranks(self.cluster, self.client, self.ranks)
-
-    @contextlib.contextmanager
-    def _restarting(self) -> Iterator[None]:
-        """Hold the world's turn while the engines are replaced: the other clients wait
-        ("restarting the MPI world") instead of sending work to dying ranks."""
-        world = self._world
-        if world is None:
-            yield
-            return
-        world.acquire(RESTARTING, RESTART_TURN_S, restarting=True)
-        try:
-            yield
-        finally:
-            world.release()
 
     def __enter__(self) -> "Session":
         return self.start()

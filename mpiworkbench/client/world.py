@@ -479,13 +479,14 @@ class World:
 
 
 @contextlib.contextmanager
-def turn(world: World | None, label: str, timeout: float | None) -> Iterator[None]:
-    """Hold *world*'s turn for a block of blocking calls (a restart, a rank map); nothing to
+def exclusive_use(world: World | None, label: str, timeout: float | None, restarting: bool = False) -> Iterator[None]:
+    """Use *world*'s ranks alone for a block of blocking calls (a rank map; a restart, with
+    *restarting*), waiting at most *timeout* for the other clients' work to end; nothing to
     hold when *world* is ``None`` (ordering switched off)."""
     if world is None:
         yield
         return
-    world.acquire(label, timeout)
+    world.acquire(label, timeout, restarting=restarting)
     try:
         yield
     finally:

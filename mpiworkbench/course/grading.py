@@ -41,7 +41,8 @@ from traitlets import Float, Integer, Unicode
 
 from mpiworkbench.client import clusters
 from mpiworkbench.client.profile import create_profile
-from mpiworkbench.client.session import REFUSE_AFTER_HANG_VARIABLE, TIMEOUT_VARIABLE, Session
+from mpiworkbench.client.execution import REFUSE_AFTER_HANG_VARIABLE, TIMEOUT_VARIABLE
+from mpiworkbench.client.session import Session
 
 __all__ = ["configure", "FreshWorld", "GradingWorld"]
 

@@ -3,7 +3,7 @@
 The loop (:func:`run_steps`) does not know where the ranks are: it yields each point and
 is handed back its record. The CLI runs it through :func:`run_experiment` with
 ``lambda p: run_point(p, comm)`` (every rank of ``mpiexec`` runs this loop in lockstep);
-the notebook's driver (:mod:`mpiworkbench.client.speedup`, used by code and the speedup
+the notebook's driver (:mod:`mpiworkbench.drivers.speedup`, used by code and the speedup
 panel alike) runs :func:`~mpiworkbench.speedup.point.run_point` on the engines of a
 ``Workbench``. No MPI here.
 """
@@ -202,7 +202,7 @@ def run_steps(
     ``on_point(result, point, i, total)`` and finally returns the result. ``should_stop()``
     is asked before every point; the result then holds the points done. :func:`run_experiment`
     drives it with a plain function (the CLI); the notebook's driver
-    (:mod:`mpiworkbench.client.speedup`) drives it on the engines, blocking or in the
+    (:mod:`mpiworkbench.drivers.speedup`) drives it on the engines, blocking or in the
     background — the same loop either way.
     """
     points, result = begin_experiment(spec, label)

@@ -1,6 +1,6 @@
 """The live panel of the distributed CG solver (``wb.cg(mesh=257).widget()``).
 
-Every action is a method of :class:`~mpiworkbench.client.cg.CGHandle`; the buttons only
+Every action is a method of :class:`~mpiworkbench.drivers.cg.CGHandle`; the buttons only
 call them. Pictures redraw in place (:mod:`mpiworkbench.plot.render`), so a run to
 convergence is watched at video rate.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import threading
 
-from mpiworkbench.client.cg import CGHandle
-from mpiworkbench.client.solver_handle import Frame
+from mpiworkbench.drivers.cg import CGHandle
+from mpiworkbench.drivers.solver_handle import Frame
 from mpiworkbench.widgets.live import LivePanel
 
 

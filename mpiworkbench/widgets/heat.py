@@ -1,14 +1,14 @@
 """The live panel of the distributed heat-diffusion solver (``wb.heat(shape=(120, 160)).widget()``).
 
-Every action is a method of :class:`~mpiworkbench.client.heat.HeatHandle`; the buttons
+Every action is a method of :class:`~mpiworkbench.drivers.heat.HeatHandle`; the buttons
 only call them. The field shows each rank's strip of rows; Play runs until the largest
 change per step drops below ``tol`` (the steady state) or is paused.
 """
 
 from __future__ import annotations
 
-from mpiworkbench.client.heat import HeatHandle
-from mpiworkbench.client.solver_handle import Frame
+from mpiworkbench.drivers.heat import HeatHandle
+from mpiworkbench.drivers.solver_handle import Frame
 from mpiworkbench.widgets.live import SteppingPanel
 
 

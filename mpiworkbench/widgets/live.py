@@ -2,7 +2,7 @@
 frame to hold a steady frame rate, and the frame statistics it shows.
 
 A frame is one round trip to the engines (steps plus the gathered picture, see
-:meth:`mpiworkbench.client.solver_handle.SolverHandle.submit_frame`) and one in-place redraw
+:meth:`mpiworkbench.drivers.solver_handle.SolverHandle.submit_frame`) and one in-place redraw
 (see :class:`mpiworkbench.plot.render.LiveFigure`); the timing bars redraw every
 :data:`TIMINGS_PERIOD_S` while playing.
 """
@@ -15,7 +15,7 @@ import time
 from collections import deque
 from typing import Callable
 
-from mpiworkbench.client.solver_handle import Frame
+from mpiworkbench.drivers.solver_handle import Frame
 from mpiworkbench.solvers.picture import DEFAULT_RESOLUTION
 from mpiworkbench.widgets.report import error_html
 

@@ -3,7 +3,7 @@
 Ordinary functions first: :func:`side_by_side_html` renders the snippet files — C first —
 with, when a report is given, each column's status, printed output and whether every rank
 matched the reference; :func:`summary_line` says it in one line. :class:`SyntaxPanel`
-composes them with the client's :func:`~mpiworkbench.client.syntax.run_lesson_on` (one
+composes them with the client's :func:`~mpiworkbench.drivers.syntax.run_lesson_on` (one
 lesson's snippets on the engines, on the first ``nranks`` ranks; rank 0's report); its
 callbacks only call these functions.
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from mpiworkbench.client.syntax import run_lesson_on
+from mpiworkbench.drivers.syntax import run_lesson_on
 from mpiworkbench.syntax import lessons
 from mpiworkbench.syntax.lessons import COLUMNS, CURRENT_COLUMNS, LESSONS
 

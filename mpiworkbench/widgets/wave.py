@@ -1,14 +1,14 @@
 """The live panel of the distributed 3-D wave solver (``wb.wave(mesh=65).widget()``).
 
-Every action is a method of :class:`~mpiworkbench.client.wave.WaveHandle`; the buttons
+Every action is a method of :class:`~mpiworkbench.drivers.wave.WaveHandle`; the buttons
 only call them. Pictures redraw in place (:mod:`mpiworkbench.plot.render`), so Play runs
 at video rate and what it shows is the solver's speed, not Matplotlib's.
 """
 
 from __future__ import annotations
 
-from mpiworkbench.client.solver_handle import Frame
-from mpiworkbench.client.wave import WaveHandle
+from mpiworkbench.drivers.solver_handle import Frame
+from mpiworkbench.drivers.wave import WaveHandle
 from mpiworkbench.widgets.live import SteppingPanel
 
 

@@ -114,7 +114,7 @@ def main(role: str, seed: int, calls: int) -> int:
     report = {"role": role, "seed": seed, "attach_s": round(time.perf_counter() - t0, 2), "n": wb.n, "wrong": []}
     try:
         if role == "bench":
-            from mpiworkbench.client import bench
+            from mpiworkbench.drivers import bench
 
             with wb.doing("bench sweep"):
                 document = bench.run_on_workbench(wb, "allreduce", backends=("mpi4py-buf", "c"), sizes="8:4K")

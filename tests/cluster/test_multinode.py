@@ -150,7 +150,7 @@ try:
                        "receive_before_send": int(np.sum(messages["t_recv"] < messages["t_send"]))}
 
     # a point of 2 ranks on one node (packed) and on both (spread)
-    from mpiworkbench.client.speedup import run_on_workbench
+    from mpiworkbench.drivers.speedup import run_on_workbench
     from mpiworkbench.speedup import SpeedupSpec
     from mpiworkbench.speedup.analysis import nodes
 

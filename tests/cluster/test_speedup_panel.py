@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from mpiworkbench.client.speedup import run_on_workbench
+from mpiworkbench.drivers.speedup import run_on_workbench
 from mpiworkbench.widgets.speedup import SpeedupPanel
 from mpiworkbench.speedup import SpeedupSpec
 

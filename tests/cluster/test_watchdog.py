@@ -16,7 +16,7 @@ from mpiworkbench import Workbench
 wb = Workbench(n=2).start()
 print(json.dumps({"controller": wb.cluster.controller.process.pid,
                   "engines": [s.process.pid for s in wb.cluster.engines.values()],
-                  "watchdog": wb._watchdog.pid}), flush=True)
+                  "watchdog": wb._connection.watchdog.pid}), flush=True)
 sys.stdin.read()  # wait to be killed
 """
 

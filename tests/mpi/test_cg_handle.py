@@ -12,7 +12,7 @@ import pytest
 from mpi4py import MPI
 
 from mpiworkbench.core import objects
-from mpiworkbench.client.cg import CGHandle
+from mpiworkbench.drivers.cg import CGHandle
 from mpiworkbench.widgets.cg import CGPanel
 from mpiworkbench.solvers.cg import poisson
 comm = MPI.COMM_WORLD

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from mpiworkbench.client.heat import HeatHandle
+from mpiworkbench.drivers.heat import HeatHandle
 from mpiworkbench.solvers.heat import HeatSolver, row_range
 from tests.mpi.test_cg_handle import SpmdWorkbench
 

@@ -4,8 +4,9 @@ Imports only go down::
 
     cli, the Workbench facade
       → widgets → plot
-      → client
-        → {speedup → (bench, solvers)}, bench, solvers, syntax
+      → drivers (one per feature)
+        → client (the runtime: session, clusters, world, execution)
+          → {speedup → (bench, solvers)}, bench, solvers, syntax
           → backends
             → core
 
@@ -39,12 +40,15 @@ MAY_IMPORT: dict[str, set[str]] = {
     # the MPI interposer and its readers: engine-side, beside the backends (needs only core)
     "trace": {"core"},
     "plot": {"trace", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
+    # the runtime: a session over the cluster, its world, calls, waits, turns and watchdog
     "client": {"trace", "speedup", "bench", "solvers", "syntax", "backends", "core"},
-    "widgets": {"trace", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
-    "workbench": {"trace", "widgets", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
+    # one driver per feature (bench, speedup, the solvers' handles, syntax lessons) over the runtime
+    "drivers": {"client", "trace", "speedup", "bench", "solvers", "syntax", "backends", "core"},
+    "widgets": {"trace", "drivers", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
+    "workbench": {"trace", "widgets", "drivers", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
     # the nbgrader course: the exercises, graded on a cluster the client layer attaches to
     "course": {"exercises", "client", "core"},
-    "cli": {"course", "exercises", "trace", "workbench", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
+    "cli": {"course", "exercises", "trace", "workbench", "drivers", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
     "exercises": set(),  # the notebooks' exercise checks: plain Python, no MPI
     "__main__": {"cli"},
     "__init__": set(),  # the face: only lazy hand-offs to workbench/client (checked below)
@@ -181,6 +185,19 @@ def test_the_rules_can_fail():
         t.startswith("mpiworkbench.core") for t in GRAPH["mpiworkbench.backends.base"]
     )
     assert "client" not in MAY_IMPORT["core"]
+
+
+#: A module longer than this is two rooms: split it along what it does.
+MAX_MODULE_LINES = 500
+
+
+def test_no_module_is_longer_than_a_room():
+    long = sorted(
+        f"{module}: {n} lines"
+        for module, path in MODULES.items()
+        if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    )
+    assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
 
 
 def test_every_python_file_of_the_package_compiles():

@@ -151,7 +151,7 @@ def test_the_bench_panel_names_the_engines_implementation_and_labels_mixed_rows(
 
 
 def test_the_panels_run_under_another_implementation_is_the_bench_command(tmp_path):
-    from mpiworkbench.client.bench import command_line
+    from mpiworkbench.drivers.bench import command_line
 
     argv = command_line("mpich", "allreduce", ("c", "mpi4py-buf"), [8, 64], 3, "single", tmp_path / "r.json",
                         collective_mode="block", time_cap_s=0.5, repeats=2)

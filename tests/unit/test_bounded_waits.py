@@ -81,7 +81,7 @@ def test_every_rank_failing_is_a_rank_failure():
 
 def test_the_bench_panel_shows_the_hang_report(monkeypatch):
     pytest.importorskip("ipywidgets")
-    from mpiworkbench.client import bench as driver
+    from mpiworkbench.drivers import bench as driver
     from mpiworkbench.widgets.bench import BenchPanel
 
     class Sweep:

@@ -8,10 +8,10 @@ import asyncio
 
 import pytest
 
-from mpiworkbench.client import bench, speedup
-from mpiworkbench.client.cg import CGHandle
+from mpiworkbench.drivers import bench, speedup
+from mpiworkbench.drivers.cg import CGHandle
 from mpiworkbench.client.waiting import drive, drive_async
-from mpiworkbench.client.wave import WaveHandle
+from mpiworkbench.drivers.wave import WaveHandle
 from mpiworkbench.speedup import SpeedupSpec
 
 

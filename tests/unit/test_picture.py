@@ -65,7 +65,7 @@ class _Handle:
 
 
 def test_the_cg_exact_picture_is_the_reduced_exact_solution():
-    from mpiworkbench.client.cg import CGHandle
+    from mpiworkbench.drivers.cg import CGHandle
 
     h = _Handle(101)
     exact = poisson.exact_solution(101)
@@ -74,7 +74,7 @@ def test_the_cg_exact_picture_is_the_reduced_exact_solution():
 
 
 def test_a_bad_resolution_fails_in_the_notebook_before_any_engine_call():
-    from mpiworkbench.client.solver_handle import SolverHandle
+    from mpiworkbench.drivers.solver_handle import SolverHandle
 
     handle = SolverHandle.__new__(SolverHandle)
     handle._submit = lambda *calls: pytest.fail("no engine task for a bad resolution")

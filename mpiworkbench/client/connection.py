@@ -1,0 +1,140 @@
+"""What a session holds while it is connected to a cluster, in one object.
+
+A :class:`Connection` is made when a session starts or attaches and dropped whole when it
+stops, detaches or follows a restart to a new controller: a session is connected exactly
+when it has one, and no field is ever cleared by hand.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from mpiworkbench.client import clusters
+from mpiworkbench.client.errors import WorldBusy
+from mpiworkbench.client.watchdog import stop_watchdog
+from mpiworkbench.client.world import World, exclusive_use
+
+
+@dataclass(eq=False)
+class Connection:
+    """A session's cluster and everything it learnt of it.
+
+    Attributes
+    ----------
+    cluster : ipyparallel.Cluster
+        The cluster (started by the session, or found from its cluster file).
+    owns_cluster : bool
+        Whether the session started it (and so stops it): False when attached.
+    client : ipyparallel.Client or None
+        The client connected to its controller (None for the moment it takes to connect).
+    world : World or None
+        The session's place in the cluster's shared MPI world (:mod:`~mpiworkbench.client.world`).
+    watchdog : subprocess.Popen or None
+        The process that ends the cluster if this kernel dies (own clusters only).
+    view : ipyparallel.DirectView or None
+        All engines in rank order; None while the rank map is being made.
+    ranks : dict
+        Engine id → MPI rank.
+    hosts : dict
+        MPI rank → the host it runs on.
+    generation : object
+        The generation of the engine set last connected to (a restart makes a new one).
+    """
+
+    cluster: Any
+    owns_cluster: bool
+    client: Any = None
+    world: World | None = None
+    watchdog: Any = None
+    view: Any = None
+    ranks: dict[int, int] = field(default_factory=dict)
+    hosts: dict[int, str] = field(default_factory=dict)
+    generation: Any = None
+
+    def release(self, remove_world: bool) -> None:
+        """Let the world go (*remove_world*: delete its shared directory, the cluster being
+        stopped) and close the client; the cluster itself is left as it is."""
+        if self.world is not None:
+            self.world.remove() if remove_world else self.world.close()
+        if self.client is not None:
+            with contextlib.suppress(Exception):
+                self.client.close()
+
+    def close(self, stop_cluster: bool, log_level: int) -> str:
+        """Release the connection and, when *stop_cluster*, stop the engines and controller;
+        the watchdog is ended last, so that a kernel killed meanwhile leaves nothing either.
+        Returns what was done, in a sentence."""
+        try:
+            self.release(remove_world=stop_cluster)
+            if not stop_cluster:
+                return (
+                    "detached; the cluster keeps running for whoever started it (stop it with "
+                    "wb.stop(cluster=True), `ipcluster stop`, or the IPython Parallel sidebar)"
+                )
+            with clusters.acting_on(self.cluster, attached=not self.owns_cluster):
+                clusters.stop_cluster(self.cluster, log_level, self.client)
+            return "stopped the engines and the controller"
+        finally:
+            stop_watchdog(self.watchdog)
+
+    def engine_set(self, n: int) -> dict[str, Any] | None:
+        """The world's record of its engine set, when it still describes this client's *n* engines:
+        ``ranks`` (engine → rank), ``thread_level``, ``hosts`` (rank → host), ``mpi``,
+        ``generation``; None when the engines are another set (restarted, or a new cluster of
+        the same id) or nothing is recorded."""
+        record = self.world.engine_set() if self.world is not None else None
+        if not record:
+            return None
+        self.client.ids  # noqa: B018 - takes in the controller's news of engines (re)registered
+        uuids = clusters.engine_uuids(self.client)
+        engines = {int(e): tuple(v) for e, v in (record.get("engines") or {}).items()}
+        if len(engines) != n or any(uuids.get(e) != u for e, (_rank, u) in engines.items()):
+            return None
+        return {
+            "ranks": {e: rank for e, (rank, _u) in engines.items()},
+            "thread_level": record.get("thread_level"),
+            "hosts": {int(rank): host for rank, host in (record.get("hosts") or {}).items()},
+            "mpi": record.get("mpi"),
+            "generation": record.get("generation"),
+        }
+
+    def ask_engines(self, n: int, limit: float | None, restarted: bool, thread_level: str | None,
+                    mpi: str) -> dict[str, Any]:
+        """Ask the *n* engines for the rank map (waiting at most *limit* seconds for the world's
+        turn and their answers), record it in the world for the other clients, and return it as
+        :meth:`engine_set` does. *thread_level* and *mpi* are what the session asked for: an
+        own cluster keeps them, an attached one takes the engines'.
+
+        Raises
+        ------
+        WorldBusy
+            The ranks did not answer in time (busy with someone's work, or blocked in MPI).
+        """
+        try:
+            with exclusive_use(self.world, "connecting to the ranks", limit):
+                infos = clusters.rank_map(self.client, n, timeout=limit)
+        except TimeoutError as exc:
+            if isinstance(exc, WorldBusy):
+                raise
+            holder = self.world.holder() if self.world is not None else None
+            raise WorldBusy(
+                f"the MPI ranks did not answer within {limit} s ({exc}): they are busy with "
+                f"{'work of ' + str(holder.get('notebook')) if holder else 'work sent by a client outside the workbench'}"
+                " or blocked in MPI. Try again when it has finished, raise the timeout "
+                "(Workbench.attach(..., timeout=600)), or restart the world: "
+                "Workbench(profile=..., activate=False) then wb.restart(force=True)") from None
+        levels = {info["thread_level"] for info in infos.values()}
+        level = levels.pop() if len(levels) == 1 else thread_level
+        found_mpi = next(iter(infos.values())).get("mpi", mpi)
+        known = {"ranks": {e: info["rank"] for e, info in infos.items()}, "thread_level": level,
+                 "hosts": {info["rank"]: info.get("host", "") for info in infos.values()}, "mpi": found_mpi}
+        if self.world is not None:
+            uuids = clusters.engine_uuids(self.client)
+            self.world.record_engine_set(
+                known["ranks"], restarted=restarted,
+                engines={str(e): [r, uuids.get(e, "")] for e, r in known["ranks"].items()},
+                thread_level=level, hosts={str(r): h for r, h in known["hosts"].items()},
+                mpi=mpi if self.owns_cluster else found_mpi)
+        return known

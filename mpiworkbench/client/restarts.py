@@ -1,0 +1,85 @@
+"""Restarts of a world that several notebooks share: who may restart it, how the others wait
+while it happens, and what they are told afterwards.
+
+A restart holds the world's turn under the label :data:`~mpiworkbench.client.world.RESTARTING`
+while the engines are replaced, so other clients wait instead of sending work to dying ranks;
+each of them finds the new engine set recorded in the world on its next call and follows it
+(:meth:`mpiworkbench.client.session.Session.restart` does the restart itself).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+
+from mpiworkbench.client import clusters, leftovers, owners
+from mpiworkbench.client.errors import WorldInUse
+from mpiworkbench.client.world import RESTARTING, World
+
+#: Seconds a session waits for its client to see the engines another client restarted.
+RESTART_FOLLOW_S = 10.0
+#: Seconds a restart waits for the clients whose work it ended to let the world go.
+RESTART_TURN_S = 60.0
+
+
+def end_running_work(connection, force: bool) -> None:
+    """Before a restart: refuse it while another client's live work runs (unless *force*);
+    otherwise end whatever holds the ranks — blocked work, forced — so that its client lets
+    the world's turn go (its calls fail as the engines die).
+
+    Raises
+    ------
+    WorldInUse
+        Another client's work is running on the ranks and *force* is false.
+    """
+    world = connection.world
+    holder = world.holder() if world is not None else None
+    if not holder:
+        return
+    if holder.get("id") != world.me.id and not holder.get("blocked") and not force:
+        since = holder.get("running_since")
+        raise WorldInUse(
+            f"{holder.get('notebook')} (pid {holder.get('pid')}) is running "
+            f"{holder.get('label') or 'work'} on the ranks"
+            + (f" (for {time.time() - since:.0f} s)" if since else "")
+            + "; a restart would end it. Wait until wb.state reads 'running', or restart anyway "
+            "with wb.restart(force=True): that notebook is told why on its next call.")
+    # the ranks' footprints are remembered: the restart's kill_engines removes their files
+    clusters.kill_ranks(connection.cluster, connection.client, connection.ranks)
+
+
+def wait_for_engine_set(connection, n: int) -> dict[str, Any] | None:
+    """The new engine set another client recorded, once this client sees its engines (at most
+    :data:`RESTART_FOLLOW_S`); None when they never show (a new controller, too)."""
+    deadline = time.monotonic() + RESTART_FOLLOW_S
+    known = connection.engine_set(n)
+    while known is None and time.monotonic() < deadline:  # our client may not have seen them yet
+        time.sleep(0.05)
+        known = connection.engine_set(n)
+    return known
+
+
+def followed(record: dict[str, Any]) -> str:
+    """What a notebook is told on its first call after another client restarted the world."""
+    by = record.get("restarted_by") or {}
+    when = time.strftime("%H:%M:%S", time.localtime(record.get("at") or time.time()))
+    who = f"{by.get('notebook')} (pid {by.get('pid')})" if by else "another client"
+    return (f"the MPI world was restarted by {who} at {when}: everything this notebook had on the "
+            f"ranks (variables, solvers, remote objects) is gone. This session is connected to the "
+            f"new ranks; run your cell again.")
+
+
+def through_server(connection, server: owners.JupyterServer, profile: str, cluster_id: str, n: int) -> None:
+    """Restart a cluster the JupyterLab *server* owns (its sidebar's STOP stops what the server
+    started) through the server itself, holding the world's turn meanwhile; *connection* is
+    released: the caller attaches to the cluster the server started."""
+    left = clusters.kill_ranks(connection.cluster, connection.client, connection.ranks)
+    leftovers.after_kill(left)  # the server's restart does not know the ranks' /dev/shm files
+    world, connection.world = connection.world, None
+    connection.release(remove_world=False)
+    with contextlib.ExitStack() as holding:
+        if world is not None:
+            holding.callback(world.close)
+            world.acquire(RESTARTING, RESTART_TURN_S, restarting=True)
+        owners.restart_through(server, profile, cluster_id, n)
