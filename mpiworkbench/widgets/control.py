@@ -81,6 +81,11 @@ def profile_status(profile: str) -> str:
             f"launcher {html.escape(clusters.launcher_name(cluster))}")
 
 
+#: The style of the panel's labelled controls: each label as wide as its text (ipywidgets' fixed
+#: label width cuts "Thread level" short).
+WHOLE_LABEL = {"description_width": "initial"}
+
+
 class ControlPanel:
     """The cluster's home: pick a profile and attach to its running cluster, or start one of the
     session's own (rank count, thread level); restart; stop or detach. Buttons only call the
@@ -95,17 +100,18 @@ class ControlPanel:
         self.status = widgets.HTML()
         names = clusters.profiles()
         self.profile = widgets.Dropdown(options=names, value=wb.profile if wb.profile in names else (names[0] if names else None),
-                                        description="Profile")
+                                        description="Profile", style=WHOLE_LABEL)
         self.profile_info = widgets.HTML()
         self.attach_button = widgets.Button(description="Attach", icon="link",
                                             tooltip="attach to the running cluster of this profile")
-        self.ranks = widgets.BoundedIntText(value=wb.n, min=1, max=256, description="Ranks")
+        self.ranks = widgets.BoundedIntText(value=wb.n, min=1, max=256, description="Ranks", style=WHOLE_LABEL)
         self.level = widgets.Dropdown(options=[("mpi4py's default", None), *((lv, lv) for lv in machine.THREAD_LEVELS)],
-                                      value=wb.thread_level if wb.owns_cluster else None, description="Thread level")
+                                      value=wb.thread_level if wb.owns_cluster else None, description="Thread level",
+                                      style=WHOLE_LABEL)
         installed = [impl for impl in implementations.REGISTRY if impl.installed()]
         missing = [impl.missing() for impl in implementations.REGISTRY if not impl.installed()]
         self.mpi = widgets.Dropdown(options=[(impl.title, impl.name) for impl in installed] or [(wb.mpi, wb.mpi)],
-                                    value=wb.mpi, description="MPI",
+                                    value=wb.mpi, description="MPI", style=WHOLE_LABEL,
                                     tooltip="\n".join(["MPI implementation of the ranks", *missing]))
         self.start_button = widgets.Button(description="Start", icon="play", tooltip="start an MPI cluster of this session's own")
         self.restart_button = widgets.Button(description="Restart", icon="refresh", tooltip="a fresh MPI world")

@@ -4,7 +4,9 @@ Fixtures
 --------
 lab_server
     A JupyterLab server (session-scoped) serving a scratch copy of ``notebooks/`` on
-    127.0.0.1, stopped (and its kernels with it) at the end.
+    127.0.0.1, with the settings ``mpiworkbench lab`` gives its lab (no news pop-up, no
+    nbgrader UI: :func:`mpiworkbench.cli.lab.lab_settings`), stopped (and its kernels with it)
+    at the end.
 page
     A fresh Chromium page (headless); ``open_notebook(page, lab_server, name)`` opens a
     notebook and ``run_cells(page, k)`` runs the next *k* cells with Shift+Enter.
@@ -27,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from mpiworkbench.cli.lab import lab_command, lab_settings
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
@@ -79,26 +83,22 @@ def lab_server(tmp_path_factory):
     root = tmp_path_factory.mktemp("lab")
     for nb in (REPO / "notebooks").glob("*.ipynb"):
         shutil.copy(nb, root / nb.name)
+    # the lab's own files beside the directory it serves, not in its file browser
+    home = tmp_path_factory.mktemp("lab-home")
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     env["MPIWORKBENCH_SMALL"] = "1"
-    # no "news" pop-up over the page, no update checks (there is no network here anyway)
-    settings = root / ".lab-settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false", "checkForUpdates": false}')
-    env["JUPYTERLAB_SETTINGS_DIR"] = str(root / ".lab-settings")
-    # open tabs are remembered per workspace; a private one keeps runs from seeing each other's
-    env["JUPYTERLAB_WORKSPACES_DIR"] = str(root / ".lab-workspaces")
-    log = open(root / "jupyterlab.log", "w")  # noqa: SIM115 - closed in the finalizer
+    # the user's settings (none: the lab's own defaults show) and open tabs, private to this run
+    env["JUPYTERLAB_SETTINGS_DIR"] = str(home / "user-settings")
+    env["JUPYTERLAB_WORKSPACES_DIR"] = str(home / "workspaces")
+    log = open(home / "jupyterlab.log", "w")  # noqa: SIM115 - closed in the finalizer
+    # `mpiworkbench lab`'s command and settings; a token of ours, and no request for news or
+    # updates (there is no network here anyway)
+    command = lab_command(root, "127.0.0.1", port, no_browser=True, settings_dir=lab_settings(home / "app"))
     process = subprocess.Popen(
-        [
-            sys.executable, "-m", "jupyterlab", "--no-browser",
-            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-            "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-            *(["--allow-root"] if os.geteuid() == 0 else []),
-        ],
+        [*command, f"--IdentityProvider.token={token}",
+         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
         env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     server = LabServer(f"http://127.0.0.1:{port}", token, root, process)

@@ -1,4 +1,6 @@
-"""00_start_here.ipynb in real Chromium: rank output and the control panel on the page."""
+"""00_start_here.ipynb in real Chromium: rank output and the control panel on the page, and a
+clean first contact in the lab ``mpiworkbench lab`` starts (no news question, no nbgrader menus or
+panels where no course is taught, every label of the control panel whole)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,14 @@ from tests.process_tree import leftover_cluster_processes
 
 #: Cells of 00_start_here.ipynb up to and including the gathered plot.
 CELLS_THROUGH_PLOT = 12
+
+#: The titles of the lab's side bars' tabs (left and right).
+_SIDEBAR_TABS = """() => Array.from(document.querySelectorAll('.jp-SideBar .lm-TabBar-tab'))
+    .map(tab => tab.getAttribute('title') || tab.textContent)"""
+#: The control panel's labels (of its controls and buttons): ``[text, scrollWidth, clientWidth]``.
+_PANEL_LABELS = """() => Array.from(document.querySelectorAll(
+        '.mpiwb-control-panel .widget-label, .mpiwb-control-panel button'))
+    .filter(e => e.textContent.trim()).map(e => [e.textContent.trim(), e.scrollWidth, e.clientWidth])"""
 
 
 def _button(scope, label: str):
@@ -51,6 +61,18 @@ def test_start_here_runs_in_the_browser(page, lab_server):
     for label in ("Start", "Restart", "Stop"):
         assert _button(panel, label).count() == 1
     assert _button(panel, "Start").is_disabled()
+
+    # a first contact without distractions: no question about Jupyter's news, no nbgrader menu
+    # or panel (no course is taught here), and no label cut short ("Thread le…")
+    assert page.get_by_text("official Jupyter news").count() == 0, page.locator(".Toastify__toast").all_inner_texts()
+    menus = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
+    assert "File" in menus and not [m for m in menus if "nbgrader" in m.lower()], menus
+    tabs = page.evaluate(_SIDEBAR_TABS)
+    assert "IPython Parallel" in tabs and not [t for t in tabs if "nbgrader" in t.lower()], tabs
+    labels = page.evaluate(_PANEL_LABELS)
+    assert "Thread level" in [text for text, _, _ in labels], labels
+    cut = [text for text, scroll, client in labels if scroll > client]
+    assert cut == [], f"control panel labels cut short: {cut} of {labels}"
 
     # the Restart button gives a fresh MPI world: new engine processes, same ranks
     pid_cell = panel.locator("table.mpiwb-ranks tr").nth(1).locator("td").nth(3)
