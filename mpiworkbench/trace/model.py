@@ -19,6 +19,7 @@ from mpiworkbench.trace.communicators import Communicator, communicators, comms_
 from mpiworkbench.trace.events import (
     EVENT_DTYPE, KIND, KINDS, ONE_SIDED, RECEIVES, SENDS, STARTED_RECEIVES, STARTED_SENDS, STARTS, TRACE_DTYPE,
 )
+from mpiworkbench.trace.otf2 import write_otf2
 
 #: A matched message: send on ``src`` at ``t_send`` → receive completed on ``dst`` at ``t_recv``,
 #: on communicator ``comm`` (an index in ``Trace.comms``).
@@ -324,8 +325,6 @@ class Trace:
     def to_otf2(self, directory, archive_name: str = "traces"):
         """Write the trace as an OTF2 archive in *directory* (Vampir, Score-P's tools); returns
         the path of its anchor file (``.otf2``). Needs the ``otf2`` extra."""
-        from mpiworkbench.trace.otf2 import write_otf2  # here: otf2 imports waits, which imports this module
-
         return write_otf2(self, directory, archive_name=archive_name)
 
     @classmethod
