@@ -1,6 +1,7 @@
-"""The client side: a session over an ipyparallel cluster of MPI engines, and one driver per
-feature (bench, speedup, wave, cg, syntax). It never imports the widgets; the user-facing
-:class:`mpiworkbench.Workbench` (in :mod:`mpiworkbench.workbench`) joins the two."""
+"""The runtime: a session over an ipyparallel cluster whose engines are one MPI world — starting
+or attaching, running code in one order with the other clients, restarts, the watchdog, hang
+reports, ``%%px``. The feature drivers (:mod:`mpiworkbench.drivers`) and the widgets build on it;
+the user-facing :class:`mpiworkbench.Workbench` (in :mod:`mpiworkbench.workbench`) joins them."""
 
 from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, RankStatus, WorkbenchError
 from mpiworkbench.client.remote import RemoteObject
