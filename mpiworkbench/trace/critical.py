@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+# Trace (trace/model.py) and CallSites (trace/sites.py) are named in annotations only: not
+# imported, so that the Trace can offer these analyses as methods without an import cycle.
 from mpiworkbench.trace.events import kind_name
-from mpiworkbench.trace.model import Trace
-from mpiworkbench.trace.sites import CallSites
 from mpiworkbench.trace.waits import binding, collective_instances, dependencies, regions
 
 #: One piece of the critical path: on *rank* from *t0* to *t1*.

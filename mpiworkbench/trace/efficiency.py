@@ -31,8 +31,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+# Trace (trace/model.py) is named in annotations only: not imported, so that the Trace can
+# offer these analyses as methods without an import cycle.
 from mpiworkbench.trace.critical import ideal_runtime
-from mpiworkbench.trace.model import Trace
 from mpiworkbench.trace.waits import regions
 
 

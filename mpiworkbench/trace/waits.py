@@ -34,11 +34,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+# Trace (trace/model.py) and CallSites (trace/sites.py) are named in annotations only: not
+# imported, so that the Trace can offer these analyses as methods without an import cycle.
 from mpiworkbench.trace.events import (
     KIND, KINDS, STARTED_RECEIVES, STARTS, TESTS, WAITS, kind_name,
 )
-from mpiworkbench.trace.model import Trace
-from mpiworkbench.trace.sites import CallSites
 
 PATTERNS = ("Late Sender", "Late Receiver", "Wait at N×N", "Wait at Barrier", "Late Broadcast", "Early Reduce")
 LATE_SENDER, LATE_RECEIVER, WAIT_NXN, WAIT_BARRIER, LATE_BROADCAST, EARLY_REDUCE = range(len(PATTERNS))
