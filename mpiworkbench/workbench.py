@@ -11,10 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from mpiworkbench.bench.catalog import get_benchmark
+from mpiworkbench.client.session import Session
+from mpiworkbench.client.trace import tracing
 from mpiworkbench.drivers.cg import CGHandle
 from mpiworkbench.drivers.heat import HeatHandle
-from mpiworkbench.client.session import Session
 from mpiworkbench.drivers.wave import WaveHandle
+from mpiworkbench.speedup import experiments
+from mpiworkbench.trace.recorder import DEFAULT_CAPACITY
 
 __all__ = ["Workbench"]
 
@@ -41,7 +45,7 @@ class Workbench(Session):
         ipywidgets.VBox
             The panel's widget, ready to display.
         """
-        from mpiworkbench.widgets.control import ControlPanel
+        from mpiworkbench.widgets.control import ControlPanel  # lazy: the control panel imports ipywidgets; a Workbench used from a script never shows it
 
         return ControlPanel(self).widget
 
@@ -60,7 +64,7 @@ class Workbench(Session):
             Step it (``.step(k)``), inspect it (``.slice()``, ``.error()``), show its panel
             (``.widget()``).
         """
-        from mpiworkbench.widgets.wave import WavePanel
+        from mpiworkbench.widgets.wave import WavePanel  # lazy: the panel imports matplotlib; a Workbench that makes no panel never pays for it
 
         return WaveHandle(self, panel=WavePanel, **kwargs)
 
@@ -77,7 +81,7 @@ class Workbench(Session):
         CGHandle
             Iterate it (``.iterate(k)``), follow ``.residuals``, show its panel (``.widget()``).
         """
-        from mpiworkbench.widgets.cg import CGPanel
+        from mpiworkbench.widgets.cg import CGPanel  # lazy: the panel imports matplotlib; a Workbench that makes no panel never pays for it
 
         return CGHandle(self, panel=CGPanel, **kwargs)
 
@@ -95,7 +99,7 @@ class Workbench(Session):
         HeatHandle
             Step it (``.step(k)``), follow ``.deltas`` and ``.errors``, show its panel (``.widget()``).
         """
-        from mpiworkbench.widgets.heat import HeatPanel
+        from mpiworkbench.widgets.heat import HeatPanel  # lazy: the panel imports matplotlib; a Workbench that makes no panel never pays for it
 
         return HeatHandle(self, panel=HeatPanel, **kwargs)
 
@@ -117,8 +121,7 @@ class Workbench(Session):
         ValueError
             Naming the experiment and the choices when it is unknown.
         """
-        from mpiworkbench.speedup import experiments
-        from mpiworkbench.widgets.speedup import SpeedupPanel
+        from mpiworkbench.widgets.speedup import SpeedupPanel  # lazy: the panel imports matplotlib; a Workbench that makes no panel never pays for it
 
         experiments.get(experiment)  # a clear error before any widget is built
         return SpeedupPanel(self, experiment=experiment)
@@ -143,8 +146,7 @@ class Workbench(Session):
         ValueError
             Naming the benchmark and the choices when it is unknown.
         """
-        from mpiworkbench.bench.catalog import get_benchmark
-        from mpiworkbench.widgets.bench import BenchPanel
+        from mpiworkbench.widgets.bench import BenchPanel  # lazy: the panel imports matplotlib; a Workbench that makes no panel never pays for it
 
         get_benchmark(benchmark)  # a clear error before any widget is built
         return BenchPanel(self, benchmark=benchmark, **kwargs)
@@ -170,7 +172,4 @@ class Workbench(Session):
         ...     wb.run(lambda: __import__("mpi4py.MPI").MPI.COMM_WORLD.barrier())
         >>> mpiworkbench.plot.trace.timeline(t.trace)  # doctest: +SKIP
         """
-        from mpiworkbench.client.trace import tracing
-        from mpiworkbench.trace.recorder import DEFAULT_CAPACITY
-
         return tracing(self, DEFAULT_CAPACITY if capacity is None else capacity)

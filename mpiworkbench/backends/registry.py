@@ -16,7 +16,9 @@ import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
+from mpiworkbench.backends import api_loops
 from mpiworkbench.backends.base import OPERATIONS, Backend, BackendUnavailableError, Loop
+from mpiworkbench.core import implementations
 
 
 @dataclass(frozen=True)
@@ -232,7 +234,6 @@ def timed_loop(backend: str, benchmark: str, comm, mode: str = "osu", window: in
         As :func:`backend_class` and :meth:`Backend.make_loop`.
     """
     if backend.startswith(API_PREFIX):
-        from mpiworkbench.backends import api_loops
         return api_loops.loop_over(get_backend(backend[len(API_PREFIX):], comm), benchmark, mode, window)
     return backend_class(backend).make_loop(benchmark, comm, mode, window)
 
@@ -303,9 +304,7 @@ def environment(comm=None) -> dict[str, Any]:
     no load sampling), under ``"backends"`` :func:`availability` and under ``"implementations"``
     which MPI implementations are installed (:func:`mpiworkbench.core.implementations.status`) —
     what ``mpiworkbench info`` prints and the control panel shows."""
-    from mpiworkbench.core import machine
-
-    from mpiworkbench.core import implementations
+    from mpiworkbench.core import machine  # lazy: machine imports importlib.metadata and core.launch; only this snapshot needs them, not every rank
 
     env = machine.capture(comm, measure_load=False)
     env["backends"] = availability()

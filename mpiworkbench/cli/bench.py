@@ -25,16 +25,22 @@ import sys
 import tempfile
 from pathlib import Path
 
+from mpiworkbench import seeds
+from mpiworkbench.backends import implemented_names
+from mpiworkbench.bench import results
+from mpiworkbench.bench.buffers import Buffers
+from mpiworkbench.bench.catalog import BENCHMARKS
+from mpiworkbench.bench.method import Policy, parse_sizes
 from mpiworkbench.cli import _mpijob
+from mpiworkbench.core import launch
 from mpiworkbench.core.machine import THREAD_LEVELS
+
 #: Set by the parent process of ``--launches`` or of several ``--mpi`` for each job: where
 #: that job writes its document, and what it is for its header ("Open MPI, launch k/K").
 PART_ENV, LAUNCH_ENV = "MPIWORKBENCH_BENCH_PART", "MPIWORKBENCH_BENCH_LAUNCH"
 
 
 def register(subparsers) -> None:
-    from mpiworkbench.backends import implemented_names
-    from mpiworkbench.bench.catalog import BENCHMARKS
     p = subparsers.add_parser(
         "bench",
         help="OSU-style micro-benchmarks on every backend, C as the reference",
@@ -72,7 +78,6 @@ def register(subparsers) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from mpiworkbench.bench.method import Policy, parse_sizes
     sizes = parse_sizes(args.sizes)
     policy = Policy(iterations=args.iterations, warmup=args.warmup, time_cap_s=args.time_cap,
                     collective_mode=args.mode, window=args.window, repeats=args.repeat)
@@ -84,7 +89,6 @@ def main(args: argparse.Namespace) -> int:
     else:
         chosen = _mpijob.implementations_of(args)  # unknown or not installed: said before any job
         if args.launches > 1 or len(chosen) > 1:
-            from mpiworkbench.core import launch
             if not launch.needs_launch(args.np):
                 what = (f"--launches {args.launches} starts mpiexec {args.launches} times" if args.launches > 1
                         else f"--mpi {args.mpi} starts one mpiexec per implementation")
@@ -99,8 +103,6 @@ def _several_jobs(args: argparse.Namespace, chosen: list) -> int:
     """One ``mpiexec`` job per launch and implementation (implementations interleaved within
     a launch); merge and write after every job. An implementation whose job fails is named
     and not launched again; the others go on."""
-    from mpiworkbench.core import launch
-    from mpiworkbench.bench import results
     docs: dict[str, list[dict]] = {impl.name: [] for impl in chosen}
     failed: dict[str, str] = {}
     merged: dict | None = None
@@ -153,7 +155,6 @@ def _several_jobs(args: argparse.Namespace, chosen: list) -> int:
 def _merged(docs: dict[str, list[dict]], failed: dict[str, str], launches: int) -> dict | None:
     """The document of every job so far: launches merged per implementation, then the
     implementations side by side (a run of one implementation: its document as before)."""
-    from mpiworkbench.bench import results
     per_mpi = [results.merge_launches(mine, planned=launches) if launches > 1 else mine[0]
                for mine in docs.values() if mine]
     if not per_mpi:
@@ -174,7 +175,6 @@ def _side_by_side_order(rows: list[dict]) -> list[dict]:
 
 def _write(doc: dict, json_path: str | None, csv_path: str | None) -> None:
     """Rewrite the results files asked for (after every size, or every launch)."""
-    from mpiworkbench.bench import results
     if json_path:
         results.write_json(json_path, doc)
     if csv_path:
@@ -185,8 +185,6 @@ def _print_then(doc: dict) -> None:
     """What report 003 printed for the ring test (Table 2), beside this run's rows."""
     if doc.get("benchmark") != "ring":
         return
-    from mpiworkbench import seeds
-
     data = seeds.load("heat-report")
     table = data["table_2"]
     for where in table["latency_s"]:
@@ -222,9 +220,8 @@ def _select_thread_level(level: str) -> None:
 
 
 def _body(comm, args, sizes, policy) -> int:
-    from mpiworkbench.bench import results
-    from mpiworkbench.bench.buffers import Buffers
-    from mpiworkbench.bench.harness import BenchRun
+    from mpiworkbench.bench.harness import BenchRun  # lazy: --help imports every subcommand's module; only a run needs the harness
+
     run = BenchRun(args.name, args.backend.split(","), sizes, policy, comm=comm,
                    measure_load=not args.no_load_check)
     root = comm.Get_rank() == 0

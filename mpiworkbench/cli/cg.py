@@ -77,7 +77,7 @@ def format_result(res: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     def body(comm) -> int:
-        from mpiworkbench.solvers.cg.solver import CGSolver
+        from mpiworkbench.solvers.cg.solver import CGSolver  # lazy: the solver imports numba and SciPy, which --help must not
         solver = CGSolver(
             args.mesh, comm=comm, tol=args.tol, criterion=args.criterion, partition=args.partition,
             dims=args.dims, rhs=args.rhs, maxiter=args.maxiter, variant=args.variant, backend=args.backend,

@@ -7,10 +7,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from mpiworkbench import course
+
 
 def register(subparsers) -> None:
-    from mpiworkbench import course
-
     parser = subparsers.add_parser(
         "course",
         help="write the exercises as an nbgrader course (autograded on an MPI cluster)",
@@ -41,8 +41,6 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mpiworkbench import course
-
     if args.points < 1:
         raise ValueError(f"--points {args.points}: an exercise is worth at least 1 point")
     only = [name.strip() for name in args.only.split(",") if name.strip()] if args.only else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from mpiworkbench import backends
 from mpiworkbench.cli import _mpijob
 
 
@@ -38,8 +39,6 @@ def format_environment(env: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     def body(comm) -> int:
-        from mpiworkbench import backends
-
         env = backends.environment(comm)
         if comm.rank == 0:
             print(format_environment(env))

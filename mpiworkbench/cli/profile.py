@@ -35,9 +35,7 @@ def register(subparsers) -> None:
 def run_create(args: argparse.Namespace) -> int:
     import warnings
 
-    from mpiworkbench.client.profile import create_profile
-
-    from mpiworkbench.client.profile import profile_name
+    from mpiworkbench.client.profile import create_profile, profile_name  # lazy: the client imports ipyparallel and IPython; only `profile create` needs them
 
     args.name = args.name or profile_name(args.mpi or implementations.current().name)
     with warnings.catch_warnings(record=True) as caught:

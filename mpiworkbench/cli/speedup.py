@@ -27,8 +27,10 @@ import tempfile
 from pathlib import Path
 
 from mpiworkbench.cli import _mpijob
+from mpiworkbench.core import implementations, launch, machine, mpi
 from mpiworkbench.core.machine import PLACEMENTS
-from mpiworkbench.speedup import experiments
+from mpiworkbench.speedup import analysis, experiments
+from mpiworkbench.speedup.plan import SpeedupSpec, begin_experiment, parse_int_list, run_experiment
 
 #: Set in the environment of an ``mpiexec`` the command starts as one part of several (a
 #: rank count in a world of its own: ``"<nranks>"``; every count of one MPI implementation
@@ -97,8 +99,6 @@ def register(subparsers) -> None:
 
 
 def build_spec(args: argparse.Namespace):
-    from mpiworkbench.speedup.plan import SpeedupSpec, parse_int_list
-
     exp = experiments.get(args.experiment)
     params = {p.name: getattr(args, p.name) for p in exp.params if getattr(args, p.name, None) is not None}
     spec = SpeedupSpec(
@@ -117,8 +117,6 @@ def build_spec(args: argparse.Namespace):
 
 
 def main(args: argparse.Namespace) -> int:
-    from mpiworkbench.core import implementations, launch, mpi
-
     spec = build_spec(args)  # bad input fails here, before any mpiexec starts
     largest = max(spec.nranks)
     if not mpi.launched_by_mpiexec():
@@ -159,10 +157,6 @@ def _parts(args: argparse.Namespace, spec, chosen: list) -> int:
     needs a world of its own (numba-mpi) — then one result from all of them: the table,
     ``--json`` (rewritten after every job) and ``--plot`` as usual. A failing job is named,
     its implementation's remaining jobs skipped, the other implementations still run."""
-    from mpiworkbench.core import launch
-    from mpiworkbench.speedup import analysis
-    from mpiworkbench.speedup.plan import begin_experiment
-
     per_count = bool(spec.world_bound()) and len(spec.nranks) > 1
     if per_count:
         print(
@@ -206,8 +200,6 @@ def _parts(args: argparse.Namespace, spec, chosen: list) -> int:
 
 def _finish(args: argparse.Namespace, result) -> int:
     """Rank 0's ending: the table (and ratios to C), the failed checks, ``--json``, ``--plot``."""
-    from mpiworkbench.speedup import analysis
-
     exp = experiments.get(result.experiment)
     if len(result.environments) > 1:
         print("# MPI implementations side by side (each its own curves, speedups and ratios to C):")
@@ -228,7 +220,7 @@ def _finish(args: argparse.Namespace, result) -> int:
     elif args.json:
         analysis.save(result, args.json)
     if args.plot:
-        from mpiworkbench.plot.speedup import backend_figure, scaling_figure
+        from mpiworkbench.plot.speedup import backend_figure, scaling_figure  # lazy: matplotlib, only for --plot
 
         figure = backend_figure if analysis.ratio_rows(result) else scaling_figure
         figure(result, exp.size_name, title=exp.title).savefig(args.plot, dpi=100)
@@ -236,10 +228,7 @@ def _finish(args: argparse.Namespace, result) -> int:
 
 
 def _run_in_world(args: argparse.Namespace, spec) -> int:
-    from mpiworkbench.core import implementations, machine, mpi
-    from mpiworkbench.speedup import analysis
-    from mpiworkbench.speedup.plan import run_experiment
-    from mpiworkbench.speedup.point import run_point
+    from mpiworkbench.speedup.point import run_point  # lazy: --help imports every subcommand's module; only a run in MPI needs it
 
     comm = mpi.world()
     exp = experiments.get(spec.experiment)

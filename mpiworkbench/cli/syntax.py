@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 
 from mpiworkbench.cli import _mpijob
+from mpiworkbench.syntax.lessons import COLUMNS, LESSONS, OPERATION_LESSON
 _SYMBOLS = {"ok": "ok", "mismatch": "MISMATCH", "failed": "FAILED", "unsupported": "-", "skipped": "skip"}
 
 
@@ -33,7 +34,6 @@ def register(subparsers) -> None:
 
 
 def _lessons_for(op: str | None) -> list[str] | None:
-    from mpiworkbench.syntax.lessons import LESSONS, OPERATION_LESSON
     if op is None:
         return None
     if op in LESSONS:
@@ -46,7 +46,6 @@ def _lessons_for(op: str | None) -> list[str] | None:
 def _main(args: argparse.Namespace) -> int:
     lessons_to_run = _lessons_for(args.op)  # validate before launching mpiexec
     if args.column:
-        from mpiworkbench.syntax.lessons import COLUMNS
         bad = [c for c in args.column if c not in COLUMNS]
         if bad:
             raise ValueError(f"unknown --column {bad}; choose from {list(COLUMNS)}")
@@ -54,8 +53,8 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def _body(comm, lessons_to_run, args) -> int:
-    from mpiworkbench.syntax import execution, tables
-    from mpiworkbench.syntax.lessons import COLUMNS, LESSONS
+    from mpiworkbench.syntax import execution, tables  # lazy: --help imports every subcommand's module; only a run needs these
+
     columns = tuple(args.column) if args.column else COLUMNS
     results = execution.run_all(comm, lessons_to_run, columns)
     if comm.Get_rank() != 0:

@@ -12,6 +12,7 @@ import argparse
 import math
 
 from mpiworkbench.cli import _mpijob
+from mpiworkbench.core import mpi
 # The solver's registries; importing them pulls in neither MPI nor numba.
 from mpiworkbench.solvers.wave.kernels import KERNELS
 from mpiworkbench.solvers.wave.problem import EXCHANGES
@@ -72,8 +73,8 @@ def format_result(res: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     def body(comm) -> int:
-        from mpiworkbench.core import mpi
-        from mpiworkbench.solvers.wave.solver import WaveSolver
+        from mpiworkbench.solvers.wave.solver import WaveSolver  # lazy: --help imports every subcommand's module; only a run needs the solver
+
         solver = WaveSolver(
             args.mesh, comm=comm, dims=args.dims, cfl=args.cfl, dt=args.dt, kernel=args.kernel, exchange=args.exchange
         )

@@ -17,6 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from mpiworkbench.core import implementations
+
 #: Optimisation flags shared by every C library we build (the C reference must be fair).
 CFLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=c11")
 
@@ -33,8 +35,6 @@ def cache_dir() -> Path:
 def find_compiler(mpi: bool = True, impl=None) -> str:
     """Path of the ``mpicc`` of MPI implementation *impl* (default: this process's; for the
     venv's own, beside this Python first, as the ``mpich`` wheel installs it), or ``cc``."""
-    from mpiworkbench.core import implementations
-
     impl = impl or implementations.current()
     if mpi and not impl.in_venv:
         compiler = impl.require().bin("mpicc")
@@ -73,8 +73,6 @@ def build(name: str, sources: list[str | Path], mpi: bool = True, extra_flags: t
           impl=None) -> Path:
     """Compile *sources* into a cached shared library and return its path (with the ``mpicc``
     of MPI implementation *impl*, default this process's, when *mpi*)."""
-    from mpiworkbench.core import implementations
-
     impl = impl or implementations.current()
     sources = [Path(s) for s in sources]
     target = library_path(name, sources, mpi, extra_flags, impl)

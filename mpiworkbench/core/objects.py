@@ -12,6 +12,8 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable
 
+from mpiworkbench.core import mpi
+
 _objects: dict[str, Any] = {}
 #: Keys created with ``nranks`` on which this rank deliberately holds nothing.
 _absent: set[str] = set()
@@ -63,7 +65,6 @@ def create(key: str, factory: str, args: tuple, kwargs: dict, nranks: int | None
     """
     delete(key)
     if nranks is not None:
-        from mpiworkbench.core import mpi
         world = mpi.world()
         if not 1 <= nranks <= world.size:
             raise ValueError(f"nranks must be between 1 and {world.size}; got {nranks}")

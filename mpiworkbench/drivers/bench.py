@@ -23,6 +23,7 @@ from mpiworkbench.backends import implemented_names
 from mpiworkbench.bench.method import Policy, parse_sizes
 from mpiworkbench.client import cli_job
 from mpiworkbench.client.waiting import Steps, drive, drive_async
+from mpiworkbench.core import implementations
 
 #: Backends a sweep runs on unless told otherwise (the registry's order, C first).
 DEFAULT_BACKENDS = tuple(implemented_names())
@@ -137,8 +138,6 @@ _POLICY_OPTIONS = {"collective_mode": "--mode", "time_cap_s": "--time-cap", "rep
 def command_line(mpi: str, benchmark: str, backends=DEFAULT_BACKENDS, sizes=None, ranks: int = 2,
                  thread_level: str | None = None, json_path: str | Path = "-", **policy: Any) -> list[str]:
     """``mpiworkbench bench …`` running this sweep on *ranks* ranks under MPI implementation *mpi*."""
-    from mpiworkbench.core import implementations
-
     implementations.get(mpi).require()
     Policy(**policy)  # a clear error before any job starts
     argv = [sys.executable, "-m", "mpiworkbench", "bench", benchmark, "--np", str(ranks), "--mpi", mpi,

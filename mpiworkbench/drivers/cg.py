@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from mpiworkbench.client.trace import trace_steps
 from mpiworkbench.drivers.solver_handle import Frame, SolverHandle, field_frame, slowest
 from mpiworkbench.solvers.cg import poisson
 from mpiworkbench.solvers.picture import DEFAULT_RESOLUTION, Picture, check_resolution, reduce_picture
@@ -68,8 +69,6 @@ class CGHandle(SolverHandle):
     def trace(self, steps: int = 3):
         """Take *steps* CG iterations with every rank's MPI calls recorded; returns the
         :class:`~mpiworkbench.trace.Trace` (exchanges and allreduces per iteration)."""
-        from mpiworkbench.client.trace import trace_steps
-
         return trace_steps(self.wb, self.iterate, steps)
 
     def _record(self, report: dict[str, Any]) -> dict[str, Any]:

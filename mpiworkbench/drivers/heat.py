@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from mpiworkbench.client.trace import trace_steps
 from mpiworkbench.drivers.solver_handle import Frame, SolverHandle, field_frame, slowest
 from mpiworkbench.solvers.heat import row_range
 from mpiworkbench.solvers.picture import DEFAULT_RESOLUTION, Picture, check_resolution
@@ -76,8 +77,6 @@ class HeatHandle(SolverHandle):
     def trace(self, steps: int = 3):
         """Take *steps* steps with every rank's MPI calls recorded; returns the
         :class:`~mpiworkbench.trace.Trace` (halo rows, the convergence allreduce)."""
-        from mpiworkbench.client.trace import trace_steps
-
         return trace_steps(self.wb, self.step, steps)
 
     def frame(self, k: int, resolution: int | None = DEFAULT_RESOLUTION) -> Frame:

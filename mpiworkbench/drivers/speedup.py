@@ -20,8 +20,11 @@ from typing import Any, Callable
 
 from mpiworkbench.client import cli_job
 from mpiworkbench.client.waiting import Steps, drive, drive_async
+from mpiworkbench.core import implementations
+from mpiworkbench.speedup import analysis, experiments
 from mpiworkbench.speedup.analysis import SpeedupResult
 from mpiworkbench.speedup.plan import SpeedupSpec, run_steps
+from mpiworkbench.speedup.point import run_point
 
 __all__ = ["OnPoint", "check_ranks", "command_line", "on_engines", "run_async", "run_on_workbench",
            "run_under", "run_under_async"]
@@ -60,8 +63,6 @@ def on_engines(wb, spec: SpeedupSpec, on_point: OnPoint | None = None, label: st
     ValueError
         When the rank counts exceed the cluster's engines (see :func:`check_ranks`).
     """
-    from mpiworkbench.speedup.point import run_point
-
     check_ranks(wb, spec)
     steps = run_steps(spec, on_point, label, should_stop)
     try:
@@ -111,9 +112,6 @@ async def run_async(wb, spec: SpeedupSpec, on_point: OnPoint | None = None, labe
 def command_line(mpi: str, spec: SpeedupSpec, json_path: str | Path) -> list[str]:
     """``mpiworkbench speedup …`` measuring *spec* (as the panel's controls describe it, not yet
     :meth:`~mpiworkbench.speedup.plan.SpeedupSpec.resolved`) under MPI implementation *mpi*."""
-    from mpiworkbench.core import implementations
-    from mpiworkbench.speedup import experiments
-
     implementations.get(mpi).require()
     exp = experiments.get(spec.experiment)
     argv = [sys.executable, "-m", "mpiworkbench", "speedup", exp.name, "--np", ",".join(map(str, spec.nranks)),
@@ -131,8 +129,6 @@ def command_line(mpi: str, spec: SpeedupSpec, json_path: str | Path) -> list[str
 def _reader(mpi: str, label: str):
     """Reads the result a ``speedup`` job wrote (partial when it failed after some points)."""
     def read(path: Path, code: int, stderr: str) -> SpeedupResult:
-        from mpiworkbench.speedup import analysis
-
         result = analysis.load(path) if path.exists() and path.stat().st_size else None
         if result is None or not result.points:
             raise cli_job.failure(f"the {mpi} run of the experiment", code, stderr)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mpiworkbench.syntax.execution import run_on_subcommunicator
 from mpiworkbench.syntax.lessons import COLUMNS, LESSONS
 
 
@@ -31,8 +32,6 @@ def run_lesson_on(wb, lesson: str, nranks: int | None = None, columns=None) -> d
     ValueError
         For an unknown lesson or a rank count the cluster does not have.
     """
-    from mpiworkbench.syntax.execution import run_on_subcommunicator
-
     if lesson not in LESSONS:
         raise ValueError(f"unknown lesson {lesson!r}; choose one of {list(LESSONS)}")
     nranks = wb.n if nranks is None else nranks

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from mpiworkbench.client.trace import trace_steps
 from mpiworkbench.drivers.solver_handle import Frame, SolverHandle, field_frame, slowest
 from mpiworkbench.solvers.decomposition import decompose
 from mpiworkbench.solvers.picture import DEFAULT_RESOLUTION, Picture, check_resolution
@@ -131,8 +132,6 @@ class WaveHandle(SolverHandle):
     def trace(self, steps: int = 3):
         """Take *steps* time steps with every rank's MPI calls recorded; returns the
         :class:`~mpiworkbench.trace.Trace` (the halo exchange as a timeline, its messages)."""
-        from mpiworkbench.client.trace import trace_steps
-
         return trace_steps(self.wb, self.step, steps)
 
     def run(self, should_stop: Callable[[], bool], on_progress: Callable[["WaveHandle"], None] | None = None,

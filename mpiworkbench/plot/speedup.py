@@ -15,8 +15,10 @@ from typing import Sequence
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator
 
+from mpiworkbench import seeds
 from mpiworkbench.plot.render import new_figure
 from mpiworkbench.speedup.analysis import SpeedupResult, busy_note, nodes, spans_nodes
+from mpiworkbench.speedup.experiments import REFERENCE_BACKEND
 _MARKERS = "osD^v<>ph*"
 _OVERSUB_COLOUR = "#fdb863"
 
@@ -140,8 +142,6 @@ def _then_series(experiment: str, xmax: int):
     heat: report 003's Table 1 speedups (1000x1000, MPI on 1 process as the baseline).
     The thesis's CG figures (6.10-6.13) print no values and have no C curve: nothing.
     """
-    from mpiworkbench import seeds
-
     if experiment == "wave":
         low, high, _ = seeds.wave_ratio_band()
         machine = seeds.load("thesis")["machine"].split(";")[0]
@@ -157,8 +157,6 @@ def _then_series(experiment: str, xmax: int):
 
 def _table_2_1(xmax: int) -> dict[str, list[tuple[int, float]]]:
     """Thesis Table 2.1's speedups (C and Python) up to ``max(2, xmax)`` processes."""
-    from mpiworkbench import seeds
-
     table = seeds.load("thesis")["table_2_1"]
     shown = {}
     for column, name in (("c", "C"), ("python", "Python")):
@@ -169,8 +167,6 @@ def _table_2_1(xmax: int) -> dict[str, list[tuple[int, float]]]:
 
 def _draw_then_speedups(ax, xmax: int) -> None:
     """Thesis Table 2.1's speedups as dashed "then" series (the inner product, §2.4)."""
-    from mpiworkbench import seeds
-
     machine = seeds.load("thesis")["machine"].split(";")[0]
     for (name, pts), style in zip(_table_2_1(xmax).items(), ("--", ":")):
         ax.plot([n for n, _ in pts], [v for _, v in pts], style, color="0.4", marker=".", lw=1,
@@ -191,8 +187,6 @@ def backend_figure(
     dashed, what the seed documents printed for this experiment (:func:`_then_series`).
     Points of a backend-crossed result (``variant@backend``) only.
     """
-    from mpiworkbench.speedup.experiments import REFERENCE_BACKEND
-
     points = [p for p in result.points if p.get("backend")]
     dotted = False
     if not points:

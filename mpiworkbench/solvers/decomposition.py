@@ -23,6 +23,8 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
+from mpiworkbench.core import mpi
+
 #: Axis names used in error messages (beyond three axes, axes are named by number).
 AXIS_NAMES = ("x", "y", "z")
 
@@ -289,8 +291,6 @@ def gather_blocks(comm, local, pieces: Sequence[tuple[int, tuple[slice, ...]]], 
         The assembled array on *root*, ``None`` elsewhere.
     """
     import numpy as np
-
-    from mpiworkbench.core import mpi
 
     sendbuf = np.ascontiguousarray(local, dtype=np.float64)
     if comm.Get_rank() != root:

@@ -37,7 +37,8 @@ from typing import Sequence
 
 import numpy as np
 
-from mpiworkbench.backends import implemented_names
+from mpiworkbench.backends import BackendUnavailableError, NotSupportedError, get_backend, implemented_names
+from mpiworkbench.backends.numba_mpi import NAME as NUMBA_MPI, world_in_place_of
 from mpiworkbench.core import mpi
 #: Backends of :mod:`mpiworkbench.backends` a halo exchange can be written with.
 BACKENDS = tuple(implemented_names())
@@ -49,8 +50,6 @@ EXCHANGES = (*NATIVE_EXCHANGES, "none", *(f"backend:{b}" for b in BACKENDS))
 
 def _backend_over(cart, name: str):
     """Backend *name* over *cart*; numba-mpi (COMM_WORLD only) gets the world when it is the same ranks."""
-    from mpiworkbench.backends import BackendUnavailableError, NotSupportedError, get_backend
-    from mpiworkbench.backends.numba_mpi import NAME as NUMBA_MPI, world_in_place_of
     try:
         # numba-mpi talks on the world only: safe when the grid holds the world's ranks in
         # order (reorder=False), so the ranks Shift returns mean the same processes there

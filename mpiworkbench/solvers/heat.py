@@ -35,6 +35,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from mpiworkbench.core import mpi
+from mpiworkbench.solvers.cg.exchange import make_backend
 from mpiworkbench.solvers.picture import DEFAULT_RESOLUTION, Picture, check_resolution, gather_picture
 
 EXCHANGES = ("sendrecv", "nonblocking", "persistent", "persistent-naive")
@@ -143,8 +144,6 @@ class HeatSolver:
         self.backend_name = backend
         self._backend = None
         if backend is not None:
-            from mpiworkbench.solvers.cg.exchange import make_backend
-
             try:
                 self._backend = mpi.checked(self.comm, lambda: make_backend(backend, self.comm, base))
             except BaseException:

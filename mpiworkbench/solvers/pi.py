@@ -22,6 +22,7 @@ import time
 import numba
 import numpy as np
 
+from mpiworkbench.backends.numba_mpi import fit_status_buffers
 from mpiworkbench.core import mpi
 #: Relative tolerance both drivers check their π against.
 RTOL = 1e-3
@@ -52,8 +53,6 @@ def pi_mpi4py(n_intervals: int, n_times: int, comm=None) -> float:
 
 def _make_pi_numba_mpi():
     import numba_mpi
-
-    from mpiworkbench.backends.numba_mpi import fit_status_buffers
 
     fit_status_buffers()
 

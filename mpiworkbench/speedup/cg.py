@@ -11,6 +11,7 @@ runs the ghost exchange and every allreduce through that backend of
 
 from __future__ import annotations
 
+from mpiworkbench.solvers.cg.solver import CGSolver
 from mpiworkbench.speedup.experiments import split_backend, split_variant
 from mpiworkbench.speedup.fields import field_digest
 
@@ -33,7 +34,6 @@ class CGSolve:
         self.prepare()  # validates the input on every rank now
 
     def prepare(self) -> None:
-        from mpiworkbench.solvers.cg.solver import CGSolver
         if self.solver is not None:
             self.solver.close()
         self.solver = CGSolver(

@@ -9,16 +9,15 @@ limits the inner product and CG curves at many ranks.
 
 from __future__ import annotations
 
-from mpiworkbench.backends import implemented_names
+from mpiworkbench.backends import implemented_names, timed_loop
+from mpiworkbench.bench.buffers import Buffers
+from mpiworkbench.bench.catalog import get_benchmark
 
 BACKENDS = tuple(implemented_names(any_communicator=True))
 
 
 class CollectiveLoop:
     def __init__(self, comm, nbytes: int, benchmark: str, iterations: int, backend: str):
-        from mpiworkbench.bench.buffers import Buffers
-        from mpiworkbench.bench.catalog import get_benchmark
-        from mpiworkbench.backends import timed_loop
         self.bench = get_benchmark(benchmark)
         if comm.size < self.bench.min_ranks:
             raise ValueError(

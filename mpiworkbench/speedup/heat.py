@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from mpiworkbench.solvers.heat import EXCHANGES, FLOPS_PER_POINT, HeatSolver
 from mpiworkbench.speedup.experiments import split_backend
 from mpiworkbench.speedup.fields import field_digest
 
@@ -20,7 +21,6 @@ class HeatSteps:
     """Owns a :class:`~mpiworkbench.solvers.heat.HeatSolver`; ``run()`` advances ``steps`` steps."""
 
     def __init__(self, comm, grid: int, variant: str, steps: int):
-        from mpiworkbench.solvers.heat import EXCHANGES
 
         self.comm, self.grid, self.steps = comm, int(grid), int(steps)
         self.exchange, self.backend = split_backend(variant)
@@ -30,7 +30,6 @@ class HeatSteps:
         self.prepare()  # validates the input on every rank now
 
     def prepare(self) -> None:
-        from mpiworkbench.solvers.heat import HeatSolver
 
         if self.solver is not None:
             self.solver.close()
@@ -39,7 +38,6 @@ class HeatSteps:
     @property
     def flops(self) -> int:
         """Floating-point operations of one repetition (all ranks)."""
-        from mpiworkbench.solvers.heat import FLOPS_PER_POINT
 
         return FLOPS_PER_POINT * self.solver.updated_points() * self.steps
 

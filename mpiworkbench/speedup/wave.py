@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+from mpiworkbench.solvers.wave.solver import WaveSolver
 from mpiworkbench.speedup.experiments import split_backend, split_variant
 from mpiworkbench.speedup.fields import field_digest
 
@@ -29,7 +30,6 @@ class WaveSteps:
     """Owns a :class:`~mpiworkbench.solvers.wave.solver.WaveSolver`; ``run()`` advances ``steps`` steps."""
 
     def __init__(self, comm, mesh: int, variant: str, steps: int):
-        from mpiworkbench.solvers.wave.solver import WaveSolver
         kernel, exchange = parse_variant(variant)
         self.steps = int(steps)
         # a numba kernel compiles on its first step: the runner's warm-up run keeps that untimed

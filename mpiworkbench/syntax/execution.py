@@ -18,7 +18,12 @@ from typing import Any
 
 import numpy as np
 
+from mpiworkbench.backends import OPERATIONS, BackendUnavailableError, NotSupportedError, backend_class
+from mpiworkbench.backends.c.library import c_handle, comm_type
+from mpiworkbench.backends.numba_mpi import check_world, fit_status_buffers
+from mpiworkbench.core import cbuild, mpi
 from mpiworkbench.syntax import lessons
+from mpiworkbench.syntax.historic import bind
 from mpiworkbench.syntax.lessons import COLUMNS, CURRENT_COLUMNS, HISTORIC_COLUMNS, LESSONS
 _modules: dict[str, Any] = {}
 _c_library = None
@@ -42,14 +47,12 @@ def c_library():
     """All C snippets, compiled together into one cached library (mpicc)."""
     global _c_library
     if _c_library is None:
-        from mpiworkbench.core import cbuild
         sources = sorted(lessons.SNIPPETS.glob("*/c.c"))
         _c_library = cbuild.load("wbsnippets", sources, mpi=True)
     return _c_library
 
 
 def _run_c(lesson: str, comm):
-    from mpiworkbench.backends.c.library import c_handle, comm_type
     func = getattr(c_library(), f"snippet_{lesson}")
     func.argtypes = [comm_type(), ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
     func.restype = ctypes.c_int
@@ -67,15 +70,12 @@ def unsupported_reason(lesson: str, column: str, comm) -> str | None:
     if comm.Get_size() < info.min_ranks:
         return f"needs at least {info.min_ranks} ranks"
     if column == "mpi4jax":  # installed, yet unavailable under Open MPI's ABI: say so, not fail
-        from mpiworkbench.backends import BackendUnavailableError, backend_class
         try:
             backend_class(column)
         except BackendUnavailableError as exc:
             return str(exc)
     if lessons.has_snippet(lesson, column):
         if column == "numba-mpi":
-            from mpiworkbench.backends import NotSupportedError
-            from mpiworkbench.backends.numba_mpi import check_world
             try:
                 check_world(comm)
             except NotSupportedError as exc:
@@ -83,7 +83,6 @@ def unsupported_reason(lesson: str, column: str, comm) -> str | None:
         return None
     if column in HISTORIC_COLUMNS:
         return f"{column} has no {', '.join('MPI_' + op.capitalize() for op in info.operations)} (thesis Table 4.1)"
-    from mpiworkbench.backends import backend_class
     cls = backend_class(column)
     for op in info.operations:
         if cls.unsupported.get(op):
@@ -104,12 +103,10 @@ def run_snippet(lesson: str, column: str, comm) -> dict[str, Any]:
                 result, text = _run_c(lesson, comm)
                 print(text, end="")
             elif column in HISTORIC_COLUMNS:
-                from mpiworkbench.syntax.historic import bind
                 with bind(comm):
                     result = _load_python(lesson, column).main()
             else:
                 if column == "numba-mpi":  # before the snippet compiles, as every numba-mpi user here
-                    from mpiworkbench.backends.numba_mpi import fit_status_buffers
                     fit_status_buffers()
                 result = _load_python(lesson, column).main(comm)
     except Exception as exc:  # noqa: BLE001 - reported per rank, the report is the point
@@ -146,7 +143,6 @@ def _summarise(lesson: str, column: str, per_rank: list[dict[str, Any]], size: i
 
 def run_lesson(lesson: str, comm=None, columns: tuple[str, ...] | list[str] | None = None) -> dict[str, dict] | None:
     """Collective: run *lesson* in every column; rank 0 gets ``{column: report}``, others ``None``."""
-    from mpiworkbench.core import mpi
     comm = mpi.resolve_comm(comm)
     mpi.checked(comm, lambda: [lessons.snippet_path(lesson, c) for c in (columns or COLUMNS)])
     reports: dict[str, dict] = {}
@@ -169,7 +165,6 @@ def run_all(comm=None, lessons_to_run: list[str] | None = None,
 
 def operation_table(results: dict[str, dict[str, dict]]) -> dict[str, dict[str, dict]]:
     """Per (operation, column) view of :func:`run_all`'s lesson results (Table 4.1 rows)."""
-    from mpiworkbench.backends import OPERATIONS
     table: dict[str, dict[str, dict]] = {}
     for op in OPERATIONS:
         lesson = lessons.OPERATION_LESSON[op]
@@ -185,7 +180,6 @@ def run_on_subcommunicator(lesson: str, nranks: int, columns: tuple[str, ...] | 
     Used by the widget to pick the number of ranks without restarting the cluster.
     World rank 0 (also rank 0 of the sub-communicator) returns the report.
     """
-    from mpiworkbench.core import mpi
     world = mpi.world()
     if not 1 <= nranks <= world.Get_size():
         raise ValueError(f"nranks must be between 1 and {world.Get_size()}; got {nranks}")

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from mpiworkbench.backends import OPERATIONS, backend_class, capabilities
 from mpiworkbench.syntax.historic import FEATURES, HISTORIC_MODULES, TABLE_3_1_NOTE, HistoricModule, routines
 from mpiworkbench.syntax.lessons import CURRENT_COLUMNS
 
@@ -105,7 +106,6 @@ def table_4_1() -> dict[str, dict[str, bool]]:
     for it. ``mpi4py``: when either mpi4py backend supports it. The current backends:
     from :func:`mpiworkbench.backends.capabilities`.
     """
-    from mpiworkbench.backends import OPERATIONS, capabilities
     caps = capabilities(list(CURRENT_COLUMNS))
     table: dict[str, dict[str, bool]] = {}
     for op in OPERATIONS:
@@ -123,7 +123,6 @@ def table_4_1() -> dict[str, dict[str, bool]]:
 
 def table_3_1() -> dict[str, dict[str, bool]]:
     """Feature → {module: yes/no} (thesis Table 3.1), mpi4py's column from its backends."""
-    from mpiworkbench.backends import backend_class
     obj, buf = backend_class("mpi4py-obj"), backend_class("mpi4py-buf")
     mpi4py = {
         "Pre-allocated buffer for send-recv": not buf.objects,  # the upper-case buffer API

@@ -33,7 +33,7 @@ import numpy as np
 
 from mpiworkbench.core import shm
 from mpiworkbench.trace.events import (
-    ANY_SOURCE, ANY_TAG, COLLECTIVES, KIND, MAGIC, SLOT_DTYPE, kind_name,
+    ANY_SOURCE, ANY_TAG, COLLECTIVES, EVENT_DTYPE, KIND, MAGIC, SLOT_DTYPE, kind_name,
 )
 
 STACK_SIGNAL = signal.SIGUSR2
@@ -475,8 +475,6 @@ def report_lines(ranks: list[RankState]) -> list[str]:
 def read_events(pid: int, state=None) -> np.ndarray:
     """The events *pid* recorded so far (tracing on), read from outside — e.g. while it hangs.
     *state*: its slot already read (it says how many events there are)."""
-    from mpiworkbench.trace.events import EVENT_DTYPE
-
     s = _slot_state(pid) if state is None else state
     if s is None:
         return np.zeros(0, EVENT_DTYPE)

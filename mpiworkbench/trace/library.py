@@ -14,6 +14,8 @@ import os
 import sys
 from pathlib import Path
 
+from mpiworkbench.core import cbuild, implementations
+
 SOURCE = Path(__file__).with_name("interposer.c")
 #: Set to ``0`` to start ranks without the interposer (no trace, no in-flight records).
 ENV_SWITCH = "MPIWORKBENCH_INTERPOSER"
@@ -22,8 +24,6 @@ ENV_SWITCH = "MPIWORKBENCH_INTERPOSER"
 def build(impl=None) -> Path:
     """Path of the interposer for MPI implementation *impl* (default: this process's),
     compiled first with its ``mpicc`` if needed (cached like every C library)."""
-    from mpiworkbench.core import cbuild
-
     # a call the library lacks (a wrapper for an MPI-4 function under an MPI-3 library) is an
     # error here, not a symbol lookup error in a rank later
     return cbuild.build("mpi.wbtrace", [SOURCE], mpi=True, impl=impl,
@@ -39,8 +39,6 @@ def mpiexec_args(impl=None) -> list[str]:
     """Arguments that make the ``mpiexec`` of MPI implementation *impl* (default: this
     process's) preload the interposer into its ranks (only the ranks: ``mpiexec`` itself and
     its proxies never load MPI). Empty when switched off or when the library cannot be built."""
-    from mpiworkbench.core import implementations
-
     impl = impl or implementations.current()
     if not enabled():
         return []

@@ -16,6 +16,7 @@ import socket
 
 import numpy as np
 
+from mpiworkbench.core import mpi
 from mpiworkbench.trace import library
 from mpiworkbench.trace.events import COMM_DTYPE, EVENT_DTYPE, KINDS, SLOT_DTYPE
 from mpiworkbench.trace.model import Trace
@@ -32,16 +33,12 @@ class TracingUnavailable(RuntimeError):
 
 def available() -> bool:
     """Whether this process's MPI calls go through the interposer (initialises MPI)."""
-    from mpiworkbench.core import mpi
-
     mpi.MPI()
     lib = library.handle()
     return lib is not None and bool(lib.wbtrace_loaded())
 
 
 def _lib():
-    from mpiworkbench.core import mpi
-
     mpi.MPI()  # the interposer maps its slot when MPI is initialised
     lib = library.handle()
     if lib is None or not lib.wbtrace_loaded():
@@ -184,6 +181,4 @@ def trace_call(comm, func, *args, capacity: int = DEFAULT_CAPACITY, **kwargs):
 
 def finish_world() -> Trace | None:
     """:func:`finish` on ``COMM_WORLD`` (what a notebook's ``wb.trace()`` runs on every engine)."""
-    from mpiworkbench.core import mpi
-
     return finish(mpi.world())

@@ -11,6 +11,8 @@ import threading
 
 from mpiworkbench.drivers.cg import CGHandle
 from mpiworkbench.drivers.solver_handle import Frame
+from mpiworkbench.plot import cg as plot
+from mpiworkbench.plot.render import figure_to_png
 from mpiworkbench.widgets.live import LivePanel
 
 
@@ -106,7 +108,6 @@ class CGPanel(LivePanel):
         self._draw_state(frame.field, frame=True, picture=frame.picture)
 
     def _draw_state(self, u, frame: bool = False, picture=None) -> None:
-        from mpiworkbench.plot import cg as plot
         h = self.handle
         s = h.state
         reduced = picture is not None and picture.reduced
@@ -130,6 +131,4 @@ class CGPanel(LivePanel):
         self._picture(self.field_image, self._solution.update(u, err, extremes=extremes), frame)
 
     def _draw_timings(self) -> None:
-        from mpiworkbench.plot import cg as plot
-        from mpiworkbench.plot.render import figure_to_png
         self.timing_image.value = figure_to_png(plot.timings_figure(self.handle.last_timings), dpi=80)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from mpiworkbench.drivers.heat import HeatHandle
 from mpiworkbench.drivers.solver_handle import Frame
+from mpiworkbench.plot import heat as plot
+from mpiworkbench.plot.render import figure_to_png
 from mpiworkbench.widgets.live import SteppingPanel
 
 
@@ -72,7 +74,6 @@ class HeatPanel(SteppingPanel):
         self._draw_state(frame.field, frame=True)
 
     def _draw_state(self, field, frame: bool = False) -> None:
-        from mpiworkbench.plot import heat as plot
         h = self.handle
         state = "steady state reached" if h.finished else "diffusing"
         self.status.value = (
@@ -91,7 +92,5 @@ class HeatPanel(SteppingPanel):
         self.history_image.value = self._history.update(h.history_steps, [h.deltas, h.errors])
 
     def _draw_timings(self) -> None:
-        from mpiworkbench.plot import heat as plot
-        from mpiworkbench.plot.render import figure_to_png
         self.timing_image.value = figure_to_png(plot.timings_figure(self.handle.last_timings, self.handle.steps),
                                                 dpi=70)

@@ -18,6 +18,7 @@ from typing import Any
 from mpiworkbench.drivers.syntax import run_lesson_on
 from mpiworkbench.syntax import lessons
 from mpiworkbench.syntax.lessons import COLUMNS, CURRENT_COLUMNS, LESSONS
+from mpiworkbench.syntax.tables import documented_syntax
 
 _STATUS_STYLE = {
     "ok": ("✔ matches the reference", "#1a7f37"),
@@ -46,7 +47,6 @@ def _cell_header(column: str) -> str:
 
 
 def _documented(lesson: str, column: str) -> str:
-    from mpiworkbench.syntax.tables import documented_syntax
     module = "C" if column == "c" else column
     rows = []
     for op in LESSONS[lesson].operations:

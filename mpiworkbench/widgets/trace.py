@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import html
 
+from mpiworkbench.plot.render import figure_to_png
+from mpiworkbench.plot.trace import comm_name, matrix_figure, select_comm, span, time_per_kind_figure, timeline
+from mpiworkbench.trace.chrome import write_chrome
 from mpiworkbench.trace.model import Trace
 
 #: The communicator dropdown's value for every communicator at once.
@@ -58,7 +61,6 @@ class TraceView:
         self._on: dict[object, Trace] = {}
         self._matrices: dict[tuple[object, str], bytes] = {}
         self.timeline_figure = None
-        from mpiworkbench.plot.trace import span
 
         first, last = span(trace)
         end = max(trace.duration, last, 1e-9)
@@ -105,16 +107,12 @@ class TraceView:
 
     def shown(self) -> Trace:
         """The trace as the communicator dropdown selects it (all of it, or one communicator's)."""
-        from mpiworkbench.plot.trace import select_comm
-
         comm = self._comm()
         if comm not in self._on:
             self._on[comm] = select_comm(self.trace, comm)
         return self._on[comm]
 
     def _title(self, what: str | None) -> str | None:
-        from mpiworkbench.plot.trace import comm_name
-
         comm = self._comm()
         if comm is None:
             return what
@@ -130,9 +128,6 @@ class TraceView:
     def draw_timeline(self) -> None:
         """Draw the timeline of the current zoom window and communicator: calls per rank, arrows
         send → receive (every call, or downsampled when the window holds too many)."""
-        from mpiworkbench.plot.render import figure_to_png
-        from mpiworkbench.plot.trace import timeline
-
         lo, hi = self.zoom.value
         if hi <= lo:
             return
@@ -144,9 +139,6 @@ class TraceView:
     def draw_matrix(self) -> None:
         """Draw the communication matrix (messages and bytes from rank to rank) of the chosen
         communicator."""
-        from mpiworkbench.plot.render import figure_to_png
-        from mpiworkbench.plot.trace import matrix_figure
-
         key = (self._comm(), self.matrix_what.value)
         if key not in self._matrices:
             what = self.matrix_what.value
@@ -156,15 +148,10 @@ class TraceView:
 
     def draw_kinds(self) -> None:
         """Draw the time spent per MPI call kind and rank."""
-        from mpiworkbench.plot.render import figure_to_png
-        from mpiworkbench.plot.trace import time_per_kind_figure
-
         self.kinds_image.value = figure_to_png(time_per_kind_figure(self.trace, width=self.width * 0.8))
 
     def export(self) -> str:
         """Write the trace as Chrome trace-event JSON to the file named in the panel."""
-        from mpiworkbench.plot.trace import write_chrome
-
         path = write_chrome(self.trace, self.file.value)
         self.status.value = f"written to {path} (open it in Perfetto or chrome://tracing)"
         return str(path)

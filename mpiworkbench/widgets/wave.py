@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from mpiworkbench.drivers.solver_handle import Frame
 from mpiworkbench.drivers.wave import WaveHandle
+from mpiworkbench.plot import wave as plot
+from mpiworkbench.plot.render import figure_to_png
 from mpiworkbench.widgets.live import SteppingPanel
 
 
@@ -96,7 +98,6 @@ class WavePanel(SteppingPanel):
         self._draw_state(frame.field, *frame.where, frame=True)
 
     def _draw_state(self, plane, axis: str, index: int, frame: bool = False) -> None:
-        from mpiworkbench.plot import wave as plot
         h = self.handle
         self.status.value = (
             f"<b>steps = {h.steps}</b> &nbsp; t = {h.t:.4f} &nbsp; max|u − exact| = {h.errors[-1]:.3e} "
@@ -112,6 +113,4 @@ class WavePanel(SteppingPanel):
         self.error_image.value = self._error.update(h.times, [h.errors])
 
     def _draw_timings(self) -> None:
-        from mpiworkbench.plot import wave as plot
-        from mpiworkbench.plot.render import figure_to_png
         self.timing_image.value = figure_to_png(plot.timings_figure(self.handle.last_timings, width=4.0), dpi=70)

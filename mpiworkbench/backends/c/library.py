@@ -7,6 +7,7 @@ import ctypes
 from pathlib import Path
 
 from mpiworkbench.backends.base import BackendUnavailableError
+from mpiworkbench.core import cbuild, mpi
 
 SOURCE = Path(__file__).with_name("c_backend.c")
 
@@ -18,7 +19,6 @@ def load_library():
     global _lib
     if _lib is not None:
         return _lib
-    from mpiworkbench.core import cbuild, mpi
     try:
         lib = cbuild.load("wbbackend", [SOURCE], mpi=True)
     except (FileNotFoundError, RuntimeError) as exc:
@@ -63,7 +63,6 @@ def load_library():
 
 def comm_type() -> type:
     """The ctypes type of an ``MPI_Comm`` argument (``c_int`` for MPICH, a pointer otherwise)."""
-    from mpiworkbench.core import mpi
     MPI = mpi.MPI()
     return ctypes.c_int if MPI._sizeof(MPI.Comm) == ctypes.sizeof(ctypes.c_int) else ctypes.c_void_p
 
@@ -81,7 +80,6 @@ def c_handle(comm) -> int:
         ``comm.handle``, as a signed int where ``MPI_Comm`` is an int (MPICH); pass it as
         :func:`comm_type`.
     """
-    from mpiworkbench.core import mpi
     MPI = mpi.MPI()
     handle = comm.handle
     if MPI._sizeof(MPI.Comm) == ctypes.sizeof(ctypes.c_int):

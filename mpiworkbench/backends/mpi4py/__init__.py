@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from mpiworkbench.backends.base import Backend, Loop
+from mpiworkbench.backends.mpi4py import loops
 
 __all__ = ["Mpi4pyBackend"]
 
@@ -27,7 +28,6 @@ class Mpi4pyBackend(Backend):
     @classmethod
     def make_loop(cls, benchmark: str, comm, mode: str = "osu", window: int = 64) -> Loop:
         """mpi4py's own methods in a Python loop: see :meth:`Backend.make_loop`."""
-        from mpiworkbench.backends.mpi4py import loops
         return loops.python_loop(cls.flavour, benchmark, comm, mode, window)
 
     def _op(self, op: str):

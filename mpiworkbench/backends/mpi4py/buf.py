@@ -14,6 +14,7 @@ import numpy as np
 
 from mpiworkbench.backends.base import Request, first_strided, noncontiguous_error
 from mpiworkbench.backends.mpi4py import Mpi4pyBackend
+from mpiworkbench.core import mpi
 
 
 class Mpi4pyBuffer(Mpi4pyBackend):
@@ -26,7 +27,6 @@ class Mpi4pyBuffer(Mpi4pyBackend):
 
     def __init__(self, comm=None):
         super().__init__(comm)
-        from mpiworkbench.core import mpi
         MPI = mpi.MPI()
         self._ops = {"sum": MPI.SUM, "prod": MPI.PROD, "min": MPI.MIN, "max": MPI.MAX}
         self._waitall = MPI.Request.Waitall

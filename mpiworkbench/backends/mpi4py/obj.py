@@ -14,6 +14,7 @@ import numpy as np
 
 from mpiworkbench.backends.base import Request
 from mpiworkbench.backends.mpi4py import Mpi4pyBackend
+from mpiworkbench.core import mpi
 
 
 def _min(x, y):
@@ -34,7 +35,6 @@ class Mpi4pyObject(Mpi4pyBackend):
 
     def __init__(self, comm=None):
         super().__init__(comm)
-        from mpiworkbench.core import mpi
         MPI = mpi.MPI()
         # MPI.MIN/MAX on objects call Python's min()/max(), which cannot compare arrays
         # element by element; NumPy's minimum/maximum do, for arrays and scalars alike.

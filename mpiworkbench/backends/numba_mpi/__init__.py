@@ -7,6 +7,7 @@ backend, its loops and the syntax lessons all say it the same way.
 from __future__ import annotations
 
 from mpiworkbench.backends.base import NotSupportedError
+from mpiworkbench.core import mpi
 
 NAME = "numba-mpi"
 
@@ -39,7 +40,6 @@ def check_world(comm, same_ranks: bool = False) -> None:
     NotSupportedError
         ``not supported by numba-mpi: only MPI_COMM_WORLD: …``.
     """
-    from mpiworkbench.core import mpi
     MPI = mpi.MPI()
     if comm == MPI.COMM_WORLD:
         return
@@ -65,8 +65,6 @@ def world_in_place_of(comm):
     NotSupportedError
         When *comm* holds other ranks than the world (see :func:`check_world`).
     """
-    from mpiworkbench.core import mpi
-
     check_world(comm, same_ranks=True)
     return mpi.MPI().COMM_WORLD
 
@@ -92,8 +90,6 @@ def fit_status_buffers() -> None:
 
     import numba
     import numpy as np
-
-    from mpiworkbench.core import mpi
 
     MPI = mpi.MPI()
     ints = -(-MPI._sizeof(MPI.Status) // ctypes.sizeof(ctypes.c_int))

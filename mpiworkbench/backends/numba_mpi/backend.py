@@ -24,7 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from mpiworkbench.backends.base import Backend, BackendUnavailableError, Loop, NotSupportedError, Request
-from mpiworkbench.backends.numba_mpi import NAME, UNSUPPORTED, check_world, fit_status_buffers
+from mpiworkbench.backends.numba_mpi import NAME, UNSUPPORTED, check_world, fit_status_buffers, loops
 
 try:
     import numba
@@ -137,7 +137,6 @@ class NumbaMpi(Backend):
     @classmethod
     def make_loop(cls, benchmark: str, comm, mode: str = "osu", window: int = 64) -> Loop:
         """The whole loop, timer included, in ``@njit``: see :meth:`Backend.make_loop`."""
-        from mpiworkbench.backends.numba_mpi import loops
         return loops.loop_in_njit(benchmark, comm, mode, window)
 
     # -- checks (cheap: a set lookup and a flag) ----------------------------------------

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from mpiworkbench.backends import implemented_names
+from mpiworkbench.backends import backend_names, get_backend, implemented_names
+from mpiworkbench.backends.numba_mpi import NAME as NUMBA_MPI, check_world
 from mpiworkbench.solvers.cg import poisson
 
 __all__ = ["BACKENDS", "LocalValueExchange", "make_backend"]
@@ -20,8 +21,6 @@ def make_backend(name: str, comm, world_comm=None):
     duplicate when *world_comm* (the communicator the solver was given) is the world or
     holds its ranks in order; otherwise it is refused with the reason.
     """
-    from mpiworkbench.backends import backend_names, get_backend
-    from mpiworkbench.backends.numba_mpi import NAME as NUMBA_MPI, check_world
     if name not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}; got {name!r} (registry: {backend_names()})")
     if name == NUMBA_MPI:

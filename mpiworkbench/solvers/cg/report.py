@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from mpiworkbench.core import mpi
 from mpiworkbench.solvers.cg.variants import ALLREDUCES_PER_ITERATION
 from mpiworkbench.solvers.cg.timing import TIMING_KEYS
 from mpiworkbench.solvers.decomposition import gather_blocks
@@ -30,8 +31,6 @@ def solution_picture(solver, resolution: int | None = DEFAULT_RESOLUTION) -> Pic
     See :func:`mpiworkbench.solvers.picture.gather_picture`: each rank reduces its own block
     to bin means before one ``Gatherv`` (plain mpi4py, like :func:`gather_solution`).
     """
-    from mpiworkbench.core import mpi
-
     mpi.checked(solver.comm, lambda: check_resolution(resolution))
     ranges = [((b.i0, b.i1), (b.j0, b.j1)) for b in solver.blocks]
     return gather_picture(solver.comm, solver.x.reshape(solver.block.shape), ranges, (solver.mesh, solver.mesh),

@@ -21,6 +21,8 @@ from typing import Sequence
 
 import numpy as np
 
+from mpiworkbench.core import cbuild
+
 Box = Sequence[tuple[int, int]]
 
 _CSRC = Path(__file__).with_name("wave_update.c")
@@ -148,7 +150,6 @@ class CUpdate:
     def __init__(self, local_shape: Sequence[int], coeffs: Sequence[float]):
         import ctypes
 
-        from mpiworkbench.core import cbuild
         lib = cbuild.load("wave_update", [_CSRC], mpi=False, extra_flags=C_EXTRA_FLAGS)
         func = lib.wave_update
         dbl_p = ctypes.POINTER(ctypes.c_double)

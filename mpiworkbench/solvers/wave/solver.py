@@ -31,6 +31,7 @@ from mpiworkbench.solvers.decomposition import create_cart, gather_blocks
 from mpiworkbench.solvers.picture import DEFAULT_RESOLUTION, Picture, check_resolution, gather_picture
 from mpiworkbench.solvers.wave import kernels
 from mpiworkbench.solvers.wave.problem import WHOLE_STEP, check_plane, check_steps, local_energy, validate
+from mpiworkbench.solvers.wave.whole_step import stepper_on
 
 __all__ = ["WaveSolver"]
 
@@ -163,8 +164,6 @@ class WaveSolver:
 
         def build():
             if exchange == WHOLE_STEP:
-                from mpiworkbench.solvers.wave.whole_step import stepper_on
-
                 stepper = stepper_on(self.cart, self.local_shape, self.coeffs)
                 return kernels.make_update(kernel, self.local_shape, self.coeffs), None, stepper
             update = kernels.make_update(kernel, self.local_shape, self.coeffs)

@@ -12,6 +12,9 @@ from typing import Sequence
 
 import numpy as np
 
+from mpiworkbench.backends import NotSupportedError
+from mpiworkbench.backends.numba_mpi import fit_status_buffers, world_in_place_of
+from mpiworkbench.core import mpi
 from mpiworkbench.solvers.wave.kernels import numba_update_func
 
 #: The compiled whole-step loop (one per process).
@@ -25,8 +28,6 @@ def _numba_mpi_steps_func():
     if "steps" not in _compiled:
         import numba
         import numba_mpi
-
-        from mpiworkbench.backends.numba_mpi import fit_status_buffers
 
         fit_status_buffers()
         update = numba_update_func()
@@ -135,10 +136,6 @@ def stepper_on(cart, local_shape: Sequence[int], coeffs: Sequence[float]) -> Num
     Raises ``ValueError`` unless *cart* holds all of ``MPI.COMM_WORLD`` in rank order
     (numba-mpi has no communicator argument).
     """
-    from mpiworkbench.backends import NotSupportedError
-    from mpiworkbench.backends.numba_mpi import world_in_place_of
-    from mpiworkbench.core import mpi
-
     MPI = mpi.MPI()
     try:
         world_in_place_of(cart)  # numba-mpi's one rule: the world's ranks, in order

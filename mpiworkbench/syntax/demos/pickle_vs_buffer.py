@@ -6,6 +6,8 @@ backends come from :mod:`mpiworkbench.backends`, so the same loop times each of 
 
 import numpy as np
 
+from mpiworkbench.backends import get_backend, implemented_names
+
 
 def pingpong(comm, backend: str, n: int = 1000, repeats: int = 200, warmup: int = 20) -> float | None:
     """Median seconds per round trip of an *n*-element float64 array between ranks 0 and 1.
@@ -14,7 +16,6 @@ def pingpong(comm, backend: str, n: int = 1000, repeats: int = 200, warmup: int 
     machine a descheduled rank stalls single round trips, which a mean would absorb.
     Rank 0 returns the time; other ranks return ``None`` (ranks >= 2 sit this out).
     """
-    from mpiworkbench.backends import get_backend
     be = get_backend(backend, comm)
     if comm.size < 2:
         raise ValueError(f"a ping-pong needs 2 ranks; got {comm.size}")
@@ -40,7 +41,6 @@ def compare(comm, n: int = 1000, backends=None, repeats: int = 200) -> dict | No
     *backends* defaults to every backend implemented here (the registry's order, C first).
     """
     if backends is None:
-        from mpiworkbench.backends import implemented_names
         backends = implemented_names()
     times = {b: [] for b in backends}
     for _ in range(3):

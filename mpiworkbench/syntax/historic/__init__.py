@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from mpiworkbench.backends import historic_names
+from mpiworkbench.core import mpi
 
 #: Filled by :func:`implements`: module name → {operation: (function, thesis table)}.
 ROUTINES: dict[str, dict[str, tuple[str, str]]] = {}
@@ -130,7 +131,6 @@ def communicator():
     """The communicator the emulations use: the bound one, else ``COMM_WORLD``."""
     if _bound:
         return _bound[-1]
-    from mpiworkbench.core import mpi
     return mpi.world()
 
 

@@ -20,6 +20,7 @@ returned. ``-1`` means "any source/tag", as in the thesis's tables.
 
 from __future__ import annotations
 
+from mpiworkbench.core import mpi
 from mpiworkbench.syntax.historic import communicator, implements
 MODULE = "boostmpi"
 
@@ -31,7 +32,6 @@ def __getattr__(name: str):
 
 
 def _any(value: int, kind: str) -> int:
-    from mpiworkbench.core import mpi
     MPI = mpi.MPI()
     if value == -1:
         return MPI.ANY_SOURCE if kind == "source" else MPI.ANY_TAG
@@ -75,7 +75,6 @@ class Communicator:
 
     @implements(MODULE, "recv", "Table 4.2")
     def recv(self, source=-1, tag=-1, return_status=False):
-        from mpiworkbench.core import mpi
         status = mpi.MPI().Status()
         value = self._comm.recv(None, _any(source, "source"), _any(tag, "tag"), status)
         return (value, Status(status)) if return_status else value

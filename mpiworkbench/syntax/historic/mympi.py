@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mpiworkbench.core import mpi
 from mpiworkbench.syntax.historic import communicator, implements
 MODULE = "MYMPI"
 MPI_DOUBLE, MPI_FLOAT, MPI_INT, MPI_LONG, MPI_CHAR = "d", "f", "i", "l", "c"
@@ -32,7 +33,6 @@ _DTYPES = {MPI_DOUBLE: np.float64, MPI_FLOAT: np.float32, MPI_INT: np.int32, MPI
 
 
 def __getattr__(name: str):
-    from mpiworkbench.core import mpi
     if name == "MPI_COMM_WORLD":
         return communicator()
     if name == "MPI_PROC_NULL":
@@ -50,7 +50,6 @@ def _buf(buf, count: int, datatype: str) -> np.ndarray:
 
 
 def _op(op):
-    from mpiworkbench.core import mpi
     MPI = mpi.MPI()
     return {MPI_SUM: MPI.SUM, MPI_PROD: MPI.PROD, MPI_MAX: MPI.MAX, MPI_MIN: MPI.MIN}[op]
 
@@ -77,7 +76,6 @@ def mpi_barrier(comm) -> None:
 
 
 def mpi_wtime() -> float:
-    from mpiworkbench.core import mpi
     return mpi.MPI().Wtime()
 
 

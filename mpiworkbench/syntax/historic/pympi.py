@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mpiworkbench.core import mpi
 from mpiworkbench.syntax.historic import communicator, implements
 MODULE = "pyMPI"
 SUM, PROD, MAX, MIN = "sum", "prod", "max", "min"
@@ -34,13 +35,10 @@ def __getattr__(name: str):
     if name == "size":
         return communicator().Get_size()
     if name == "name":
-        from mpiworkbench.core import mpi
         return mpi.MPI().Get_processor_name()
     if name == "ANY_SOURCE":
-        from mpiworkbench.core import mpi
         return mpi.MPI().ANY_SOURCE
     if name == "ANY_TAG":
-        from mpiworkbench.core import mpi
         return mpi.MPI().ANY_TAG
     raise AttributeError(f"module 'mpi' (pyMPI emulation) has no attribute {name!r}")
 
@@ -49,13 +47,11 @@ def _op(op):
     a = np.minimum if op == MIN else np.maximum if op == MAX else None
     if a is not None:
         return lambda x, y: a(x, y)
-    from mpiworkbench.core import mpi
     MPI = mpi.MPI()
     return {SUM: MPI.SUM, PROD: MPI.PROD}[op]
 
 
 def _any(value, kind: str) -> int:
-    from mpiworkbench.core import mpi
     MPI = mpi.MPI()
     if value is None:
         return MPI.ANY_SOURCE if kind == "source" else MPI.ANY_TAG
@@ -90,7 +86,6 @@ def barrier() -> None:
 
 
 def time() -> float:
-    from mpiworkbench.core import mpi
     return mpi.MPI().Wtime()
 
 
@@ -101,7 +96,6 @@ def send(message, destination, tag=0):
 
 @implements(MODULE, "recv", "Table 4.2")
 def recv(source=None, tag=None):
-    from mpiworkbench.core import mpi
     status = mpi.MPI().Status()
     message = communicator().recv(None, _any(source, "source"), _any(tag, "tag"), status)
     return message, Status(status)
@@ -109,7 +103,6 @@ def recv(source=None, tag=None):
 
 @implements(MODULE, "sendrecv", "Table 4.3")
 def sendrecv(message, destination, source=None, sendtag=0, recvtag=None):
-    from mpiworkbench.core import mpi
     status = mpi.MPI().Status()
     received = communicator().sendrecv(message, destination, sendtag, None,
                                        _any(source, "source"), _any(recvtag, "tag"), status)

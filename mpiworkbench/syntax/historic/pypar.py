@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mpiworkbench.core import mpi
 from mpiworkbench.syntax.historic import communicator, implements
 MODULE = "pypar"
 default_tag = 1
@@ -27,7 +28,6 @@ SUM, PROD, MAX, MIN = "sum", "prod", "max", "min"
 
 
 def _ops():
-    from mpiworkbench.core import mpi
     MPI = mpi.MPI()
     return {SUM: MPI.SUM, PROD: MPI.PROD, MAX: MPI.MAX, MIN: MPI.MIN}
 
@@ -41,12 +41,10 @@ def rank() -> int:
 
 
 def get_processor_name() -> str:
-    from mpiworkbench.core import mpi
     return mpi.MPI().Get_processor_name()
 
 
 def time() -> float:
-    from mpiworkbench.core import mpi
     return mpi.MPI().Wtime()
 
 
@@ -83,7 +81,6 @@ def send(x, destination, use_buffer=False, vanilla=False, tag=default_tag, bypas
 
 @implements(MODULE, "recv", "Table 4.2")
 def receive(source, buffer=None, vanilla=False, tag=default_tag, return_status=False, bypass=False):
-    from mpiworkbench.core import mpi
     MPI = mpi.MPI()
     comm = communicator()
     status = MPI.Status()

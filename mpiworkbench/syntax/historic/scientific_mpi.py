@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mpiworkbench.core import mpi
 from mpiworkbench.syntax.historic import communicator, implements
 MODULE = "Scientific.MPI"
 sum, prod, max, min = "sum", "prod", "max", "min"  # noqa: A001 - Scientific.MPI's names
@@ -34,7 +35,6 @@ def __getattr__(name: str):
 
 
 def _mpi():
-    from mpiworkbench.core import mpi
     return mpi.MPI()
 
 
