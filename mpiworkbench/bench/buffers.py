@@ -14,7 +14,8 @@ The buffers are allocated **per message size** (:meth:`Buffers.for_size`), like
 ``mpi4py.bench`` and an OSU run that stops at that size: a number measured at 1 MiB must
 not depend on whether the sweep went on to 8 MiB. (An earlier version sized one buffer
 for the largest message, so a 1 MiB message in an 8 MiB sweep sat on huge pages and ran
-2-3× faster than the same message in ``mpi4py.bench`` or a bare C loop.)
+faster than the same message in ``mpi4py.bench`` or a bare C loop; measured:
+docs/measurements.md, Micro-benchmarks.)
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ import uuid
 from typing import Callable, Iterable, NamedTuple
 
 from mpiworkbench.backends import BackendUnavailableError, Loop, NotSupportedError, bench_names, timed_loop
+from mpiworkbench.bench import results
 from mpiworkbench.bench.buffers import Buffers
 from mpiworkbench.bench.catalog import throughput_mbps, timed_units, unsupported_reason, validate
 from mpiworkbench.bench.method import Policy
@@ -196,7 +197,7 @@ class BenchRun:
 
         For a comparison of programs on the very same memory
         (``benchmarks/bench_credibility.py``; at 8 MiB an allocation itself draws faster or
-        slower memory on a VM).
+        slower memory on a VM: docs/measurements.md, Micro-benchmarks).
 
         Parameters
         ----------
@@ -309,5 +310,4 @@ class BenchRun:
             The results document: benchmark, run id, method, environment, rows, skipped
             backends, fits.
         """
-        from mpiworkbench.bench import results
         return results.document(self)

@@ -75,8 +75,8 @@ def merge_launches(docs: list[dict], planned: int | None = None) -> dict:
     """One document from the documents of several launches of the same command.
 
     A launch of an MPI job can run wholly in a slower state of a shared or virtualised
-    machine (on this project's 2-vCPU VM: every program in the launch, C included, up to
-    2.3x slower at 64 KiB-1 MiB, steady within the launch). So a row here is the **median
+    machine (every program in the launch, C included, steady within the launch; measured:
+    docs/measurements.md, Micro-benchmarks). So a row here is the **median
     over launches** of each time (``t_us``, ``t_avg_us``, ...), with every launch's ``t_us``
     in ``t_us_launches`` and their number in ``launches``; the fit and the overheads are
     recomputed from the merged rows. *planned*: how many launches were asked for (the

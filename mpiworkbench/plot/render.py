@@ -2,8 +2,9 @@
 that redraw in place.
 
 A live panel must not build a figure per frame: Matplotlib's layout, tick and text work
-dominates a from-scratch render (about 0.1 s per figure). :class:`LiveFigure` keeps one
-figure, draws its static parts once, and per frame redraws only the artists that change
+dominates a from-scratch render (measured: docs/measurements.md, Live panels: Play at video
+rate). :class:`LiveFigure` keeps one figure, draws its static parts once, and per frame
+redraws only the artists that change
 (blitting on the Agg canvas), then encodes the pixels straight to PNG with a fast setting.
 What lies over a changing image but never changes itself (rank blocks, their labels, the axes'
 frame) is rendered once into a transparent layer and composited per frame, not redrawn.

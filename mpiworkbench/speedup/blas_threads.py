@@ -1,8 +1,8 @@
 """One BLAS thread per MPI rank while a speedup point is timed.
 
 NumPy's OpenBLAS starts one thread per core by default. Two MPI ranks on two cores then
-run four busy threads, and ``numpy.inner`` on 2 ranks can be *20 times slower* than on
-one (measured here: 0.76 s against 0.039 s for the thesis's 2**18 inner product). The
+run four busy threads, and ``numpy.inner`` on 2 ranks can be *many times slower* than on
+one (measured: docs/measurements.md, The ranks' environment). The
 MPI ranks are the parallelism being measured, so the runner limits every loaded OpenBLAS
 to one thread for the timed region and restores it afterwards. Found like
 ``threadpoolctl`` does: through the libraries mapped into this process.

@@ -6,10 +6,9 @@ handle (``comm.handle``), so any mpi4py communicator works. Buffers must be cont
 NumPy arrays of a dtype with an MPI counterpart; anything else is refused with a clear
 error (C would otherwise read the wrong memory).
 
-Each call crosses ctypes, which costs a few microseconds per call on its own (measured
-here: ~4 µs for ``wb_sendrecv``'s ten arguments on a loaded two-core machine, against
-~0.3 µs for mpi4py's compiled wrapper). So this backend is the C *routines*, not a C
-*program*: for the physical-limit reference, time whole loops written in C
+Each call crosses ctypes, which costs many times what mpi4py's compiled wrapper costs per
+call (measured: docs/measurements.md, Micro-benchmarks). So this backend is the C
+*routines*, not a C *program*: for the physical-limit reference, time whole loops written in C
 (:meth:`CBackend.make_loop`, ``loops.c``) rather than this backend called once per message.
 """
 
@@ -21,7 +20,9 @@ from typing import Sequence
 import numpy as np
 
 from mpiworkbench.backends.base import Backend, Loop, Request, noncontiguous_error
+from mpiworkbench.backends.c import loops
 from mpiworkbench.backends.c.library import c_handle, load_library
+from mpiworkbench.core import mpi
 
 
 #: NumPy dtype → datatype code of c_backend.c (datatype_of).
@@ -50,7 +51,6 @@ class CBackend(Backend):
 
     def __init__(self, comm=None):
         super().__init__(comm)
-        from mpiworkbench.core import mpi
         self._lib = load_library()
         self._comm = c_handle(self.comm)
         MPI = mpi.MPI()
@@ -61,7 +61,6 @@ class CBackend(Backend):
     @classmethod
     def make_loop(cls, benchmark: str, comm, mode: str = "osu", window: int = 64) -> Loop:
         """Whole timed loops written in C (``loops.c``): see :meth:`Backend.make_loop`."""
-        from mpiworkbench.backends.c import loops
         return loops.loop_in_c(benchmark, comm, mode, window)
 
     # -- helpers -------------------------------------------------------------------------

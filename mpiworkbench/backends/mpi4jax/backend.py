@@ -8,8 +8,8 @@ What the unified interface needs beyond mpi4jax's own calls, done here in plain 
 * mpi4jax returns a new array; the result is copied into ``out`` (one copy per receive —
   part of what ``mpi4jax`` measures against ``mpi4py-buf``).
 * Each call is wrapped in ``jax.jit`` once per (operation, peer, tag, root, operator) and
-  kept: called eagerly, mpi4jax 0.9 rebuilds its primitive on every call (about 0.1 s per
-  call here, measured), which is not how anyone would use it.
+  kept: called eagerly, mpi4jax 0.9 rebuilds its primitive on every call (slow; measured:
+  docs/measurements.md, Micro-benchmarks), which is not how anyone would use it.
 * A receive from ``MPI_PROC_NULL`` is not handed to mpi4jax (its output array would be
   uninitialised memory): it completes at once and leaves ``out`` untouched, as MPI says.
 * No ``isend``/``irecv`` (:data:`~mpiworkbench.backends.mpi4jax.UNSUPPORTED`), so neither
@@ -24,6 +24,7 @@ import numpy as np
 
 from mpiworkbench.backends.base import Backend, BackendUnavailableError, Loop, NotSupportedError
 from mpiworkbench.backends.mpi4jax import NAME, NONBLOCKING_BENCHMARKS, UNSUPPORTED
+from mpiworkbench.core import mpi
 
 try:
     import jax
@@ -57,7 +58,6 @@ class Mpi4jax(Backend):
 
     def __init__(self, comm=None):
         super().__init__(comm)
-        from mpiworkbench.core import mpi
         MPI = mpi.MPI()
         self._ops = {"sum": MPI.SUM, "prod": MPI.PROD, "min": MPI.MIN, "max": MPI.MAX}
         self._jitted: dict[tuple, object] = {}

@@ -196,12 +196,13 @@ class LocalOperator:
     """This rank's rows of the 5-point matrix applied without storing them: what the solver's
     matvec calls. ``op(x, out)`` is :func:`local_matrix`'s ``A @ x`` bit for bit (the same
     entries summed in the same order, :func:`~mpiworkbench.solvers.cg.vectors.matvec_5point`),
-    about 4× faster on a 2049 × 4097 block here (9 ms against SciPy's 41): no index arrays
-    to read, no result allocated per product, and no CSR block (0.5 GB at 4097² on 2 ranks)
-    to build. The matrix itself is still there to look at: :func:`local_matrix`."""
+    several times faster than SciPy's (measured: docs/measurements.md, Frames bounded by the
+    screen): no index arrays to read, no result allocated per product, and no CSR block
+    (0.5 GB at 4097² on 2 ranks) to build. The matrix itself is still there to look at:
+    :func:`local_matrix`."""
 
     def __init__(self, block: Block):
-        from mpiworkbench.solvers.cg.vectors import matvec_5point
+        from mpiworkbench.solvers.cg.vectors import matvec_5point  # lazy: vectors imports numba; the registries (and --help) read this module
 
         self._kernel = matvec_5point
         self.shape = (block.n_owned, block.n_owned + block.n_ghost)
