@@ -221,12 +221,7 @@ def timed_loop(backend: str, benchmark: str, comm, mode: str = "osu", window: in
     backend : str
         A registry name or ``api:<name>`` (:func:`bench_names`).
     benchmark, comm, mode, window
-        As :meth:`Backend.make_loop`.
-
-    Returns
-    -------
-    Loop
-        ``loop(buffers, nbytes, iterations, warmup) -> seconds`` timed on this rank.
+        As :meth:`Backend.make_loop`, which says what the loop returns.
 
     Raises
     ------
