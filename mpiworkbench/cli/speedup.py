@@ -16,6 +16,11 @@ curves of their own (speedups and ratios to C within the implementation),
 ``environments`` holding each one's library record (``library_version`` included) and
 ``failed`` those whose job failed (the others are kept; the exit code is then not 0).
 ``--json`` is rewritten after every job.
+
+``--trace`` runs every point's timed work once more with the MPI interposer preloaded and
+recording (untimed), and prints and writes each point's POP factors (``pop`` in the JSON:
+load balance, communication, serialisation, transfer, parallel efficiency, and across the
+rank counts computation scalability and global efficiency).
 """
 
 from __future__ import annotations
@@ -30,7 +35,9 @@ from mpiworkbench.cli import _mpijob
 from mpiworkbench.core import implementations, launch, machine, mpi
 from mpiworkbench.core.machine import PLACEMENTS
 from mpiworkbench.speedup import analysis, experiments
+from mpiworkbench.speedup.factors import format_pop
 from mpiworkbench.speedup.plan import SpeedupSpec, begin_experiment, parse_int_list, run_experiment
+from mpiworkbench.trace import library
 
 #: Set in the environment of an ``mpiexec`` the command starts as one part of several (a
 #: rank count in a world of its own: ``"<nranks>"``; every count of one MPI implementation
@@ -93,6 +100,9 @@ def register(subparsers) -> None:
                  "benchmarks/mpich_yield.py); frees the cores for other work but slows every wait, "
                  "so it is off by default",
         )
+        sub.add_argument("--trace", action="store_true",
+                         help="trace one extra, untimed run of every point and report its POP factors "
+                              "(load balance, communication, serialisation, transfer; scalability)")
         sub.add_argument("--plot", default=None, metavar="FILE",
                          help="also save the figure (time, speedup, ratio to C; thesis values beside) to FILE")
         sub.set_defaults(func=main)
@@ -112,6 +122,7 @@ def build_spec(args: argparse.Namespace):
         params=params,
         backends=[b for b in args.backend.split(",") if b] if getattr(args, "backend", None) else None,
         placements=[p for p in args.place.split(",") if p] if args.place else None,
+        trace=bool(getattr(args, "trace", False)),
     )
     return spec.resolved()
 
@@ -126,13 +137,22 @@ def main(args: argparse.Namespace) -> int:
         if len(chosen) > 1 or (spec.world_bound() and len(spec.nranks) > 1):
             return _parts(args, spec, chosen)
         return launch.run_under_mpiexec(largest, args.argv, timeout_s=args.timeout,
-                                        transport=_mpijob.transport(args), impl=chosen[0])
+                                        transport=_mpijob.transport(args), impl=chosen[0],
+                                        mpi_args=_preload(args, chosen[0]))
     if args.mpi and WORLD_PART_VARIABLE not in os.environ:
         named = _mpijob.implementation(args)
         if named.name != implementations.current().name:
             raise ValueError(f"--mpi {args.mpi}: this command runs inside an mpiexec of "
                              f"{implementations.current().name}; drop --mpi, or start it from a shell")
     return _run_in_world(args, spec)
+
+
+def _preload(args: argparse.Namespace, impl) -> list[str]:
+    """With ``--trace``, the ``mpiexec`` arguments that preload the interposer (built with
+    *impl*'s mpicc) into the ranks, as ``mpiworkbench trace`` does; else none."""
+    if not args.trace:
+        return []
+    return impl.env_args("LD_PRELOAD", str(library.build(impl)))
 
 
 def _part_argv(argv: list[str], json_path: str) -> list[str]:
@@ -174,7 +194,7 @@ def _parts(args: argparse.Namespace, spec, chosen: list) -> int:
                 try:
                     job = launch.run_under_mpiexec(max(spec.nranks) if n == "all" else n, _part_argv(args.argv, path),
                                                    timeout_s=args.timeout, transport=_mpijob.transport(args),
-                                                   impl=impl)
+                                                   impl=impl, mpi_args=_preload(args, impl))
                 finally:
                     os.environ.pop(WORLD_PART_VARIABLE, None)
                 if job != 0:
@@ -210,6 +230,10 @@ def _finish(args: argparse.Namespace, result) -> int:
     if ratios:
         print("\n# wall-clock time / the same variant on the C backend (thesis: C 8 to 10 times faster)")
         print(ratios)
+    factors = format_pop(result, exp.size_name)
+    if factors:
+        print("\n# POP factors of one traced run per point (1 = ideal; mpiworkbench.trace.efficiency)")
+        print(factors)
     failed = [p for p in result.points if p.get("verify") and not p["verify"].get("ok", True)]
     for p in failed:
         print(f"verification FAILED for {p['variant']} on {p['nranks']} rank(s): {p['verify']}", file=sys.stderr)

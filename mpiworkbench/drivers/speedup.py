@@ -10,6 +10,10 @@ after the point in progress when asked, keeping the points done.
 :func:`run_under_async` runs the same experiment under *another* MPI implementation on this host,
 as ``mpiworkbench speedup … --mpi NAME`` (the command itself, in a process of its own: the
 engines are one implementation's ranks) — what the speedup panel's **Also under** adds.
+
+``SpeedupSpec(trace=True)`` traces every point (on the engines, or ``--trace`` of the command):
+the result then holds each point's POP factors (:mod:`mpiworkbench.speedup.factors`) and, for a
+run on the engines, each point's Trace (``result.traces``).
 """
 
 from __future__ import annotations
@@ -123,6 +127,8 @@ def command_line(mpi: str, spec: SpeedupSpec, json_path: str | Path) -> list[str
             argv += [option, ",".join(map(str, values))]
     for name, value in spec.params.items():
         argv += [f"--{name}", str(value)]
+    if spec.trace:
+        argv.append("--trace")
     return argv
 
 

@@ -6,6 +6,11 @@ that ran more active ranks than the host has cores are drawn hollow, and the reg
 beyond the core count is shaded and labelled: there the hardware, not the code, sets
 the limit. Data in, :class:`~matplotlib.figure.Figure` out; several results (e.g. one
 reloaded from JSON) overlay for comparison.
+
+A traced sweep (points with ``pop``, ``SpeedupSpec(trace=True)``) gets a fourth panel beside
+the curves: per rank count a group of bars, the POP factors of that point
+(:func:`draw_factors`) — why the efficiency drops. :func:`factors_figure` draws them alone,
+one panel per traced series.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from mpiworkbench import seeds
 from mpiworkbench.plot.render import new_figure
 from mpiworkbench.speedup.analysis import SpeedupResult, busy_note, nodes, spans_nodes
 from mpiworkbench.speedup.experiments import REFERENCE_BACKEND
+from mpiworkbench.speedup.factors import POP_FACTORS, pop_series
+
 _MARKERS = "osD^v<>ph*"
 _OVERSUB_COLOUR = "#fdb863"
 
@@ -78,11 +85,19 @@ def scaling_figure(
     width: float = 12.0,
     height: float = 3.8,
 ) -> Figure:
-    """Three panels: wall-clock time, speedup (with ideal line), efficiency."""
+    """Three panels: wall-clock time, speedup (with ideal line), efficiency; a fourth, the POP
+    factors of the first traced series (:func:`draw_factors`), when a result was traced (the
+    figure then grows by a third of *width*)."""
     if isinstance(results, SpeedupResult):
         results = [results]
-    fig = new_figure(width, height)
-    ax_t, ax_s, ax_e = fig.subplots(1, 3)
+    traced = next(((r, key, pts) for r in results for key, pts in pop_series(r).items()), None)
+    fig = new_figure(width * (4 / 3 if traced else 1), height)
+    ax_t, ax_s, ax_e, *ax_f = fig.subplots(1, 4 if traced else 3)
+    if traced:
+        result, (variant, size), pts = traced
+        more = sum(len(pop_series(r)) for r in results) > 1
+        draw_factors(ax_f[0], pts, result.cores,
+                     f"POP factors: {variant}, {size_name}={size}" + (" (first traced series)" if more else ""))
     counts = sorted({int(p["nranks"]) for r in results for p in r.points}) or [1, 2]
     xmax = max(counts)
     cores = next((r.cores for r in results if r.cores), None)
@@ -273,6 +288,55 @@ def backend_figure(
     if busy_note(result):
         ax_t.text(0.02, 0.02, "busy host: times inflated\n(load > cores)", transform=ax_t.transAxes, fontsize=7,
                   color="#b2182b")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+# -- why the efficiency drops: the POP factors of a traced sweep, per rank count --------------
+
+_FACTOR_COLOURS = ("#92c5de", "#4393c3", "#a6dba0", "#5aae61", "#2166ac", "#d6604d", "#67001f")
+
+
+def draw_factors(ax, points: Sequence[dict], cores: int | None = None, title: str = "POP factors") -> None:
+    """On *ax*, per traced point of one series (one rank count each) a group of bars: its POP
+    factors (:data:`~mpiworkbench.speedup.factors.POP_FACTORS`, fractions of 1; a factor not
+    defined, as scalability under weak scaling, has no bar). Groups of points that ran more
+    ranks than the host's *cores* are shaded and labelled oversubscribed, as the curves are."""
+    width = 0.8 / len(POP_FACTORS)
+    counts = [int(p["nranks"]) for p in points]
+    for g, p in enumerate(points):
+        if p.get("oversubscribed"):
+            ax.axvspan(g - 0.45, g + 0.45, color=_OVERSUB_COLOUR, alpha=0.25, lw=0)
+    for k, ((key, label), colour) in enumerate(zip(POP_FACTORS, _FACTOR_COLOURS)):
+        xs = [g - 0.4 + (k + 0.5) * width for g, p in enumerate(points) if p["pop"].get(key) is not None]
+        ys = [p["pop"][key] for p in points if p["pop"].get(key) is not None]
+        ax.bar(xs, ys, width, color=colour, label=label)
+    ax.axhline(1.0, color="k", ls="--", lw=1)
+    ax.set_xticks(range(len(points)))
+    ax.set_xticklabels([f"{n}\n(oversubscribed)" if p.get("oversubscribed") else str(n)
+                        for n, p in zip(counts, points)], fontsize=8)
+    ax.set_xlim(-0.6, len(points) - 0.4)
+    top = max([p["pop"][k] for p in points for k, _ in POP_FACTORS if p["pop"].get(k) is not None], default=1.0)
+    ax.set_ylim(0, max(1.5, top * 1.3))  # room for the legend above the bars
+    ax.set_xlabel("number of processes" + (f" ({cores} cores)" if cores else ""))
+    ax.set_ylabel("factor (1 = ideal)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=6, ncol=3, loc="upper center")
+    ax.grid(True, axis="y", alpha=0.3)
+
+
+def factors_figure(result: SpeedupResult, size_name: str = "size", title: str | None = None,
+                   width: float = 6.0, height: float = 3.8) -> Figure:
+    """The POP factors of every traced series of *result* (:func:`draw_factors`), one panel each."""
+    series = pop_series(result)
+    if not series:
+        raise ValueError("factors_figure needs a traced result: run the experiment with trace=True "
+                         "(SpeedupSpec(trace=True), `mpiworkbench speedup … --trace`)")
+    fig = new_figure(width * len(series), height)
+    axes = fig.subplots(1, len(series), squeeze=False)[0]
+    for ax, ((variant, size), pts) in zip(axes, series.items()):
+        draw_factors(ax, pts, result.cores, f"POP factors: {variant}, {size_name}={size}")
     if title:
         fig.suptitle(title)
     return fig

@@ -7,6 +7,7 @@
 * :mod:`~mpiworkbench.speedup.plan` — plans the points and runs them one by one.
 * :mod:`~mpiworkbench.speedup.analysis` — medians, spread, speedup, efficiency, ratio to C,
   FLOP/s, tables, JSON.
+* :mod:`~mpiworkbench.speedup.factors` — the POP factors of a traced sweep (``--trace``) as a table.
 
 Importing this package needs neither MPI nor NumPy beyond what analysis uses.
 """

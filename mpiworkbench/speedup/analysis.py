@@ -28,6 +28,16 @@ record (``library_version`` included). A result of several (``speedup … --mpi
 mpich,openmpi``) keeps each implementation's points a curve of their own (the variant named
 ``"numpy (openmpi)"``), speedups against its own smallest rank count and ratios to its own C;
 ``failed`` names the implementations whose job failed, with why.
+
+Traced points (``SpeedupSpec(trace=True)``, ``speedup … --trace``) hold ``pop``: the POP
+factors of one traced run of the point (:func:`mpiworkbench.trace.efficiency.efficiency`:
+``load_balance``, ``communication``, ``serialisation``, ``transfer``, ``parallel``, with
+``runtime``, ``ideal_runtime``, ``useful`` per rank, ``nranks`` and ``dropped`` events), and
+across each strong-scaling series, against its smallest traced rank count,
+``computation_scalability`` and ``global_efficiency``
+(:func:`mpiworkbench.trace.efficiency.scaling_of`; ``None`` under weak scaling, where the work
+grows with the ranks); :mod:`~mpiworkbench.speedup.factors` tabulates them. The traces
+themselves stay out of the JSON: ``SpeedupResult.traces``.
 """
 
 from __future__ import annotations
@@ -42,8 +52,13 @@ import numpy as np
 
 from mpiworkbench.core.machine import PLACEMENTS
 from mpiworkbench.speedup.experiments import REFERENCE_BACKEND
+from mpiworkbench.trace.efficiency import Efficiency, scaling_of
 
 FORMAT_VERSION = 1
+#: The key of a traced point's Trace in the record rank 0 returns (``SpeedupResult.add`` moves
+#: it to :attr:`SpeedupResult.traces`).
+TRACE_KEY = "gathered_trace"
+_EFFICIENCY_FIELDS = tuple(Efficiency.__dataclass_fields__)
 
 
 def summarise(times: list[float]) -> dict[str, float]:
@@ -105,10 +120,16 @@ class SpeedupResult:
     environments: dict[str, Any] = field(default_factory=dict)
     #: MPI implementation name -> why its job failed (``speedup … --mpi`` of several).
     failed: dict[str, str] = field(default_factory=dict)
+    #: Index in :attr:`points` -> the Trace of that traced point (this session only; not in the JSON).
+    traces: dict[int, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def add(self, record: dict[str, Any]) -> dict[str, Any]:
         """Add one measured point (as returned by the runner) and re-derive every series."""
-        self.points.append(dict(record))
+        record = dict(record)
+        trace = record.pop(TRACE_KEY, None)
+        if trace is not None:
+            self.traces[len(self.points)] = trace
+        self.points.append(record)
         self.derive()
         return self.points[-1]
 
@@ -132,8 +153,23 @@ class SpeedupResult:
                     p["efficiency"] = p["speedup"] / n
                     p["speedup_low"] = t_ref * p_ref / p["q3"] if p["q3"] > 0 else math.nan
                     p["speedup_high"] = t_ref * p_ref / p["q1"] if p["q1"] > 0 else math.nan
+            self._derive_scalability([p for p in pts if p.get("pop")])
 
         self._derive_ratios()
+
+    def _derive_scalability(self, traced: list[dict[str, Any]]) -> None:
+        """Computation scalability and global efficiency of a series' traced points, against
+        its smallest rank count (strong scaling only: weak scaling grows the work)."""
+        if not traced:
+            return
+        if self.scaling == "weak":
+            for p in traced:
+                p["pop"].update(computation_scalability=None, global_efficiency=None)
+            return
+        rows = [Efficiency(**{k: p["pop"][k] for k in _EFFICIENCY_FIELDS}) for p in traced]
+        for p, row in zip(traced, scaling_of(rows, reference=0)):
+            p["pop"].update(computation_scalability=row["computation_scalability"],
+                            global_efficiency=row["global_efficiency"])
 
     def _derive_ratios(self) -> None:
         c_points: dict[tuple, dict[str, Any]] = {}
@@ -266,7 +302,8 @@ def table_rows(result: SpeedupResult) -> list[dict[str, Any]]:
     return rows
 
 
-def _series_name(key: tuple[str, int], size_name: str) -> str:
+def series_name(key: tuple[str, int], size_name: str) -> str:
+    """``"numpy n=4096"``: a series of :meth:`SpeedupResult.series` in the tables."""
     variant, size = key
     return f"{variant} {size_name}={size}"
 
@@ -278,7 +315,7 @@ def format_table(result: SpeedupResult, size_name: str = "size") -> str:
     extra = (["x C"] if crossed else []) + (["GFLOP/s"] if flops else []) + (["nodes"] if spans else [])
     header = ["numproc"]
     for key in series:
-        name = _series_name(key, size_name)
+        name = series_name(key, size_name)
         header += [f"{name} time/s", "[min, max]", "speed-up", "effic."] + extra
     lines = [header]
     for row, points in _point_cells(result, series):
@@ -398,7 +435,7 @@ def format_html(result: SpeedupResult, size_name: str = "size") -> str:
     series = list(result.series())
     crossed, flops, spans = _crossed(result), _counted(result), spans_nodes(result)
     head = "".join(
-        f"<th colspan={3 + crossed + flops + spans}>{_series_name(k, size_name)}</th>" for k in series
+        f"<th colspan={3 + crossed + flops + spans}>{series_name(k, size_name)}</th>" for k in series
     )
     sub = "".join(
         "<th>time/s (median) [min, max]</th><th>speed-up</th><th>efficiency</th>"

@@ -61,6 +61,11 @@ class SpeedupSpec:
     says which ranks a point of fewer ranks than the world takes: filling one node first, or
     spread over the nodes; with both, every series is measured both ways (intra- against
     inter-node on a cluster of several hosts).
+
+    ``trace``: every point also runs its timed work once more with the MPI interposer
+    recording (:mod:`mpiworkbench.trace.recorder`; untimed, so the times stay the recorder's
+    overhead free), and the result gets each point's POP factors (``pop``, see
+    :mod:`mpiworkbench.speedup.analysis`): why the efficiency drops, not only that it does.
     """
 
     experiment: str
@@ -73,6 +78,7 @@ class SpeedupSpec:
     params: dict[str, Any] = field(default_factory=dict)
     backends: list[str] | None = None
     placements: list[str] | None = None
+    trace: bool = False
 
     def _crossed_variants(self, exp) -> tuple[list[str], list[str] | None]:
         """The variants to run, crossed with :attr:`backends` when there are any."""
@@ -124,7 +130,7 @@ class SpeedupSpec:
         placements = [machine.check_placement(p) for p in dict.fromkeys(self.placements or machine.PLACEMENTS[:1])]
         return SpeedupSpec(
             exp.name, nranks, sizes, variants, int(self.repeats), int(self.warmup), self.scaling, params, backends,
-            placements,
+            placements, bool(self.trace),
         )
 
     def world_bound(self) -> list[str]:
@@ -156,6 +162,7 @@ def plan_points(spec: SpeedupSpec) -> list[dict[str, Any]]:
                             "repeats": spec.repeats,
                             "warmup": spec.warmup,
                             "params": dict(spec.params),
+                            **({"trace": True} if spec.trace else {}),
                         }
                     )
     return points
@@ -183,7 +190,7 @@ def begin_experiment(spec: SpeedupSpec, label: str = "") -> tuple[list[dict[str,
         experiment=spec.experiment,
         scaling=spec.scaling,
         params={"repeats": spec.repeats, "warmup": spec.warmup, **spec.params, **backends,
-                "placements": spec.placements},
+                "placements": spec.placements, **({"trace": True} if spec.trace else {})},
         machine=machine_info(),
         label=label,
     )

@@ -11,6 +11,12 @@ its time is the slowest rank's. Ranks outside the point wait *asleep* (``Ibarrie
 cores of the ranks being measured, and the timed region runs with one BLAS thread per
 rank (see :mod:`~mpiworkbench.speedup.blas_threads`). The same function serves the panel (through
 ``wb.run``) and the CLI (under ``mpiexec``).
+
+A point with ``"trace": True`` then runs its timed work once more, untimed, with the MPI
+interposer recording on the sub-communicator (:func:`_traced_run`); its record gets the POP
+factors of that run (``pop``, :func:`mpiworkbench.trace.efficiency.efficiency`) and, on
+rank 0 only, the :class:`~mpiworkbench.trace.model.Trace` itself (``gathered_trace``: the
+result keeps it out of its JSON, in ``SpeedupResult.traces``).
 """
 
 from __future__ import annotations
@@ -24,9 +30,12 @@ import numpy as np
 from mpiworkbench.core import mpi, objects
 from mpiworkbench.core.machine import PLACEMENTS, check_placement, load_average, mpi_library, placement, rank_order
 from mpiworkbench.speedup import experiments
+from mpiworkbench.speedup.analysis import TRACE_KEY
 from mpiworkbench.speedup.blas_threads import limit_blas_threads
+from mpiworkbench.trace import recorder
+from mpiworkbench.trace.efficiency import efficiency
 
-__all__ = ["IDLE_POLL_S", "placement", "run_point"]
+__all__ = ["IDLE_POLL_S", "TRACE_KEY", "placement", "run_point"]
 
 #: Sleep between tests of the idle ranks' Ibarrier (seconds): short against any point.
 IDLE_POLL_S = 0.002
@@ -66,6 +75,32 @@ def _time_kernel(sub, kernel, repeats: int, warmup: int) -> tuple[list[float], d
     return times, per_rank
 
 
+def _traced_run(sub, world_rank: int, kernel):
+    """Collective over *sub*: one more run of the kernel (after its ``prepare()`` and a
+    barrier, as a timed repetition) with every MPI call recorded; the Trace on rank 0 of *sub*
+    (``None`` elsewhere), its ranks those of *sub*."""
+    prepare = getattr(kernel, "prepare", None)
+    if prepare is not None:
+        prepare()
+    sub.Barrier()
+    _, trace = recorder.trace_call(sub, kernel.run)
+    members = sub.gather(world_rank, root=0)
+    if trace is not None and members != list(range(sub.size)):
+        _peers_on(trace, members)
+    return trace
+
+
+def _peers_on(trace, members: list[int]) -> None:
+    """Peers are recorded as world ranks (the interposer's), the trace's ranks are *sub*'s: when
+    the point's ranks are not world ranks 0 … n-1 (spread over nodes), renumber the peers."""
+    own = np.full(max(members) + 1, -1, dtype=np.int32)
+    own[members] = np.arange(len(members))
+    for name in ("peer", "peer2"):
+        column = trace.events[name]
+        known = (column >= 0) & (column < len(own))
+        column[known] = own[column[known]]
+
+
 def check_world_bound(point: dict[str, Any], world_size: int) -> None:
     """A point on a backend bound to ``MPI_COMM_WORLD`` needs all of the world (numba-mpi)."""
     backend = point.get("backend")
@@ -89,6 +124,8 @@ time, reduced to rank 0 with ``MPI_Reduce``), ``flops`` (when the kernel counts 
 work), ``verify`` (the kernel's check on rank 0), the ``placement``, ``oversubscribed`` and
     the host's ``load_average`` just before the point (a busy machine inflates times) and
     ``mpi``, the MPI implementation the ranks run under (:mod:`mpiworkbench.core.implementations`).
+    With ``point["trace"]`` also ``pop`` (the traced run's POP factors) and, on rank 0 only,
+    ``gathered_trace`` (its :class:`~mpiworkbench.trace.model.Trace`).
     """
     comm = mpi.resolve_comm(comm)
     MPI = mpi.MPI()
@@ -114,6 +151,7 @@ work), ``verify`` (the kernel's check on rank 0), the ``placement``, ``oversubsc
     active = position < nranks
     sub = comm.Split(0 if active else MPI.UNDEFINED, position)
     record: dict[str, Any] | None = None
+    trace = None
     error: BaseException | None = None
     if active:
         kernel = None
@@ -124,12 +162,16 @@ work), ``verify`` (the kernel's check on rank 0), the ``placement``, ``oversubsc
             )
             with limit_blas_threads(1) as blas_before:
                 times, per_rank = _time_kernel(sub, kernel, int(point["repeats"]), int(point.get("warmup", 1)))
+                if point.get("trace"):
+                    trace = _traced_run(sub, comm.rank, kernel)
             check = kernel.verify()
             record = {**point, "times": times, "rank_times": per_rank, "verify": check,
                       "blas_threads": {"timed": 1, "default": blas_before}}
             flops = getattr(kernel, "flops", None)
             if flops is not None:  # work of one repetition: the analysis derives FLOP/s
                 record["flops"] = int(flops)
+            if trace is not None:  # rank 0 of sub: the one whose record is broadcast
+                record["pop"] = {**efficiency(trace).to_dict(), "dropped": int(sum(trace.dropped))}
         except Exception as exc:  # noqa: BLE001 - raised on every world rank below
             error = exc
         finally:
@@ -144,5 +186,7 @@ work), ``verify`` (the kernel's check on rank 0), the ``placement``, ``oversubsc
     record["oversubscribed"] = where["oversubscribed"]
     record["load_average"] = comm.bcast(load_before, root=0)
     record["mpi"] = mpi_library()["mpi"]
+    if trace is not None:  # rank 0's alone: not broadcast, and kept out of the result's JSON
+        record[TRACE_KEY] = trace
     return record
 

@@ -104,11 +104,18 @@ def scaling(traces: Sequence[Trace], reference: int = 0) -> list[dict]:
     """Per trace of a strong-scaling sweep (the same problem at several rank counts), its POP
     factors and ``computation_scalability`` (total useful time of ``traces[reference]`` over
     its own) and ``global_efficiency`` (parallel efficiency × computation scalability)."""
-    if not traces:
-        return []
-    if not 0 <= reference < len(traces):
+    if traces and not 0 <= reference < len(traces):
         raise ValueError(f"reference must index one of the {len(traces)} traces; got {reference}")
-    rows = [efficiency(t) for t in traces]
+    return scaling_of([efficiency(t) for t in traces], reference)
+
+
+def scaling_of(rows: Sequence[Efficiency], reference: int = 0) -> list[dict]:
+    """:func:`scaling` from each trace's :func:`efficiency` (what a speedup sweep keeps of its
+    traced points, :mod:`mpiworkbench.speedup.analysis`)."""
+    if not rows:
+        return []
+    if not 0 <= reference < len(rows):
+        raise ValueError(f"reference must index one of the {len(rows)} rows; got {reference}")
     base = sum(rows[reference].useful)
     out = []
     for row in rows:

@@ -17,6 +17,9 @@ experiment parameter named as the parameter (``loops``, ``steps``, ``tol``,
 inter-node curves), ``Also under`` (after the engines' run, the same experiment on this host
 under each other MPI implementation chosen: the ``speedup … --mpi NAME`` command itself,
 :func:`mpiworkbench.drivers.speedup.run_under`, drawn beside it as a comparison), ``Run``,
+``Trace each point`` (every point's work run once more with the MPI interposer recording:
+the figure gains the POP factor bars beside the curves and the panel a table of them — why the
+efficiency drops; the traces are in ``panel.result.traces``),
 ``Stop``, ``Progress``, ``JSON file``, ``Save``, ``Load``, ``Clear comparison``. **Run** works in the background (the kernel stays free), **Stop** ends the
 experiment after the point in progress and keeps the points done.
 
@@ -30,6 +33,7 @@ here, run on a cluster of each, save, and load.
 from __future__ import annotations
 
 import asyncio
+import html
 from pathlib import Path
 from typing import Any, Callable
 
@@ -39,6 +43,7 @@ from mpiworkbench.plot import render
 from mpiworkbench.plot.speedup import backend_figure, scaling_figure
 from mpiworkbench.speedup import analysis, experiments
 from mpiworkbench.speedup.analysis import SpeedupResult
+from mpiworkbench.speedup.factors import format_pop
 from mpiworkbench.speedup.plan import SpeedupSpec, parse_int_list, plan_points, small_mode
 from mpiworkbench.widgets import implementations
 from mpiworkbench.widgets.file_bar import file_bar
@@ -69,6 +74,9 @@ class SpeedupPanel:
             tooltip=("ranks of a point: packed fills one node first, spread goes across the nodes "
                      f"(this cluster: {len(hosts) or 'unknown number of'} host(s)"
                      + (", so both take the same ranks)" if len(hosts) == 1 else ")")))
+        self.trace = w.Checkbox(value=False, description="Trace each point", indent=False,
+                                tooltip="also trace one untimed run of every point: the POP factors "
+                                        "(load balance, communication, scalability) beside the curves")
         self.also = implementations.selector(wb, "speedup")  # the same experiment under other implementations, here
         self.params_box = w.HBox()
         self.param_widgets: dict[str, Any] = {}
@@ -96,7 +104,7 @@ class SpeedupPanel:
                 w.HBox([self.experiment, self.scaling, self.repeats]),
                 w.HBox([self.sizes, self.ranks]),
                 w.HBox([self.variants, self.backends, self.placement, self.also, self.params_box]),
-                w.HBox([self.run_button, self.stop_button, self.progress, self.status]),
+                w.HBox([self.run_button, self.stop_button, self.trace, self.progress, self.status]),
                 self.figure,
                 self.table,
                 self.file_bar,
@@ -160,6 +168,7 @@ class SpeedupPanel:
             params={name: widget.value for name, widget in self.param_widgets.items()},
             backends=list(self.backends.value) or None,
             placements=list(self.placement.value) or None,
+            trace=bool(self.trace.value),
         )
 
     def run(self) -> SpeedupResult:
@@ -239,7 +248,7 @@ class SpeedupPanel:
         self.figure.value = render.figure_to_png(figure)
         self.table.value = "".join(
             f"<b>{r.label or r.experiment}</b>{analysis.format_html(r, experiments.get(r.experiment).size_name)}"
-            for r in results
+            + _factors_html(r) for r in results
         )
 
     # -- plumbing --------------------------------------------------------------------------
@@ -281,3 +290,9 @@ class SpeedupPanel:
             action()
         except Exception as exc:  # noqa: BLE001 - shown in the panel instead of lost in a callback
             self._error(exc)
+
+
+def _factors_html(result: SpeedupResult) -> str:
+    """The POP factors of a traced result as preformatted text under its table (``""`` untraced)."""
+    text = format_pop(result, experiments.get(result.experiment).size_name)
+    return f"<p><b>POP factors</b> (one traced run per point; 1 = ideal)</p><pre>{html.escape(text)}</pre>" if text else ""

@@ -3,8 +3,10 @@
 import asyncio
 
 import pytest
+from matplotlib.container import BarContainer
 
 from mpiworkbench.drivers.speedup import run_on_workbench
+from mpiworkbench.plot.speedup import scaling_figure
 from mpiworkbench.widgets.speedup import SpeedupPanel
 from mpiworkbench.speedup import SpeedupSpec
 
@@ -126,3 +128,27 @@ def test_numba_mpi_below_the_cluster_size_is_refused_before_any_point(wb):
     panel.ranks.value = f"1-{wb.n}"
     assert asyncio.run(panel.run_async()) is None
     assert "talks only on MPI_COMM_WORLD" in panel.status.value
+
+
+def test_traced_sweep_explains_the_efficiency_with_pop_factor_bars(wb):
+    panel = SpeedupPanel(wb, experiment="wave")
+    panel.sizes.value = "17"
+    panel.param_widgets["steps"].value = 4
+    panel.repeats.value = 1
+    panel.ranks.value = f"1-{wb.n}"
+    panel.trace.value = True  # "Trace each point"
+    result = asyncio.run(panel.run_async())
+    assert result is not None, panel.status.value
+    assert [p["nranks"] for p in result.points] == list(range(1, wb.n + 1))
+    for i, p in enumerate(result.points):
+        f = p["pop"]
+        assert f["nranks"] == p["nranks"] and f["dropped"] == 0
+        for key in ("load_balance", "communication", "serialisation", "transfer", "parallel", "global_efficiency"):
+            assert 0 < f[key] <= 1.05, (key, f)
+        assert f["computation_scalability"] > 0
+        assert f["load_balance"] * f["communication"] == pytest.approx(f["parallel"])
+        assert result.traces[i].nranks == p["nranks"]  # the point's own trace, on its sub-communicator
+    assert "POP factors" in panel.table.value
+    bars = scaling_figure(result, "mesh").axes[3]  # the figure the panel shows: bars beside the curves
+    assert len([c for c in bars.containers if isinstance(c, BarContainer)]) == 7
+    assert bytes(panel.figure.value[:4]) == b"\x89PNG"

@@ -32,3 +32,24 @@ def test_more_ranks_than_the_world_is_an_error_on_every_rank(capsys):
         assert f"this MPI world has {COMM.size}" in err
     else:
         assert err == ""
+
+
+def test_trace_writes_the_pop_factors_of_every_point(shared_tmp, capsys):
+    path = os.path.join(shared_tmp, "traced.json")
+    counts = ",".join(str(n) for n in range(1, COMM.size + 1))
+    code = main(["speedup", "wave", "--np", counts, "--mesh", "9", "--steps", "2", "--repeats", "1", "--trace",
+                 "--json", path])
+    assert code == 0
+    COMM.Barrier()
+    if COMM.rank == 0:
+        data = json.loads(open(path).read())
+        assert data["params"]["trace"] is True
+        for p in data["points"]:
+            f = p["pop"]
+            assert f["nranks"] == p["nranks"] and len(f["useful"]) == p["nranks"] and f["dropped"] == 0
+            for key in ("load_balance", "communication", "serialisation", "transfer", "parallel",
+                        "computation_scalability", "global_efficiency"):
+                assert 0 < f[key] <= 1.05 or key == "computation_scalability", (key, f)
+            assert abs(f["load_balance"] * f["communication"] - f["parallel"]) < 1e-9
+        assert data["points"][0]["pop"]["computation_scalability"] == 1.0
+        assert "POP factors" in capsys.readouterr().out

@@ -36,7 +36,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "bench": {"backends", "core"},
     "solvers": {"backends", "core"},
     "syntax": {"backends", "core"},
-    "speedup": {"bench", "solvers", "backends", "core"},
+    # a traced speedup point records its run (trace/recorder) and keeps its POP factors (trace/efficiency)
+    "speedup": {"trace", "bench", "solvers", "backends", "core"},
     # the MPI interposer and its readers: engine-side, beside the backends (needs only core)
     "trace": {"core"},
     "plot": {"trace", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
