@@ -21,6 +21,7 @@ result keeps it out of its JSON, in ``SpeedupResult.traces``).
 
 from __future__ import annotations
 
+import math
 import socket
 import time
 from typing import Any
@@ -34,6 +35,7 @@ from mpiworkbench.speedup.analysis import TRACE_KEY
 from mpiworkbench.speedup.blas_threads import limit_blas_threads
 from mpiworkbench.trace import recorder
 from mpiworkbench.trace.efficiency import efficiency
+from mpiworkbench.trace.events import KIND, kind_name
 
 __all__ = ["IDLE_POLL_S", "TRACE_KEY", "placement", "run_point"]
 
@@ -76,16 +78,29 @@ def _time_kernel(sub, kernel, repeats: int, warmup: int) -> tuple[list[float], d
 
 
 def _traced_run(sub, world_rank: int, kernel):
-    """Collective over *sub*: one more run of the kernel (after its ``prepare()`` and a
-    barrier, as a timed repetition) with every MPI call recorded; the Trace on rank 0 of *sub*
-    (``None`` elsewhere), its ranks those of *sub*."""
+    """Collective over *sub*: one more run of the kernel (after its ``prepare()``) with every
+    MPI call recorded; the Trace on rank 0 of *sub* (``None`` elsewhere), its ranks those of
+    *sub*. As a timed repetition, the run starts after a barrier: recording starts before it
+    (each rank's trace buffer is set up in its own time) and the trace begins when the last
+    rank has left it."""
     prepare = getattr(kernel, "prepare", None)
     if prepare is not None:
         prepare()
-    sub.Barrier()
-    _, trace = recorder.trace_call(sub, kernel.run)
+
+    def run():
+        sub.Barrier()
+        kernel.run()
+
+    _, trace = recorder.trace_call(sub, run)
     members = sub.gather(world_rank, root=0)
-    if trace is not None and members != list(range(sub.size)):
+    if trace is None:
+        return None
+    first = [trace.of_rank(r)[0] for r in range(trace.nranks)]
+    if any(int(e["kind"]) != KIND["MPI_Barrier"] for e in first):
+        raise RuntimeError("a traced speedup point's first recorded call is not its barrier: "
+                           f"got {[kind_name(int(e['kind'])) for e in first]}")
+    trace = trace.window(max(float(e["t1"]) for e in first), math.inf)
+    if members != list(range(sub.size)):
         _peers_on(trace, members)
     return trace
 
