@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 #: The options that name a file a command writes (``-`` is stdout).
-OUTPUT_OPTIONS = ("json", "csv", "plot", "save", "out")
+OUTPUT_OPTIONS = ("json", "csv", "plot", "save", "out", "analysis")
 
 
 def check_outputs(args: argparse.Namespace) -> None:

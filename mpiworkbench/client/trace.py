@@ -2,7 +2,9 @@
 
 ``with wb.trace() as t:`` switches the interposer's recording on in every rank, and at the end
 gathers the events to rank 0 by MPI and pulls them once: ``t.trace`` is a
-:class:`~mpiworkbench.trace.model.Trace`. When the traced code hangs, the events recorded up to
+:class:`~mpiworkbench.trace.model.Trace`, with the Python lines that made the calls
+(``t.trace.sites``: what ``t.trace.wait_states()`` names; ``tracing(wb, lines=False)`` leaves
+them out, for timing tight loops of small messages: a line costs more than an event). When the traced code hangs, the events recorded up to
 the timeout are read from outside the blocked ranks instead (``t.trace`` again).
 
 :func:`explain_timeout` turns an :class:`~mpiworkbench.client.errors.ExecutionTimeout` into a
@@ -37,14 +39,15 @@ class TraceOverflow(UserWarning):
 class TraceRecording:
     """What ``with wb.trace() as t`` gives: ``t.trace`` once the block has ended."""
 
-    def __init__(self, wb, capacity: int = recorder.DEFAULT_CAPACITY):
+    def __init__(self, wb, capacity: int = recorder.DEFAULT_CAPACITY, lines: bool = True):
         self.wb = wb
         self.capacity = capacity
+        self.lines = lines
         self.trace: Trace | None = None
         self.complete = False  # False when taken from outside after a hang
 
     def __enter__(self) -> "TraceRecording":
-        self.wb.run(recorder.start, self.capacity)
+        self.wb.run(recorder.start, self.capacity, self.lines)
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -66,9 +69,10 @@ class TraceRecording:
         p.text(repr(self.trace) if self.trace is not None else "<trace not finished>")
 
 
-def tracing(wb, capacity: int = recorder.DEFAULT_CAPACITY) -> TraceRecording:
-    """``with tracing(wb) as t: …`` — see :meth:`mpiworkbench.Workbench.trace`."""
-    return TraceRecording(wb, capacity)
+def tracing(wb, capacity: int = recorder.DEFAULT_CAPACITY, lines: bool = True) -> TraceRecording:
+    """``with tracing(wb) as t: …`` — see :meth:`mpiworkbench.Workbench.trace`. *lines*: record
+    the Python lines of the calls too (``t.trace.sites``)."""
+    return TraceRecording(wb, capacity, lines)
 
 
 # ---------------------------------------------------------------------- hang report

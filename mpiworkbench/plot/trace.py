@@ -5,7 +5,9 @@ Figure out (no pyplot state).
   collectives hatched), each point-to-point message an arrow from the send to the matching
   receive, each one-sided operation a dashed arrow from origin to target; ``t0``/``t1`` zoom
   to a step, ``comm`` shows one communicator. A window of more than :data:`MAX_EVENTS` calls
-  is drawn downsampled (per rank, the family that fills each pixel column).
+  is drawn downsampled (per rank, the family that fills each pixel column). With ``waits``
+  (:meth:`Trace.wait_states`), the waiting time is shaded over the calls in a colour per
+  pattern, and the longest waits are linked to their causes.
 * :func:`matrix_figure` — messages or bytes, sender rank × receiver rank.
 * :func:`time_per_kind_figure` — per rank, the time in each call kind and outside MPI.
 
@@ -33,6 +35,8 @@ from mpiworkbench.trace.events import (
     TESTS,
 )
 from mpiworkbench.trace.model import Trace
+from mpiworkbench.plot.waits import WAIT_COLOURS, shade_waits, wait_sentences  # re-exported: in __all__
+from mpiworkbench.trace.waits import WaitStates
 
 #: One colour per family of calls (every family of :data:`~mpiworkbench.trace.events.FAMILIES`),
 #: the same in every figure; ``compute`` is the time outside MPI.
@@ -262,7 +266,8 @@ def _density(ax, w: np.ndarray, fams: np.ndarray, lo: float, hi: float, scale: f
 # ---------------------------------------------------------------------- figures
 def timeline(trace: Trace, t0: float | None = None, t1: float | None = None, *, arrows: bool = True,
              title: str | None = None, width: float = 9.0, height: float | None = None, ax=None,
-             comm: int | str | None = None, max_events: int = MAX_EVENTS, bins: int = BINS) -> Figure:
+             comm: int | str | None = None, max_events: int = MAX_EVENTS, bins: int = BINS,
+             waits: WaitStates | None = None) -> Figure:
     """Per-rank timeline of *trace* between *t0* and *t1* (seconds; by default the :func:`span`
     of its calls).
 
@@ -277,6 +282,10 @@ def timeline(trace: Trace, t0: float | None = None, t1: float | None = None, *, 
     A window of more than *max_events* calls is drawn downsampled: per rank, *bins* columns,
     each in the colour of the family that fills most of it (no arrows: their number is said in
     the legend); zoom in for every call.
+
+    With *waits* (the trace's :meth:`~mpiworkbench.trace.model.Trace.wait_states`), each waiting
+    interval is shaded over its call in its pattern's colour, and the longest are linked to
+    their causes (:func:`mpiworkbench.plot.waits.shade_waits`).
 
     Parameters
     ----------
@@ -297,6 +306,9 @@ def timeline(trace: Trace, t0: float | None = None, t1: float | None = None, *, 
         Most calls drawn one by one.
     bins : int
         Columns of a downsampled window.
+    waits : WaitStates, optional
+        The waiting intervals to shade (of the whole trace, whichever communicator is shown:
+        those on other communicators are left out).
     """
     trace = select_comm(trace, comm)
     first, last = span(trace)
@@ -359,6 +371,8 @@ def timeline(trace: Trace, t0: float | None = None, t1: float | None = None, *, 
         if arrows:
             _message_arrows(ax, trace, lo, hi, scale, extra_handles)
             _rma_arrows(ax, trace, lo, hi, scale, extra_handles)
+    if waits is not None:
+        shade_waits(ax, waits, trace, lo, hi, scale, max_events, extra_handles)
     unfinished = np.asarray(trace.unfinished, dtype=np.int64)
     for index in unfinished[keep[unfinished]].tolist():  # read from a hung world: the call it is blocked in
         e = ev[index]
@@ -482,5 +496,5 @@ def time_per_kind_figure(trace: Trace, title: str | None = None, width: float = 
     return fig
 
 
-__all__ = ["FAMILY_COLOURS", "MAX_EVENTS", "span", "timeline", "matrix_figure", "time_per_kind_figure",
-           "write_chrome", "family", "kind_colour", "select_comm", "comm_name", "occupancy"]
+__all__ = ["FAMILY_COLOURS", "WAIT_COLOURS", "MAX_EVENTS", "span", "timeline", "matrix_figure", "time_per_kind_figure",
+           "write_chrome", "family", "kind_colour", "select_comm", "comm_name", "occupancy", "wait_sentences"]

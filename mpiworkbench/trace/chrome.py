@@ -3,8 +3,8 @@
 
 The JSON object form: one process per rank (named ``rank i (host)``), each call a complete event
 (``X``) with its arguments, each matched message a flow arrow (``s`` → ``f``), times in µs;
-``otherData`` keeps what the events cannot say: the clock offsets, the calls dropped and the
-communicators. :meth:`Trace.to_chrome <mpiworkbench.trace.model.Trace.to_chrome>` and
+``otherData`` keeps what the events cannot say: the clock offsets, the calls dropped, the
+communicators and the Python lines of the calls (``call_sites``, when recorded). :meth:`Trace.to_chrome <mpiworkbench.trace.model.Trace.to_chrome>` and
 :meth:`Trace.from_chrome <mpiworkbench.trace.model.Trace.from_chrome>` hand over to
 :func:`to_chrome` and :func:`trace_fields`: this module gives the fields, the class builds the
 trace, so the model imports this module and not the other way round.
@@ -20,6 +20,7 @@ import numpy as np
 
 from mpiworkbench.trace.communicators import Communicator
 from mpiworkbench.trace.events import COLLECTIVES, KIND, STARTS, TRACE_DTYPE, family, kind_name
+from mpiworkbench.trace.sites import CallSites
 
 
 def to_chrome(trace) -> dict[str, Any]:
@@ -70,9 +71,11 @@ def to_chrome(trace) -> dict[str, Any]:
                     "args": {"bytes": int(m["bytes"]), "tag": int(m["tag"])}})
     comms = [{"id": c.id, "name": c.name, "ranks": list(c.ranks), "kind": c.kind, "parent": c.parent}
              for c in trace.comms]
-    return {"traceEvents": out, "displayTimeUnit": "ms",
-            "otherData": {"producer": "mpiworkbench", "clock_offsets_s": list(map(float, trace.offsets)),
-                          "dropped": list(map(int, trace.dropped)), "communicators": comms}}
+    other = {"producer": "mpiworkbench", "clock_offsets_s": list(map(float, trace.offsets)),
+             "dropped": list(map(int, trace.dropped)), "communicators": comms}
+    if getattr(trace, "sites", None) is not None:
+        other["call_sites"] = trace.sites.to_dict()
+    return {"traceEvents": out, "displayTimeUnit": "ms", "otherData": other}
 
 
 def trace_fields(data: dict[str, Any]) -> dict[str, Any]:
@@ -101,7 +104,8 @@ def trace_fields(data: dict[str, Any]) -> dict[str, Any]:
     return {"events": events, "nranks": nranks, "hosts": hosts,
             "offsets": list(other.get("clock_offsets_s", [0.0] * nranks)),
             "estimated_offsets": list(other.get("clock_offsets_s", [0.0] * nranks)),
-            "dropped": list(other.get("dropped", [0] * nranks)), "windows": [(0.0, 0.0)] * nranks, "comms": comms}
+            "dropped": list(other.get("dropped", [0] * nranks)), "windows": [(0.0, 0.0)] * nranks, "comms": comms,
+            "sites": CallSites.from_dict(other["call_sites"]) if "call_sites" in other else None}
 
 
 def write_chrome(trace, path: str | Path) -> Path:

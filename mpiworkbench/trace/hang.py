@@ -18,7 +18,9 @@ main thread waits) that, once the rank has been inside one MPI call for
 attached to the request being run): :func:`published` reads it back on the client.
 
 :func:`diagnose` names the usual causes from those records: a rank raised before a collective,
-a send–send deadlock, a receive with a tag nobody sent. No MPI, no ipyparallel here.
+a send–send deadlock, a receive with a tag nobody sent — and a rank that is merely *late*: it has
+been computing (outside MPI) while others wait for it in a collective or a receive from it, which
+is not a deadlock. No MPI, no ipyparallel here.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from mpiworkbench.core import shm
 from mpiworkbench.trace.events import (
     ANY_SOURCE, ANY_TAG, COLLECTIVES, EVENT_DTYPE, KIND, MAGIC, SLOT_DTYPE, kind_name,
 )
+from mpiworkbench.trace.late import BLOCKING_RECEIVES, BLOCKING_SENDS, late_ranks
 
 STACK_SIGNAL = signal.SIGUSR2
 #: Seconds a rank must have been inside one MPI call before its reporter publishes it.
@@ -50,8 +53,7 @@ EVENTS_KEY = "mpiworkbench_events"
 #: Seconds a recording rank must have been still (stuck in one call, or idle) before its
 #: reporter publishes the events it recorded so far (once per change).
 EVENTS_AFTER_S = 1.0
-_BLOCKING_SENDS = {KIND["MPI_Send"], KIND["MPI_Ssend"]}
-_RECEIVES = {KIND["MPI_Recv"], KIND["MPI_Probe"], KIND["MPI_Mprobe"]}
+_BLOCKING_SENDS, _RECEIVES = BLOCKING_SENDS, BLOCKING_RECEIVES
 
 
 def slot_path(pid: int) -> str:
@@ -146,8 +148,8 @@ def from_report(data: dict, since_s: float | None = None) -> tuple["InFlight", l
     now = time.clock_gettime(time.CLOCK_MONOTONIC)
     sent = [(int(d), int(t), int(b), now - float(age)) for d, t, b, age in data.get("sent_ages", ())
             if since_s is None or float(age) <= since_s]
-    values = {f.name: data[f.name] for f in fields(InFlight) if f.name not in ("sent", "comm")}
-    values["comm"] = data.get("comm", -1)
+    values = {f.name: data[f.name] for f in fields(InFlight) if f.name not in ("sent", "comm", "outside")}
+    values["comm"], values["outside"] = data.get("comm", -1), data.get("outside", 0.0)
     return InFlight(**values, sent=sent), list(data.get("stack", ()))
 
 
@@ -268,6 +270,7 @@ class InFlight:
     seconds: float    # how long it has been in that call
     sent: list[tuple[int, int, int, float]] = field(default_factory=list)  # recent (dest, tag, bytes, when)
     comm: int = -1    # the call's communicator: its index in the rank's table (0: COMM_WORLD)
+    outside: float = 0.0  # not in a call: seconds since the last one began (or the execution did)
 
     def as_event(self) -> tuple:
         """The blocked call as a row of ``EVENT_DTYPE``, from its start until now."""
@@ -276,7 +279,7 @@ class InFlight:
 
     def describe(self) -> str:
         if self.call is None:
-            return "not inside an MPI call"
+            return "not inside an MPI call" + (f" (computing for {self.outside:.1f} s)" if self.outside else "")
         args = []
         if self.peer >= 0 or self.peer == ANY_SOURCE:
             peer = "ANY_SOURCE" if self.peer == ANY_SOURCE else str(self.peer)
@@ -299,6 +302,11 @@ def read_slot(pid: int, since: float | None = None, state=None) -> InFlight | No
     if s is None:
         return None
     inside = int(s["depth"]) > 0
+    now = time.clock_gettime(time.CLOCK_MONOTONIC)
+    # outside a call: since the last one began (``since``), or since the execution began when
+    # that was later (an upper bound of the time computing: the last call's own length is in it)
+    last = float(s["since"]) if int(s["calls"]) else 0.0
+    outside = 0.0 if inside or (not last and since is None) else now - max(last, since or 0.0)
     nsent = int(s["nsent"])
     recent = s["sent"]
     order = [(i % len(recent)) for i in range(max(0, nsent - len(recent)), nsent)]
@@ -306,7 +314,7 @@ def read_slot(pid: int, since: float | None = None, state=None) -> InFlight | No
         pid=pid, rank=int(s["rank"]), size=int(s["size"]), calls=int(s["calls"]),
         call=kind_name(int(s["kind"])) if inside else None,
         peer=int(s["peer"]), tag=int(s["tag"]), bytes=int(s["bytes"]), comm=int(s["comm"]),
-        seconds=max(0.0, time.clock_gettime(time.CLOCK_MONOTONIC) - float(s["since"])) if inside else 0.0,
+        seconds=max(0.0, now - float(s["since"])) if inside else 0.0, outside=max(0.0, outside),
         sent=[(int(recent[i]["dest"]), int(recent[i]["tag"]), int(recent[i]["bytes"]), float(recent[i]["t"]))
               for i in order],
     )
@@ -412,6 +420,7 @@ def diagnose(ranks: list[RankState]) -> list[str]:
         elif kind in _RECEIVES and sender is not None and sender.state == "failed":
             causes.append(f"rank {rank} waits in {rec.call} for rank {rec.peer}, which raised "
                           f"{sender.error or 'an exception'}")
+    causes += late_ranks(ranks, blocked, seen)
     failed = [r for r in ranks if r.state == "failed"]
     in_collective = [(rank, rec) for rank, rec in sorted(blocked.items()) if KIND.get(rec.call, -1) in COLLECTIVES]
     if failed and in_collective:

@@ -16,10 +16,16 @@ import numpy as np
 
 from mpiworkbench.trace import chrome
 from mpiworkbench.trace.communicators import Communicator, communicators, comms_used, remap_comms, untabled_comms
+from mpiworkbench.trace.critical import CriticalPath, critical_path
+from mpiworkbench.trace.efficiency import Efficiency, efficiency
 from mpiworkbench.trace.events import (
     EVENT_DTYPE, KIND, KINDS, ONE_SIDED, RECEIVES, SENDS, STARTED_RECEIVES, STARTED_SENDS, STARTS, TRACE_DTYPE,
 )
 from mpiworkbench.trace.otf2 import write_otf2
+from mpiworkbench.trace.waits import WaitStates, wait_states
+
+# CallSites (trace/sites.py) is named in an annotation only: sites is imported by the recorder,
+# which imports this module.
 
 #: A matched message: send on ``src`` at ``t_send`` → receive completed on ``dst`` at ``t_recv``,
 #: on communicator ``comm`` (an index in ``Trace.comms``).
@@ -67,6 +73,9 @@ class Trace:
     comms : list of Communicator
         The communicators the events name (``events["comm"]`` indexes it; -1: none, e.g. a
         Wait, or not known). Index 0 is ``COMM_WORLD``.
+    sites : mpiworkbench.trace.sites.CallSites or None
+        The Python lines that made the calls, on the trace's time axis (``None``: not recorded);
+        what :meth:`wait_states` and :meth:`critical_path` name.
     """
 
     events: np.ndarray
@@ -78,6 +87,7 @@ class Trace:
     windows: list[tuple[float, float]] = field(default_factory=list)
     unfinished: list[int] = field(default_factory=list)
     comms: list[Communicator] = field(default_factory=list)
+    sites: CallSites | None = field(default=None, compare=False, repr=False)
     _messages: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -191,7 +201,8 @@ class Trace:
     def _subset(self, keep: np.ndarray, windows) -> "Trace":
         new_index = np.cumsum(keep) - 1
         return Trace(self.events[keep].copy(), self.nranks, self.hosts, self.offsets, self.estimated_offsets,
-                     self.dropped, windows, [int(new_index[i]) for i in self.unfinished if keep[i]], self.comms)
+                     self.dropped, windows, [int(new_index[i]) for i in self.unfinished if keep[i]], self.comms,
+                     self.sites)  # the lines are keyed by time: valid for any part of the trace
 
     def messages(self) -> np.ndarray:
         """Every point-to-point message, each send matched to its receive (computed once per
@@ -321,11 +332,30 @@ class Trace:
     def __repr__(self) -> str:
         return f"<Trace of {self.nranks} rank(s): {self.summary()}>"
 
+    # ------------------------------------------------------------------ why is it slow
+    def wait_states(self, eager_bytes: int | None = None) -> WaitStates:
+        """Every waiting interval, classified by Scalasca's patterns (Late Sender, Wait at N×N,
+        …), with the waiting and the causing rank, call and Python line:
+        :func:`mpiworkbench.trace.waits.wait_states`. *eager_bytes*: count a standard send of at
+        least this many bytes as synchronous (sent by rendezvous)."""
+        return wait_states(self, self.sites, eager_bytes)
+
+    def efficiency(self) -> Efficiency:
+        """The POP factors of the traced region (load balance, communication, serialisation and
+        transfer efficiency): :func:`mpiworkbench.trace.efficiency.efficiency`."""
+        return efficiency(self)
+
+    def critical_path(self) -> CriticalPath:
+        """The path through the message and collective graph that set the run's length, each
+        rank's share of it and the call sites on it: :func:`mpiworkbench.trace.critical.critical_path`."""
+        return critical_path(self, self.sites)
+
     # ------------------------------------------------------------------ export / import
     def to_otf2(self, directory, archive_name: str = "traces"):
-        """Write the trace as an OTF2 archive in *directory* (Vampir, Score-P's tools); returns
-        the path of its anchor file (``.otf2``). Needs the ``otf2`` extra."""
-        return write_otf2(self, directory, archive_name=archive_name)
+        """Write the trace as an OTF2 archive in *directory* (Vampir, Score-P's tools), with its
+        :meth:`wait_states` beside it (``wait_states.json``); returns the path of its anchor
+        file (``.otf2``). Needs the ``otf2`` extra."""
+        return write_otf2(self, directory, archive_name=archive_name, waits=self.wait_states())
 
     @classmethod
     def from_chrome(cls, data: dict[str, Any]) -> "Trace":

@@ -7,22 +7,31 @@ Engine-side and plain MPI: the same calls run in ipyparallel engines and under `
     trace = recorder.finish(comm)    # collective: a Trace on rank 0, None elsewhere
 
 Off (never started, or stopped), a wrapped call only updates this rank's in-flight record.
+With *lines*, :mod:`~mpiworkbench.trace.sites` records beside the events the Python lines that
+made the calls: ``trace.sites``, what the wait states name. Off by default here (a line costs a
+Python call, much more than an event: docs/tracing.md); the notebook's ``wb.trace()`` and
+``%%px --trace`` switch it on.
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
 import socket
 
 import numpy as np
 
 from mpiworkbench.core import mpi
-from mpiworkbench.trace import library
+from mpiworkbench.trace import library, sites
 from mpiworkbench.trace.events import COMM_DTYPE, EVENT_DTYPE, KINDS, SLOT_DTYPE
 from mpiworkbench.trace.model import Trace
 
 #: Events each rank can record before the rest are counted as dropped (56 bytes each: 56 MB).
 DEFAULT_CAPACITY = 1_000_000
+
+#: Whether :func:`start` records the Python lines of the calls when not told
+#: (``MPIWORKBENCH_TRACE_LINES=1`` in the ranks' environment: on, e.g. for a benchmark of it).
+LINES = os.environ.get("MPIWORKBENCH_TRACE_LINES", "0") == "1"
 
 _state: dict[str, float] = {}
 
@@ -56,8 +65,9 @@ def _lib():
     return lib
 
 
-def start(capacity: int = DEFAULT_CAPACITY) -> None:
-    """Record this rank's MPI calls from now on into a fresh buffer of *capacity* events."""
+def start(capacity: int = DEFAULT_CAPACITY, lines: bool = LINES) -> None:
+    """Record this rank's MPI calls from now on into a fresh buffer of *capacity* events, and
+    with *lines* the Python lines that make them (:mod:`~mpiworkbench.trace.sites`)."""
     if int(capacity) < 1:
         raise ValueError(f"capacity must be at least 1 event; got {capacity}")
     lib = _lib()
@@ -65,10 +75,15 @@ def start(capacity: int = DEFAULT_CAPACITY) -> None:
     if code != 0:
         raise RuntimeError(f"could not allocate a trace buffer of {capacity} events in /dev/shm (code {code})")
     _state["t_start"] = lib.wbtrace_now()
+    if lines:
+        sites.start()
+    else:
+        sites.stop()
 
 
 def stop() -> np.ndarray:
-    """Stop recording; this rank's events (a copy, in call order)."""
+    """Stop recording (events and lines); this rank's events (a copy, in call order)."""
+    sites.stop()
     lib = _lib()
     lib.wbtrace_stop()
     _state["t_stop"] = lib.wbtrace_now()
@@ -139,10 +154,12 @@ def finish(comm, estimate_offsets: bool | None = None) -> Trace | None:
     Clock offsets are estimated only when the ranks are on more than one host (one host's
     processes share CLOCK_MONOTONIC), or when *estimate_offsets* is True.
     """
+    lines = sites.stop() if sites.is_on() else None
     events = stop()
     lib = _lib()
     mine = {
         "events": events,
+        "lines": lines,
         "host": socket.gethostname(),
         "dropped": int(lib.wbtrace_dropped()),
         "comms": local_comms(),
@@ -155,7 +172,7 @@ def finish(comm, estimate_offsets: bool | None = None) -> Trace | None:
     offsets = clock_offsets(comm) if estimate else [0.0] * comm.size
     if comm.rank != 0:
         return None
-    return Trace.from_ranks(
+    trace = Trace.from_ranks(
         [p["events"] for p in parts],
         offsets=offsets if not global_clock else [0.0] * comm.size,
         estimated_offsets=offsets,
@@ -165,12 +182,18 @@ def finish(comm, estimate_offsets: bool | None = None) -> Trace | None:
         comm_tables=[p["comms"] for p in parts],
         causal=not global_clock,
     )
+    if any(p["lines"] is not None for p in parts):
+        # a rank's lines move as its events did: its window's start, recorded and in the trace
+        shifts = [p["window"][0] - trace.windows[r][0] if p["window"][0] else None for r, p in enumerate(parts)]
+        trace.sites = sites.place([p["lines"] for p in parts], shifts)
+    return trace
 
 
-def trace_call(comm, func, *args, capacity: int = DEFAULT_CAPACITY, **kwargs):
+def trace_call(comm, func, *args, capacity: int = DEFAULT_CAPACITY, lines: bool = LINES, **kwargs):
     """Collective: run ``func(*args, **kwargs)`` traced; returns ``(result, trace)`` (trace on
-    rank 0, ``None`` elsewhere). Recording stops even when *func* raises."""
-    start(capacity)
+    rank 0, ``None`` elsewhere; with *lines*, ``trace.sites`` names the calls' Python lines).
+    Recording stops even when *func* raises."""
+    start(capacity, lines)
     try:
         result = func(*args, **kwargs)
     except BaseException:

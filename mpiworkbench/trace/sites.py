@@ -7,12 +7,14 @@ when it starts), each with the time it ran on the interposer's clock (``CLOCK_MO
 An MPI call's site is the last line recorded on its rank before the call began: the same
 ``file:line in function`` the hang report names (the innermost frame outside the libraries).
 
-Engine-side, like :mod:`~mpiworkbench.trace.recorder`::
+:mod:`~mpiworkbench.trace.recorder` runs it beside the interposer (engine-side)::
 
-    recorder.start(); sites.start()
+    recorder.start()                               # events, and lines (lines=False: events only)
     ...                                            # the traced code
-    trace = recorder.finish(comm)                  # collective
-    where = sites.finish(comm, trace)              # collective: CallSites on rank 0
+    trace = recorder.finish(comm)                  # collective: trace.sites is a CallSites on rank 0
+
+Recording lines costs a call of a Python function per line run in the functions that call MPI
+(docs/tracing.md says what that costs a tight loop of small messages, and how to switch it off).
 
 Calls made from compiled code (numba-mpi inside ``@njit``, the C backend) have the line of the
 Python call that entered that code, or none.
@@ -25,8 +27,6 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from mpiworkbench.trace import recorder
 
 #: Frames of these files are never a call site (the hang report skips the same libraries).
 _LIBRARY = ("site-packages", "/lib/python3", "<frozen", "mpiworkbench/trace/")
@@ -108,13 +108,13 @@ def _site(code, line: int) -> int:
 
 def _local(frame, event, arg):
     if event == "line":
-        _state["t"].append(time.monotonic())
-        _state["s"].append(_site(frame.f_code, frame.f_lineno))
+        _append_t(_now())
+        _append_s(_site(frame.f_code, frame.f_lineno))
     elif event == "return":
         back = frame.f_back  # the caller's line runs on: it makes the calls that follow
         if back is not None and _wanted(back.f_code):
-            _state["t"].append(time.monotonic())
-            _state["s"].append(_site(back.f_code, back.f_lineno))
+            _append_t(_now())
+            _append_s(_site(back.f_code, back.f_lineno))
     return _local
 
 
@@ -122,24 +122,38 @@ def _global(frame, event, arg):
     return _local if _wanted(frame.f_code) else None
 
 
+_now = time.monotonic
+_append_t = _append_s = None  # the bound appends of the lists being recorded (start sets them)
+
+
+def is_on() -> bool:
+    """Whether lines are being recorded in this process."""
+    return "previous" in _state
+
+
 def start() -> None:
     """Record, from now on in this thread, the lines of the functions that call MPI (those
-    already running included). A tracer already set (a debugger, coverage) is restored by
-    :func:`stop`."""
+    already running included); a recording already on starts afresh. A tracer already set (a
+    debugger, coverage) is restored by :func:`stop`."""
+    global _append_t, _append_s
+    if is_on():
+        stop()
     _state.update(names=_mpi_names(), wanted={}, ids={}, table=[], t=[], s=[], previous=sys.gettrace())
+    _append_t, _append_s = _state["t"].append, _state["s"].append
     sys.settrace(_global)
     frame = sys._getframe(1)
     while frame is not None:
         if _wanted(frame.f_code):
             frame.f_trace = _local
-            _state["t"].append(time.monotonic())
-            _state["s"].append(_site(frame.f_code, frame.f_lineno))
+            _append_t(_now())
+            _append_s(_site(frame.f_code, frame.f_lineno))
         frame = frame.f_back
 
 
 def stop() -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Stop recording; this rank's line times (its own monotonic clock), line ids and table."""
-    if "previous" not in _state:
+    """Stop recording; this rank's line times (its own monotonic clock), line ids and table
+    (empty when it was not on)."""
+    if not is_on():
         return np.zeros(0), np.zeros(0, np.int64), []
     sys.settrace(_state.pop("previous"))
     frame = sys._getframe(1)
@@ -150,47 +164,28 @@ def stop() -> tuple[np.ndarray, np.ndarray, list[str]]:
     return np.asarray(_state["t"], dtype=np.float64), np.asarray(_state["s"], dtype=np.int64), list(_state["table"])
 
 
-def finish(comm, trace) -> CallSites | None:
-    """Collective, after :func:`recorder.finish <mpiworkbench.trace.recorder.finish>`: stop and
-    gather every rank's lines to rank 0, put on *trace*'s time axis (pass the trace on rank 0,
-    anything elsewhere); ``None`` except on rank 0.
-
-    A rank's lines move by the same amount as its events did: the difference between its first
-    event's time as recorded and in the trace (both clocks are the rank's ``CLOCK_MONOTONIC``).
-    """
-    times, ids, table = stop()
-    events = recorder.local_events()
-    first = float(events["t0"][0]) if len(events) else None
-    parts = comm.gather((times, ids, table, first), root=0)
-    if comm.rank != 0:
-        return None
-    merged: list[str] = []
+def place(parts: list, shifts: list) -> CallSites:
+    """Every rank's lines (what :func:`stop` returned on it; ``None``: not recorded) on a
+    trace's time axis: rank *r*'s times less ``shifts[r]``, the amount its events moved when
+    the trace was built (its own clock minus the trace's axis; ``None``: not known, its lines
+    are left out). The ranks' tables are merged into one."""
     index: dict[str, int] = {}
-    out = CallSites(merged)
-    for rank, (t, s, tab, raw_first) in enumerate(parts):
-        mapping = np.array([index.setdefault(name, len(index)) for name in tab], dtype=np.int64)
-        mine = trace.events["t0"][trace.events["rank"] == rank] if trace is not None else []
-        if raw_first is None or not len(mine):
+    out = CallSites()
+    for part, shift in zip(parts, shifts):
+        if part is None or shift is None or not len(part[0]):
             out.times.append(np.zeros(0))
             out.ids.append(np.zeros(0, np.int64))
             continue
-        shift = raw_first - float(mine[0])
-        out.times.append(t - shift)
-        out.ids.append(mapping[s] if len(s) else np.zeros(0, np.int64))
-    merged.extend(sorted(index, key=index.get))
+        t, s, tab = part
+        mapping = np.array([index.setdefault(name, len(index)) for name in tab], dtype=np.int64)
+        out.times.append(np.asarray(t, dtype=np.float64) - shift)
+        out.ids.append(mapping[np.asarray(s, dtype=np.int64)])
+    out.table.extend(sorted(index, key=index.get))
     return out
 
 
-def trace_call(comm, func, *args, capacity: int | None = None, **kwargs):
-    """Collective: run ``func(*args, **kwargs)`` with its MPI calls and their lines recorded;
-    ``(result, trace, sites)`` (the trace and its :class:`CallSites` on rank 0, ``None`` elsewhere)."""
-    recorder.start(capacity or recorder.DEFAULT_CAPACITY)
-    start()
-    try:
-        result = func(*args, **kwargs)
-    except BaseException:
-        stop()
-        recorder.stop()
-        raise
-    trace = recorder.finish(comm)
-    return result, trace, finish(comm, trace)
+def finish(comm, trace) -> CallSites | None:
+    """The lines of *trace* (``trace.sites``) on rank 0, ``None`` elsewhere: what
+    :func:`recorder.finish <mpiworkbench.trace.recorder.finish>` gathered with the events (it
+    stops the line recording too). Kept for code that starts the lines itself; no communication."""
+    return None if trace is None or comm.rank != 0 else trace.sites

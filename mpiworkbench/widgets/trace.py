@@ -1,5 +1,6 @@
-"""A trace in the notebook: the timeline (zoomable, per communicator), the communication matrix
-and the time per call kind, and an export to Chrome trace-event JSON — composed from
+"""A trace in the notebook: the timeline (zoomable, per communicator, its waiting time shaded by
+wait-state pattern and the longest waits named with their causes), the communication matrix and
+the time per call kind, and an export to Chrome trace-event JSON — composed from
 :mod:`mpiworkbench.plot.trace`.
 
     TraceView(t.trace).widget      # after `with wb.trace() as t: …`
@@ -10,7 +11,9 @@ from __future__ import annotations
 import html
 
 from mpiworkbench.plot.render import figure_to_png
-from mpiworkbench.plot.trace import comm_name, matrix_figure, select_comm, span, time_per_kind_figure, timeline
+from mpiworkbench.plot.trace import (
+    comm_name, matrix_figure, select_comm, span, time_per_kind_figure, timeline, wait_sentences,
+)
 from mpiworkbench.trace.chrome import write_chrome
 from mpiworkbench.trace.model import Trace
 
@@ -48,6 +51,9 @@ class TraceView:
         Shown when the trace buffer was full (:meth:`Trace.overflow`).
     timeline_figure : matplotlib.figure.Figure
         The timeline last drawn.
+    waits : ipywidgets.Checkbox
+        Shade the waiting time by pattern (:meth:`Trace.wait_states`) and name the longest waits
+        of the window, with their causes, under the timeline (:attr:`wait_text`).
     """
 
     def __init__(self, trace: Trace, width: float = 9.0, title: str | None = None):
@@ -61,6 +67,7 @@ class TraceView:
         self._on: dict[object, Trace] = {}
         self._matrices: dict[tuple[object, str], bytes] = {}
         self.timeline_figure = None
+        self._waits = None  # the trace's wait states, computed when first shown
 
         first, last = span(trace)
         end = max(trace.duration, last, 1e-9)
@@ -77,6 +84,9 @@ class TraceView:
                                        description="Zoom (s)", readout_format=".6f",
                                        continuous_update=False, layout=w.Layout(width="95%"))
         self.arrows = w.Checkbox(value=True, description="message arrows")
+        self.waits = w.Checkbox(value=True, description="wait states")
+        self.wait_text = w.HTML()
+        self.wait_text.add_class("mpiwb-trace-waits")
         self.timeline_image = w.Image(format="png")
         self.matrix_what = w.ToggleButtons(options=["bytes", "messages"], value="bytes")
         self.matrix_image = w.Image(format="png")
@@ -86,11 +96,12 @@ class TraceView:
         self.status = w.HTML()
         self.zoom.observe(lambda _: self.draw_timeline(), names="value")
         self.arrows.observe(lambda _: self.draw_timeline(), names="value")
+        self.waits.observe(lambda _: self.draw_timeline(), names="value")
         self.comm.observe(lambda _: (self.draw_timeline(), self.draw_matrix()), names="value")
         self.matrix_what.observe(lambda _: self.draw_matrix(), names="value")
         self.export_button.on_click(lambda _: self.export())
         tabs = w.Tab(children=[
-            w.VBox([w.HBox([self.arrows]), self.zoom, self.timeline_image]),
+            w.VBox([w.HBox([self.arrows, self.waits]), self.zoom, self.timeline_image, self.wait_text]),
             w.VBox([self.matrix_what, self.matrix_image]),
             self.kinds_image,
         ])
@@ -131,10 +142,20 @@ class TraceView:
         lo, hi = self.zoom.value
         if hi <= lo:
             return
+        waits = self.wait_states() if self.waits.value else None
         fig = timeline(self.shown(), lo, hi, arrows=self.arrows.value, title=self._title(self.title),
-                       width=self.width)
+                       width=self.width, waits=waits)
         self.timeline_figure = fig
         self.timeline_image.value = figure_to_png(fig)
+        sentences = wait_sentences(waits, self.trace, lo, hi) if waits is not None else []
+        self.wait_text.value = ("<b>longest waits in view</b><br>" + "<br>".join(map(html.escape, sentences))
+                                if sentences else "")
+
+    def wait_states(self):
+        """The trace's :meth:`~mpiworkbench.trace.model.Trace.wait_states` (computed once)."""
+        if self._waits is None:
+            self._waits = self.trace.wait_states()
+        return self._waits
 
     def draw_matrix(self) -> None:
         """Draw the communication matrix (messages and bytes from rank to rank) of the chosen

@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from mpiworkbench.trace import sites
+from mpiworkbench.trace import recorder
 from mpiworkbench.trace.waits import wait_states
 
 pytestmark = pytest.mark.usefixtures("interposer")  # tests/mpi/conftest.py
@@ -80,7 +80,8 @@ def _late_send(comm, how: str):
                 req.Free()
         comm.Barrier()
 
-    _, trace, where = sites.trace_call(comm, body, capacity=1000)
+    _, trace = recorder.trace_call(comm, body, capacity=1000, lines=True)
+    where = trace.sites if trace is not None else None
     times = {k: v for part in comm.allgather(began) for k, v in part.items()}
     return trace, where, _line_of(body, "# the late send"), times["send"] - times["receive"]
 
@@ -121,7 +122,8 @@ def test_an_ssend_posted_before_its_receive_is_late_receiver(comm):
             comm.Recv(buf, source=0, tag=6)
         comm.Barrier()
 
-    _, trace, where = sites.trace_call(comm, body, capacity=1000)
+    _, trace = recorder.trace_call(comm, body, capacity=1000, lines=True)
+    where = trace.sites if trace is not None else None
     times = {k: v for part in comm.allgather(began) for k, v in part.items()}
     if comm.rank != 0:
         return
@@ -150,7 +152,8 @@ def test_a_late_rank_before_an_allreduce_is_wait_at_nxn_on_every_other_rank(comm
         began[comm.rank] = now()
         comm.Allreduce(MPI.IN_PLACE, value)
 
-    _, trace, where = sites.trace_call(comm, body, capacity=1000)
+    _, trace = recorder.trace_call(comm, body, capacity=1000, lines=True)
+    where = trace.sites if trace is not None else None
     times = {k: v for part in comm.allgather(began) for k, v in part.items()}
     if comm.rank != 0:
         return
@@ -185,7 +188,8 @@ def test_a_run_without_delays_hardly_waits(comm):
             comm.Allreduce(MPI.IN_PLACE, total)
 
     comm.Barrier()
-    _, trace, where = sites.trace_call(comm, body, capacity=10_000)
+    _, trace = recorder.trace_call(comm, body, capacity=10_000, lines=True)
+    where = trace.sites if trace is not None else None
     if rank != 0:
         return
     waits = wait_states(trace, where)
