@@ -11,7 +11,7 @@ import contextlib
 import logging
 import os
 import uuid
-from typing import Any, Iterator
+from typing import Any, Iterator, Self
 
 from mpiworkbench.client import clusters, health, owners, restarts
 from mpiworkbench.client.connection import Connection
@@ -210,7 +210,7 @@ class Session(Execution):
         return "" if self.cluster is None else health.world_log(self.cluster)
 
     @classmethod
-    def attach(cls, profile: str = "mpi", cluster_id: str = "", **options: Any) -> "Session":
+    def attach(cls, profile: str = "mpi", cluster_id: str = "", **options: Any) -> Self:
         """A session on the running cluster of *profile*, started by someone else.
 
         The cluster may have been started by ``ipcluster start --profile=mpi``, JupyterLab's
@@ -234,7 +234,7 @@ class Session(Execution):
         """
         return cls(1, profile=profile, cluster_id=cluster_id, **options).attach_to(profile, cluster_id)
 
-    def attach_to(self, profile: str, cluster_id: str = "") -> "Session":
+    def attach_to(self, profile: str, cluster_id: str = "") -> Self:
         """Attach this (stopped) session to the running cluster of *profile*; see :meth:`attach`."""
         if self.cluster is not None:
             raise RuntimeError(f"this session already runs a cluster ({self.origin}); wb.stop() it first")
@@ -242,7 +242,7 @@ class Session(Execution):
         self.profile, self._attach_id = profile, cluster_id
         return self._attach(found)
 
-    def _attach(self, cluster, restarted: bool = False) -> "Session":
+    def _attach(self, cluster, restarted: bool = False) -> Self:
         connection = self._connection = Connection(cluster, owns_cluster=False)
         self.cluster_id = cluster.cluster_id
         try:
@@ -272,7 +272,7 @@ class Session(Execution):
         return "none" if self.cluster is None else clusters.launcher_name(self.cluster)
 
     def start(self, n: int | None = None, thread_level: str | None = None, own: bool = False,
-              mpi: str | None = None) -> "Session":
+              mpi: str | None = None) -> Self:
         """Start the controller and ``mpiexec -n N ipengine --mpi``; return when all are ready.
 
         With a *profile*, attach to that profile's running cluster instead, when there is one.
@@ -411,7 +411,7 @@ class Session(Execution):
             return "not running"
         return connection.close(stop_cluster=connection.owns_cluster or cluster, log_level=self.log_level)
 
-    def restart(self, force: bool = False) -> "Session":
+    def restart(self, force: bool = False) -> Self:
         """A fresh MPI world: kill the engines (even if blocked in MPI) and start new ones.
 
         The world may be shared: while another notebook's work runs on the ranks (and has not
@@ -463,7 +463,7 @@ class Session(Execution):
                 self.cluster.update_cluster_file()
         return self
 
-    def _restart_through(self, server: owners.JupyterServer) -> "Session":
+    def _restart_through(self, server: owners.JupyterServer) -> Self:
         # the JupyterLab server owns this cluster (its sidebar's STOP stops what the server
         # started): ask it for the fresh world, then attach to the cluster it started
         connection, self._connection = self._connection, None
@@ -471,7 +471,7 @@ class Session(Execution):
         return self._attach(clusters.running_cluster(self.profile, self.cluster_id, required=True),
                             restarted=True)
 
-    def __enter__(self) -> "Session":
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc_info) -> None:
