@@ -99,6 +99,26 @@ def test_receive_with_a_wrong_tag(wb, seen_from):
                and "it sent tag 5" in c for c in exc.causes)
 
 
+def test_a_rank_computing_past_the_timeout_is_late_not_deadlocked(wb):
+    # read on the ranks' host: a rank computing outside MPI publishes nothing to another host
+    exc = _hang(wb, (
+        "import time; from array import array\n"
+        "from mpi4py import MPI\n"
+        "if MPI.COMM_WORLD.rank == 1:\n"
+        "    time.sleep(120)  # computing, long past the timeout\n"
+        "MPI.COMM_WORLD.Allreduce(MPI.IN_PLACE, array('d', [1.0]))  # the buffer form: no Comm_dup first\n"
+    ))
+    assert exc.running == [0, 1]
+    assert _rank(exc, 0).inflight.call == "MPI_Allreduce"
+    one = _rank(exc, 1)
+    assert one.inflight.call is None and one.inflight.outside >= 1.0, one.inflight
+    assert one.line is not None and one.line.split(" in ")[0].endswith(":4")  # the sleep
+    assert exc.causes and exc.causes[0].startswith("rank 1 has been computing for"), exc.causes
+    assert "rank 0 waits for it in MPI_Allreduce" in exc.causes[0] and "late, not deadlocked" in exc.causes[0]
+    assert not any("deadlock:" in c or "never entered" in c for c in exc.causes), exc.causes
+    assert "not inside an MPI call (computing for" in str(exc)
+
+
 def test_trace_block_gathers_a_trace(wb):
     def ring():
         from mpi4py import MPI
@@ -111,6 +131,27 @@ def test_trace_block_gathers_a_trace(wb):
     assert t.complete and t.trace.nranks == 2
     messages = t.trace.messages()
     assert sorted((int(m["src"]), int(m["dst"])) for m in messages if m["tag"] == 3) == [(0, 1), (1, 0)]
+
+
+def test_trace_block_records_the_lines_its_wait_states_name(wb):
+    def late_send():
+        import time
+
+        from mpi4py import MPI
+
+        comm = MPI.COMM_WORLD
+        if comm.rank == 0:
+            time.sleep(0.3)
+            comm.send("late", dest=1, tag=9)  # the late send
+        else:
+            comm.recv(source=0, tag=9)
+
+    with wb.trace() as t:
+        wb.run(late_send)
+    assert t.trace.sites is not None
+    late = [row for row in t.trace.wait_states().by_call_site() if row["pattern"] == "Late Sender"]
+    assert late and late[0]["ranks"] == [1] and late[0]["cause_ranks"] == [0], late
+    assert late[0]["cause_site"].endswith(" in late_send") and "test_trace_hang.py:" in late[0]["cause_site"]
 
 
 def test_trace_up_to_a_timeout(wb):
