@@ -11,13 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from mpiworkbench.bench.catalog import get_benchmark
 from mpiworkbench.client.session import Session
 from mpiworkbench.client.trace import tracing
 from mpiworkbench.drivers.cg import CGHandle
 from mpiworkbench.drivers.heat import HeatHandle
 from mpiworkbench.drivers.wave import WaveHandle
-from mpiworkbench.speedup import experiments
 from mpiworkbench.trace.recorder import DEFAULT_CAPACITY
 
 __all__ = ["Workbench"]
@@ -121,6 +119,7 @@ class Workbench(Session):
         ValueError
             Naming the experiment and the choices when it is unknown.
         """
+        from mpiworkbench.speedup import experiments  # lazy: the experiment registry imports the solvers' and benchmarks' registries; only the panel needs it
         from mpiworkbench.widgets.speedup import SpeedupPanel  # lazy: the panel imports matplotlib; a Workbench that makes no panel never pays for it
 
         experiments.get(experiment)  # a clear error before any widget is built
@@ -146,6 +145,7 @@ class Workbench(Session):
         ValueError
             Naming the benchmark and the choices when it is unknown.
         """
+        from mpiworkbench.bench.catalog import get_benchmark  # lazy: the benchmark catalog imports the backends' registry; only the panel needs it
         from mpiworkbench.widgets.bench import BenchPanel  # lazy: the panel imports matplotlib; a Workbench that makes no panel never pays for it
 
         get_benchmark(benchmark)  # a clear error before any widget is built

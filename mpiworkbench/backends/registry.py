@@ -18,7 +18,6 @@ from typing import Any
 
 from mpiworkbench.backends import api_loops
 from mpiworkbench.backends.base import OPERATIONS, Backend, BackendUnavailableError, Loop
-from mpiworkbench.core import implementations
 
 
 @dataclass(frozen=True)
@@ -299,7 +298,7 @@ def environment(comm=None) -> dict[str, Any]:
     no load sampling), under ``"backends"`` :func:`availability` and under ``"implementations"``
     which MPI implementations are installed (:func:`mpiworkbench.core.implementations.status`) —
     what ``mpiworkbench info`` prints and the control panel shows."""
-    from mpiworkbench.core import machine  # lazy: machine imports importlib.metadata and core.launch; only this snapshot needs them, not every rank
+    from mpiworkbench.core import implementations, machine  # lazy: machine imports importlib.metadata and core.launch; only this snapshot needs them, not every rank
 
     env = machine.capture(comm, measure_load=False)
     env["backends"] = availability()

@@ -12,8 +12,6 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, TypeVar
 
-from mpiworkbench.core import implementations, shm
-
 T = TypeVar("T")
 
 #: Environment variables that tell a process it was started by an MPI launcher.
@@ -43,6 +41,8 @@ def MPI():
 
     if not _footprint_recorded:
         _footprint_recorded = True
+        from mpiworkbench.core import implementations, shm  # lazy: importing this module stays os and typing (shm needs socket and json, implementations dataclasses); only the first MPI() uses them
+
         shm.record_footprint()
         # a launcher/library mismatch runs N worlds of 1 rank each: refuse it on every rank
         implementations.check_world_size(_MPI.COMM_WORLD.size, _MPI.Get_library_version())

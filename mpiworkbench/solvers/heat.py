@@ -35,7 +35,6 @@ from typing import Any, Sequence
 import numpy as np
 
 from mpiworkbench.core import mpi
-from mpiworkbench.solvers.cg.exchange import make_backend
 from mpiworkbench.solvers.picture import DEFAULT_RESOLUTION, Picture, check_resolution, gather_picture
 
 EXCHANGES = ("sendrecv", "nonblocking", "persistent", "persistent-naive")
@@ -144,6 +143,8 @@ class HeatSolver:
         self.backend_name = backend
         self._backend = None
         if backend is not None:
+            from mpiworkbench.solvers.cg.exchange import make_backend  # lazy: only a solver given a backend needs the backends' registry (and CG's package) on its ranks
+
             try:
                 self._backend = mpi.checked(self.comm, lambda: make_backend(backend, self.comm, base))
             except BaseException:

@@ -21,7 +21,7 @@ import numpy as np
 from mpiworkbench.backends import OPERATIONS, BackendUnavailableError, NotSupportedError, backend_class
 from mpiworkbench.backends.c.library import c_handle, comm_type
 from mpiworkbench.backends.numba_mpi import check_world, fit_status_buffers
-from mpiworkbench.core import cbuild, mpi
+from mpiworkbench.core import mpi
 from mpiworkbench.syntax import lessons
 from mpiworkbench.syntax.historic import bind
 from mpiworkbench.syntax.lessons import COLUMNS, CURRENT_COLUMNS, HISTORIC_COLUMNS, LESSONS
@@ -47,6 +47,8 @@ def c_library():
     """All C snippets, compiled together into one cached library (mpicc)."""
     global _c_library
     if _c_library is None:
+        from mpiworkbench.core import cbuild  # lazy: cbuild imports subprocess, hashlib and tempfile, which only a build needs
+
         sources = sorted(lessons.SNIPPETS.glob("*/c.c"))
         _c_library = cbuild.load("wbsnippets", sources, mpi=True)
     return _c_library

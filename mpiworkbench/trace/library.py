@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from mpiworkbench.core import cbuild, implementations
+from mpiworkbench.core import implementations
 
 SOURCE = Path(__file__).with_name("interposer.c")
 #: Set to ``0`` to start ranks without the interposer (no trace, no in-flight records).
@@ -24,6 +24,8 @@ ENV_SWITCH = "MPIWORKBENCH_INTERPOSER"
 def build(impl=None) -> Path:
     """Path of the interposer for MPI implementation *impl* (default: this process's),
     compiled first with its ``mpicc`` if needed (cached like every C library)."""
+    from mpiworkbench.core import cbuild  # lazy: cbuild imports subprocess, hashlib and tempfile, which only a build needs
+
     # a call the library lacks (a wrapper for an MPI-4 function under an MPI-3 library) is an
     # error here, not a symbol lookup error in a rank later
     return cbuild.build("mpi.wbtrace", [SOURCE], mpi=True, impl=impl,

@@ -7,7 +7,7 @@ import ctypes
 from pathlib import Path
 
 from mpiworkbench.backends.base import BackendUnavailableError
-from mpiworkbench.core import cbuild, mpi
+from mpiworkbench.core import mpi
 
 SOURCE = Path(__file__).with_name("c_backend.c")
 
@@ -19,6 +19,8 @@ def load_library():
     global _lib
     if _lib is not None:
         return _lib
+    from mpiworkbench.core import cbuild  # lazy: cbuild imports subprocess, hashlib and tempfile, which only a build needs
+
     try:
         lib = cbuild.load("wbbackend", [SOURCE], mpi=True)
     except (FileNotFoundError, RuntimeError) as exc:

@@ -21,8 +21,6 @@ from typing import Sequence
 
 import numpy as np
 
-from mpiworkbench.core import cbuild
-
 Box = Sequence[tuple[int, int]]
 
 _CSRC = Path(__file__).with_name("wave_update.c")
@@ -150,6 +148,7 @@ class CUpdate:
     def __init__(self, local_shape: Sequence[int], coeffs: Sequence[float]):
         import ctypes
 
+        from mpiworkbench.core import cbuild  # lazy: cbuild imports subprocess, hashlib and tempfile, which only a build needs
         lib = cbuild.load("wave_update", [_CSRC], mpi=False, extra_flags=C_EXTRA_FLAGS)
         func = lib.wave_update
         dbl_p = ctypes.POINTER(ctypes.c_double)
