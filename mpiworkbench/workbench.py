@@ -154,7 +154,7 @@ class Workbench(Session):
     #: The trace of the last ``%%px --trace`` cell (a :class:`mpiworkbench.trace.Trace`).
     last_trace = None
 
-    def trace(self, capacity: int | None = None):
+    def trace(self, capacity: int | None = None, lines: bool = True):
         """Record every rank's MPI calls inside a ``with`` block: ``with wb.trace() as t: …``.
 
         At the end the events are gathered to rank 0 by MPI and pulled once: ``t.trace`` is a
@@ -165,6 +165,10 @@ class Workbench(Session):
         ----------
         capacity : int, optional
             Events each rank can hold (56 bytes each); further calls are counted as dropped.
+        lines : bool
+            Also record the Python line of every call into MPI, which the wait states and the
+            hang report name; it makes traced Python code slower (docs/tracing.md): switch it
+            off to time a traced run.
 
         Examples
         --------
@@ -172,4 +176,4 @@ class Workbench(Session):
         ...     wb.run(lambda: __import__("mpi4py.MPI").MPI.COMM_WORLD.barrier())
         >>> mpiworkbench.plot.trace.timeline(t.trace)  # doctest: +SKIP
         """
-        return tracing(self, DEFAULT_CAPACITY if capacity is None else capacity)
+        return tracing(self, DEFAULT_CAPACITY if capacity is None else capacity, lines=lines)

@@ -309,6 +309,7 @@ class WaitStates:
         return float(self.intervals["seconds"].sum()) / total if total > 0 else 0.0
 
     def site(self, index: int) -> str | None:
+        """The Python line (``file:line in function``) of call site *index*, None when unknown."""
         return self.sites[index] if 0 <= index < len(self.sites) else None
 
     def by_pattern_rank(self) -> dict[str, list[float]]:
