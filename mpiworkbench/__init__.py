@@ -30,11 +30,11 @@ def __getattr__(name: str):
     # Lazy: the notebook kernel pays for ipyparallel only when it asks for a session,
     # and engine-side code never pays for it at all.
     if name == "Workbench":
-        from mpiworkbench.workbench import Workbench
+        from mpiworkbench.workbench import Workbench  # lazy: the package's face must not import ipyparallel
 
         return Workbench
     if name in ("ExecutionTimeout", "RankFailure"):
-        from mpiworkbench.client import errors
+        from mpiworkbench.client import errors  # lazy: likewise (the client imports ipyparallel)
 
         return getattr(errors, name)
     raise AttributeError(f"module 'mpiworkbench' has no attribute {name!r}")

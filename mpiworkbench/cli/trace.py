@@ -28,9 +28,15 @@ import os
 import sys
 from pathlib import Path
 
-from mpiworkbench.core import launch
+from mpiworkbench import cli
+from mpiworkbench.cli._mpijob import add_implementation_argument, implementation
+from mpiworkbench.core import launch, mpi
+from mpiworkbench.trace import otf2 as otf2_export
+from mpiworkbench.trace import recorder, sites
+from mpiworkbench.trace.chrome import write_chrome
 from mpiworkbench.trace.critical import critical_path
 from mpiworkbench.trace.efficiency import efficiency
+from mpiworkbench.trace.model import Trace
 from mpiworkbench.trace.waits import dependencies, wait_states
 
 
@@ -55,7 +61,6 @@ def register(subparsers) -> None:
                         help="with --analyse: analyse this trace JSON (written by mpiworkbench trace) instead of running a command")
     parser.add_argument("--capacity", type=int, default=None,
                         help="events each rank can record before further calls are only counted (default 1e6)")
-    from mpiworkbench.cli._mpijob import add_implementation_argument
     add_implementation_argument(parser)
     parser.add_argument("command", nargs=argparse.REMAINDER,
                         help="-- then the mpiworkbench command, or the Python program (FILE.py ARG …), to trace")
@@ -81,8 +86,6 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("name the command to trace after --, e.g. `mpiworkbench trace -- wave --np 2 --mesh 33`")
     if args.capacity is not None and args.capacity < 1:
         raise ValueError(f"--capacity must be at least 1 event; got {args.capacity}")
-    from mpiworkbench import cli
-
     if _is_program(command):
         if not os.path.isfile(command[0]):
             raise ValueError(f"no Python program {command[0]!r} to trace: name an existing FILE.py")
@@ -103,11 +106,9 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--np must be at least 1; got {np_}")
     if args.otf2 is not None:
         _check_otf2(args.otf2)  # before the job: a run must not end in an archive it cannot write
-    from mpiworkbench.cli._mpijob import implementation
-
     impl = implementation(args)  # the traced command's --mpi, or trace's own, or $MPIWORKBENCH_MPI
     if launch.needs_launch(np_):
-        from mpiworkbench.trace.library import build
+        from mpiworkbench.trace.library import build  # lazy: core.cbuild (subprocess, hashlib) only when a job starts
 
         argv = ["trace", "--out", args.out, *(["--otf2", args.otf2] if args.otf2 is not None else []),
                 *(["--analyse"] if args.analyse else []),
@@ -142,8 +143,6 @@ def _run_program(command: list[str]) -> int:
 def _check_otf2(directory: str) -> None:
     """Refuse (``ValueError``, exit code 2) an OTF2 destination that cannot be written, or a
     missing ``otf2`` package, before any rank starts."""
-    from mpiworkbench.trace import otf2 as otf2_export
-
     otf2_export.check_destination(directory)
     try:
         otf2_export.require_otf2()
@@ -153,11 +152,6 @@ def _check_otf2(directory: str) -> None:
 
 def _traced(command: list[str], out: str, capacity: int | None, otf2_dir: str | None = None,
             analyse: bool = False, analysis: str | None = None) -> int:
-    from mpiworkbench import cli
-    from mpiworkbench.core import mpi
-    from mpiworkbench.plot.trace import write_chrome
-    from mpiworkbench.trace import recorder, sites
-
     recorder.start(capacity or recorder.DEFAULT_CAPACITY)
     if analyse:
         sites.start()
@@ -177,11 +171,9 @@ def _traced(command: list[str], out: str, capacity: int | None, otf2_dir: str | 
         if overflow:
             print(f"mpiworkbench trace: warning: {overflow}", file=sys.stderr, flush=True)
         if otf2_dir is not None:
-            from mpiworkbench.trace.otf2 import write_otf2
-
             # what it holds, said from the trace it was written from (the tests read archives
             # back; reading every archive again here would double the cost of a big one)
-            anchor = write_otf2(trace, otf2_dir, waits=wait_states(trace, where))
+            anchor = otf2_export.write_otf2(trace, otf2_dir, waits=wait_states(trace, where))
             print(f"OTF2 archive written to {anchor} ({trace.nranks} locations; {len(trace)} calls, "
                   f"{len(trace.messages())} messages; wait states beside it)", flush=True)
         if analyse:
@@ -217,8 +209,6 @@ def _write_analysis(trace, sites, destination: str, what: str) -> None:
 
 
 def _analyse_saved(source: str, destination: str | None) -> int:
-    from mpiworkbench.trace.model import Trace
-
     try:
         data = json.loads(Path(source).read_text())
     except (OSError, ValueError) as exc:

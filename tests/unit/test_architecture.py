@@ -201,6 +201,36 @@ def test_no_module_is_longer_than_a_room():
     assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
 
 
+#: Imports of the package's own modules inside functions hide the import graph this file
+#: guards; the few left are there for import cost or a cycle, and say so on their line.
+MAX_INNER_IMPORTS = 60
+
+
+def _inner_own_imports() -> list[tuple[str, int, str]]:
+    found = set()
+    for module, path in MODULES.items():  # the listings shown to learners are left out (see _modules)
+        source = path.read_text()
+        lines = source.splitlines()
+        for node in ast.walk(ast.parse(source)):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for inner in ast.walk(node):
+                own = (isinstance(inner, ast.ImportFrom) and (inner.level > 0 or (inner.module or "").startswith("mpiworkbench"))) or (
+                    isinstance(inner, ast.Import) and any(a.name.startswith("mpiworkbench") for a in inner.names))
+                if own:
+                    found.add((module, inner.lineno, "\n".join(lines[inner.lineno - 1:inner.end_lineno])))
+    return sorted(found)
+
+
+def test_own_imports_sit_at_the_top_of_modules_or_say_why_not():
+    inner = _inner_own_imports()
+    assert len(inner) <= MAX_INNER_IMPORTS, (
+        f"{len(inner)} imports of the package's own modules inside functions (at most {MAX_INNER_IMPORTS}): "
+        "import at the top of the module")
+    silent = [f"{module}:{line}" for module, line, text in inner if "#" not in text]
+    assert not silent, f"imports inside functions without a reason on their line (import cost, a cycle): {silent}"
+
+
 def test_every_python_file_of_the_package_compiles():
     """pip byte-compiles the package on install and linters parse it: every ``.py`` must be
     Python (the exercise solutions too: their IPython magics are commented, Jupytext-style)."""

@@ -20,6 +20,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from mpiworkbench.core import mpi
+from mpiworkbench.syntax.historic import bind
+
 #: name → (thesis section, module that the listing uses)
 LISTINGS: dict[str, tuple[str, str]] = {
     "inner_product_pypar": ("§2.4.1", "pypar"),
@@ -53,8 +56,6 @@ def source(name: str) -> str:
 
 def run(name: str, comm=None) -> tuple[Any, bool]:
     """Collective: run listing *name* on *comm*; ``(this rank's result, its check)``."""
-    from mpiworkbench.core import mpi
-    from mpiworkbench.syntax.historic import bind
     comm = mpi.resolve_comm(comm)
     mod = module(name)
     with bind(comm):
