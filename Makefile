@@ -147,7 +147,7 @@ docs: $(TEST_STAMP)
 # alone is off. docs/speedup_factors.png (docs/tracing.md) is the speedup panel's figure of a
 # traced wave sweep at 1-3 ranks on this machine, drawn by the CLI that the panel's driver runs.
 screenshots: $(TEST_STAMP) system-packages
-	MPIWORKBENCH_TREE_CHECK=0 MPIWORKBENCH_SCREENSHOT_DIR=$(abspath docs) $(BIN)/python -m pytest tests/browser/test_start_here.py
+	MPIWORKBENCH_TREE_CHECK=0 MPIWORKBENCH_SCREENSHOT_DIR=$(abspath docs) $(BIN)/python -m pytest tests/browser/test_start_here.py tests/browser/test_widget_speedup.py
 	$(BIN)/mpiworkbench speedup wave --np 1,2,3 --mesh 65 --steps 10 --repeats 3 --trace --plot docs/speedup_factors.png
 
 # Benchmarks are run on demand, never as part of `make test`.

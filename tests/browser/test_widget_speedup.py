@@ -1,10 +1,14 @@
-"""The speedup panel (issue 7) in real Chromium: it runs the inner-product experiment on 1
-and 2 ranks, shows progress point by point, draws the figure and the table, saves and reloads."""
+"""The speedup panel in real Chromium: it runs the inner-product experiment on 1 and 2 ranks,
+each point traced, shows progress point by point, draws the figure (with the POP factor bars) and
+the tables, saves and reloads."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+from pathlib import Path
 
 from tests.browser.conftest import screenshot
 from tests.browser.widgets_support import (
@@ -65,6 +69,7 @@ def test_speedup_panel_runs_the_inner_product_on_1_and_2_ranks(page, lab_server)
                                arg=[variants.element_handle()])
         _fill(panel, "Sizes", str(SIZE))
         _fill(panel, "Ranks", "1,2")
+        control(panel, "checkbox", "Trace each point").locator("input").check()
         wait_kernel_idle(page)
 
         status = _status(panel)
@@ -101,8 +106,20 @@ def test_speedup_panel_runs_the_inner_product_on_1_and_2_ranks(page, lab_server)
             else:
                 assert all(float(s) > 0 for s in speedups), cells
 
+        # each point was traced: the POP factors are shown under the table, one row per point
+        factors = panel.locator("pre", has_text="load")
+        factors.first.wait_for(timeout=LIMIT_MS)
+        assert panel.locator("b", has_text="POP factors").count() == 1
+        rows = [line.split() for line in factors.first.inner_text().splitlines()[1:] if line[:1] not in ("*", "!")]
+        assert len(rows) == POINTS, rows  # a row per variant and rank count
+
         panel.scroll_into_view_if_needed()
-        assert screenshot(page, "widget_speedup.png").stat().st_size > 10_000
+        shot = screenshot(page, "widget_speedup.png")
+        assert shot.stat().st_size > 10_000
+        # `make screenshots`: the docs' picture of the panel with a traced sweep
+        target = os.environ.get("MPIWORKBENCH_SCREENSHOT_DIR")
+        if target:
+            shutil.copyfile(shot, Path(target) / "speedup_panel.png")
 
         # Save writes the JSON next to the notebook; Load overlays it for comparison
         button(panel, "Save").click()
