@@ -295,4 +295,4 @@ class SpeedupPanel:
 def _factors_html(result: SpeedupResult) -> str:
     """The POP factors of a traced result as preformatted text under its table (``""`` untraced)."""
     text = format_pop(result, experiments.get(result.experiment).size_name)
-    return f"<p><b>POP factors</b> (one traced run per point; 1 = ideal)</p><pre>{html.escape(text)}</pre>" if text else ""
+    return f"<p><b>POP factors</b> (one traced run per point; 1 = ideal)</p><pre style='white-space: pre; overflow-x: auto'>{html.escape(text)}</pre>" if text else ""
