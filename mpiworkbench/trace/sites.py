@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import sys
 import time
+from array import array
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,6 +33,11 @@ import numpy as np
 _LIBRARY = ("site-packages", "/lib/python3", "<frozen", "mpiworkbench/trace/")
 
 _state: dict = {}
+
+#: Lines a rank records in one trace at most (16 bytes each): a trace's events are bounded by
+#: the recorder's capacity, its lines by this. Past it the rank stops recording lines, and its
+#: later calls have no site (-1) rather than a stale one.
+MAX_LINES = 8_000_000
 
 
 @dataclass
@@ -45,7 +51,8 @@ class CallSites:
     times : list of numpy.ndarray
         Per rank, when each recorded line began (seconds, the trace's axis), ascending.
     ids : list of numpy.ndarray
-        Per rank, the line (index in *table*) of each time.
+        Per rank, the line (index in *table*) of each time; -1 from when that rank stopped
+        recording lines (:data:`MAX_LINES`).
     """
 
     table: list[str] = field(default_factory=list)
@@ -110,6 +117,8 @@ def _local(frame, event, arg):
     if event == "line":
         _append_t(_now())
         _append_s(_site(frame.f_code, frame.f_lineno))
+        if len(_state["t"]) >= MAX_LINES:
+            return _full(frame)
     elif event == "return":
         back = frame.f_back  # the caller's line runs on: it makes the calls that follow
         if back is not None and _wanted(back.f_code):
@@ -120,6 +129,18 @@ def _local(frame, event, arg):
 
 def _global(frame, event, arg):
     return _local if _wanted(frame.f_code) else None
+
+
+def _full(frame) -> None:
+    """:data:`MAX_LINES` reached: record no more lines (the frames still running stop being
+    traced), and mark the rest of the trace as of unknown site."""
+    _append_t(_now())
+    _append_s(-1)
+    sys.settrace(_state["previous"])
+    while frame is not None:
+        if frame.f_trace is _local:
+            frame.f_trace = None
+        frame = frame.f_back
 
 
 _now = time.monotonic
@@ -138,7 +159,8 @@ def start() -> None:
     global _append_t, _append_s
     if is_on():
         stop()
-    _state.update(names=_mpi_names(), wanted={}, ids={}, table=[], t=[], s=[], previous=sys.gettrace())
+    _state.update(names=_mpi_names(), wanted={}, ids={}, table=[], t=array("d"), s=array("q"),
+                  previous=sys.gettrace())
     _append_t, _append_s = _state["t"].append, _state["s"].append
     sys.settrace(_global)
     frame = sys._getframe(1)
@@ -161,7 +183,9 @@ def stop() -> tuple[np.ndarray, np.ndarray, list[str]]:
         if frame.f_trace is _local:
             frame.f_trace = None
         frame = frame.f_back
-    return np.asarray(_state["t"], dtype=np.float64), np.asarray(_state["s"], dtype=np.int64), list(_state["table"])
+    times, ids, table = _state.pop("t"), _state.pop("s"), _state.pop("table")
+    _state.clear()  # nothing of the recording outlives it
+    return np.array(times, dtype=np.float64), np.array(ids, dtype=np.int64), list(table)
 
 
 def place(parts: list, shifts: list) -> CallSites:
@@ -177,9 +201,9 @@ def place(parts: list, shifts: list) -> CallSites:
             out.ids.append(np.zeros(0, np.int64))
             continue
         t, s, tab = part
-        mapping = np.array([index.setdefault(name, len(index)) for name in tab], dtype=np.int64)
+        mapping = np.array([*(index.setdefault(name, len(index)) for name in tab), -1], dtype=np.int64)
         out.times.append(np.asarray(t, dtype=np.float64) - shift)
-        out.ids.append(mapping[np.asarray(s, dtype=np.int64)])
+        out.ids.append(mapping[np.asarray(s, dtype=np.int64)])  # -1 (no site) stays -1: mapping's last
     out.table.extend(sorted(index, key=index.get))
     return out
 

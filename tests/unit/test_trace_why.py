@@ -96,6 +96,33 @@ def test_lines_are_recorded_with_the_time_they_ran_and_the_tracer_restored(monke
     assert len(in_body) and before <= in_body.min() <= in_body.max() <= after
 
 
+def test_line_recording_is_bounded_and_calls_past_the_bound_have_no_site(monkeypatch):
+    """A long trace records at most MAX_LINES lines a rank; the calls after that get no site
+    (-1), never the last line recorded, and the tracer there was before is back."""
+
+    class Comm:
+        Sendrecv = staticmethod(abs)
+
+    def loop(comm, n):
+        for _ in range(n):
+            comm.Sendrecv(1)
+
+    monkeypatch.setattr(sites, "MAX_LINES", 50)
+    tracer = sys.gettrace()
+    sites.start()
+    loop(Comm(), 200)  # several lines a round: far past the bound
+    after_full = time.monotonic()
+    loop(Comm(), 5)
+    times, ids, table = sites.stop()
+    assert sys.gettrace() is tracer and not sites.is_on()
+    assert len(times) == 51 and ids[-1] == -1 and (ids[:-1] >= 0).all()  # the bound, then "unknown from here"
+    placed = sites.place([(times, ids, table)], [0.0])
+    events = np.zeros(2, dtype=[("rank", "i4"), ("t0", "f8")])
+    events["t0"] = [times[10], after_full]
+    found = placed.of_events(events)
+    assert found[0] >= 0 and placed.table[found[0]].endswith(" in loop") and found[1] == -1
+
+
 def test_timeline_shades_waits_by_pattern_and_links_them_to_their_causes():
     t = late_send_then_allreduce()
     fig = timeline(t, waits=t.wait_states())
