@@ -85,12 +85,22 @@ def graded(teachers_cluster, tmp_path_factory):
         for student, kind in STUDENTS.items():
             submit(course, student, kind)
         autograde = nbgrader(course, "autograde", ASSIGNMENT)
-        assert autograde.returncode == 0, autograde.stdout[-3000:] + autograde.stderr[-3000:]
+        assert autograde.returncode == 0, _what_failed(autograde.stdout + autograde.stderr)
         feedback = nbgrader(course, "generate_feedback", ASSIGNMENT)
         assert feedback.returncode == 0, feedback.stderr[-3000:]
         yield course, autograde.stdout + autograde.stderr
     finally:
         env.undo()
+
+
+def _what_failed(output: str) -> str:
+    """nbgrader's tracebacks (what its last lines only point at: "see the above traceback"),
+    else its last lines."""
+    lines = output.splitlines()
+    starts = [i for i, line in enumerate(lines) if "Traceback" in line or "[AutogradeApp | ERROR]" in line]
+    if not starts:
+        return output[-3000:]
+    return "\n".join(lines[max(0, starts[0] - 5):starts[0] + 80])[-6000:]
 
 
 def scores(course: Path) -> dict[str, float]:
