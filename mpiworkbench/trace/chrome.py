@@ -4,7 +4,7 @@
 The JSON object form: one process per rank (named ``rank i (host)``), each call a complete event
 (``X``) with its arguments, each matched message a flow arrow (``s`` → ``f``), times in µs;
 ``otherData`` keeps what the events cannot say: the clock offsets, the calls dropped, the
-communicators and the Python lines of the calls (``call_sites``, when recorded). :meth:`Trace.to_chrome <mpiworkbench.trace.model.Trace.to_chrome>` and
+communicators, each rank's traced region (``windows_s``: the analysis measures time from it) and the Python lines of the calls (``call_sites``, when recorded). :meth:`Trace.to_chrome <mpiworkbench.trace.model.Trace.to_chrome>` and
 :meth:`Trace.from_chrome <mpiworkbench.trace.model.Trace.from_chrome>` hand over to
 :func:`to_chrome` and :func:`trace_fields`: this module gives the fields, the class builds the
 trace, so the model imports this module and not the other way round.
@@ -72,7 +72,8 @@ def to_chrome(trace) -> dict[str, Any]:
     comms = [{"id": c.id, "name": c.name, "ranks": list(c.ranks), "kind": c.kind, "parent": c.parent}
              for c in trace.comms]
     other = {"producer": "mpiworkbench", "clock_offsets_s": list(map(float, trace.offsets)),
-             "dropped": list(map(int, trace.dropped)), "communicators": comms}
+             "dropped": list(map(int, trace.dropped)), "communicators": comms,
+             "windows_s": [[float(a), float(b)] for a, b in trace.windows]}
     if getattr(trace, "sites", None) is not None:
         other["call_sites"] = trace.sites.to_dict()
     return {"traceEvents": out, "displayTimeUnit": "ms", "otherData": other}
@@ -104,7 +105,8 @@ def trace_fields(data: dict[str, Any]) -> dict[str, Any]:
     return {"events": events, "nranks": nranks, "hosts": hosts,
             "offsets": list(other.get("clock_offsets_s", [0.0] * nranks)),
             "estimated_offsets": list(other.get("clock_offsets_s", [0.0] * nranks)),
-            "dropped": list(other.get("dropped", [0] * nranks)), "windows": [(0.0, 0.0)] * nranks, "comms": comms,
+            "dropped": list(other.get("dropped", [0] * nranks)),
+            "windows": [tuple(w) for w in other.get("windows_s", [(0.0, 0.0)] * nranks)], "comms": comms,
             "sites": CallSites.from_dict(other["call_sites"]) if "call_sites" in other else None}
 
 

@@ -54,6 +54,18 @@ def test_trace_methods_are_the_analyses_with_the_traces_lines():
     assert t.wait_states(eager_bytes=0).seconds("Late Receiver") == 0.0
 
 
+def test_a_saved_trace_is_analysed_as_the_live_one():
+    """The Chrome JSON keeps each rank's traced region: the time before the first call counts
+    in the POP factors and the waiting fraction of a saved trace as in the live one."""
+    t = late_send_then_allreduce()
+    back = Trace.from_chrome(json.loads(json.dumps(t.to_chrome())))
+    assert np.ravel(back.windows).tolist() == pytest.approx(np.ravel(t.windows).tolist())
+    live, saved = t.efficiency(), back.efficiency()
+    for factor in ("runtime", "ideal_runtime", "load_balance", "communication", "transfer", "parallel"):
+        assert getattr(saved, factor) == pytest.approx(getattr(live, factor)), factor
+    assert back.wait_states().fraction() == pytest.approx(t.wait_states().fraction())
+
+
 def test_sites_survive_a_window_a_communicator_and_the_chrome_round_trip():
     t = late_send_then_allreduce()
     assert t.window(0.0, 3.5).sites is t.sites and t.on_comm(0).sites is t.sites
