@@ -13,12 +13,13 @@ from typing import Any, Callable
 
 from mpiworkbench import backends
 from mpiworkbench.client.caches import forget
+from mpiworkbench.client.postmortem import PostMortem
 from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, WorldDied, WorldRestarted
 from mpiworkbench.client.remote import RemoteObject
 from mpiworkbench.client.trace import arm_engines, explain_timeout, submitted
 from mpiworkbench.client.waiting import wait_ranks
 from mpiworkbench.client.world import RESTARTING
-from mpiworkbench.core import machine, objects
+from mpiworkbench.core import machine, objects, postmortem
 
 #: The environment variable that sets :data:`DEFAULT_TIMEOUT_S` for every session of a process
 #: (a grader sets it for the notebooks it runs: :mod:`mpiworkbench.course`).
@@ -196,10 +197,35 @@ class Execution:
 
     def pull(self, name: str, rank: int = 0) -> Any:
         """The value of *name* in one rank's namespace (gather to that rank with MPI first)."""
-        engine = {r: e for e, r in self.ranks.items()}[rank]
+        engine = self._engine_of(rank)
         ar = self.submit(f"{self.activity or 'wb.pull'}: {name}", lambda: self.client[engine].pull(name, block=False))
         self.wait_explained(ar, self.timeout)
         return ar.get()
+
+    def post_mortem(self, rank: int) -> PostMortem:
+        """The last exception raised on *rank* — by a ``%%px`` cell or :meth:`run` — frame by
+        frame from your code to the raise, with each frame's local variables (in a cell, the
+        names the failing statement uses): ``print(wb.post_mortem(2))``, ``wb.post_mortem(2).locals``.
+
+        The frames stay on the rank (IPython keeps its last exception until the next one, which
+        may come from any client of a shared world); only their summary is sent back. The other
+        ranks' state when it failed is what the :class:`RankFailure` or hang report said.
+        """
+        engine = self._engine_of(rank)
+        ar = self.submit(f"{self.activity or 'wb.post_mortem'}: rank {rank}",
+                         lambda: self.client[engine].apply_async(postmortem.last_failure))
+        self.wait_explained(ar, self.timeout)
+        found = ar.get()
+        return PostMortem(rank, **found) if found else PostMortem(rank)
+
+    def _engine_of(self, rank: int) -> int:
+        if self.view is None:
+            raise RuntimeError("the workbench is not running; call wb.start() first")
+        engines = {r: e for e, r in self.ranks.items()}
+        if rank not in engines:
+            raise ValueError(f"rank {rank!r} is not a rank of this world (ranks 0 to {len(engines) - 1}); "
+                             "name one of them")
+        return engines[rank]
 
     # ------------------------------------------------------------------ remote objects
     def create(self, factory: str, *args: Any, nranks: int | None = None, **kwargs: Any) -> "RemoteObject":
