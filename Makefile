@@ -144,8 +144,9 @@ docs: $(TEST_STAMP)
 # 00_start_here (JupyterLab in Chromium) and written to docs/screenshot.png (the whole file runs:
 # its second test shuts the kernel down and checks that the cluster went with it). Writing that
 # picture into the working tree is the point here, so the suite's check that tests leave the tree
-# alone is off. docs/speedup_factors.png (docs/tracing.md) is the speedup panel's figure of a
-# traced wave sweep at 1-3 ranks on this machine, drawn by the CLI that the panel's driver runs.
+# alone is off. docs/speedup_panel.png is the speedup panel after a traced sweep (its browser
+# test), docs/speedup_factors.png (docs/tracing.md) the same figure for a traced wave sweep at
+# 1-3 ranks on this machine, drawn by the CLI that the panel's driver runs.
 screenshots: $(TEST_STAMP) system-packages
 	MPIWORKBENCH_TREE_CHECK=0 MPIWORKBENCH_SCREENSHOT_DIR=$(abspath docs) $(BIN)/python -m pytest tests/browser/test_start_here.py tests/browser/test_widget_speedup.py
 	$(BIN)/mpiworkbench speedup wave --np 1,2,3 --mesh 65 --steps 10 --repeats 3 --trace --plot docs/speedup_factors.png
