@@ -55,13 +55,31 @@ class _RankReport(WorkbenchError):
         return "\n".join(lines)
 
     def _render_traceback_(self) -> list[str]:
-        # IPython shows this instead of a traceback through the workbench's internals.
-        tracebacks: list[str] = []
+        # IPython shows this instead of a traceback through the workbench's internals: each
+        # distinct traceback once, headed by the ranks that raised it (64 ranks failing alike
+        # are one traceback, not 64).
+        groups: dict[tuple[str, ...], list[int]] = {}
         for status in self.statuses:
             if status.traceback:
-                tracebacks.append(f"--- rank {status.rank} ---")
-                tracebacks.extend(status.traceback)
+                groups.setdefault(tuple(status.traceback), []).append(status.rank)
+        tracebacks: list[str] = []
+        for lines, ranks in groups.items():
+            tracebacks.append(f"--- {ranks_text(ranks)} ---")
+            tracebacks.extend(lines)
         return [f"{type(self).__name__}: {self.report()}", *tracebacks]
+
+
+def ranks_text(ranks: list[int]) -> str:
+    """``rank 3``, ``ranks 0-2``, ``ranks 0, 2, 5-7``: sorted ranks with runs as ranges."""
+    ordered = sorted(set(ranks))
+    runs: list[list[int]] = []
+    for rank in ordered:
+        if runs and rank == runs[-1][-1] + 1:
+            runs[-1].append(rank)
+        else:
+            runs.append([rank])
+    parts = [f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)) for run in runs]
+    return f"{'rank' if len(ordered) == 1 else 'ranks'} {', '.join(parts)}"
 
 
 class RankFailure(_RankReport):

@@ -13,7 +13,7 @@ import mpiworkbench
 from mpiworkbench.cli import build_parser, main
 from mpiworkbench.cli.lab import lab_command
 from mpiworkbench.core.launch import mpiexec_command
-from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, RankStatus
+from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, RankStatus, ranks_text
 from mpiworkbench.widgets.control import status_html
 from mpiworkbench.client.profile import create_profile
 def _modules_after_import(statement: str) -> set[str]:
@@ -143,6 +143,24 @@ def test_timeout_report_names_ranks_and_the_way_out():
     assert "wb.restart()" in text and "collective" in text
     rendered = report._render_traceback_()
     assert rendered[0].startswith("ExecutionTimeout:") and "--- rank 0 ---" in rendered
+
+
+def test_ranks_failing_alike_show_one_traceback_headed_by_their_ranks():
+    same = ["Traceback ...", "ZeroDivisionError: division by zero"]
+    report = RankFailure([RankStatus(r, r, "failed", "ZeroDivisionError: division by zero", same) for r in (0, 1, 2, 5)]
+                         + [RankStatus(3, 3, "failed", "KeyError: 'x'", ["Traceback ...", "KeyError: 'x'"]),
+                            RankStatus(4, 4, "ok")])
+    rendered = report._render_traceback_()
+    assert rendered.count("ZeroDivisionError: division by zero") == 1
+    assert "--- ranks 0-2, 5 ---" in rendered and "--- rank 3 ---" in rendered
+    assert rendered.index("--- ranks 0-2, 5 ---") < rendered.index("--- rank 3 ---")  # in order of the first rank
+    assert "rank 5 (engine 5): failed with ZeroDivisionError" in rendered[0]  # the per-rank lines stay
+
+
+def test_rank_sets_are_written_with_ranges():
+    assert ranks_text([3]) == "rank 3"
+    assert ranks_text([1, 0]) == "ranks 0, 1"
+    assert ranks_text([0, 1, 2, 4, 6, 7, 8, 9]) == "ranks 0-2, 4, 6-9"
 
 
 def test_slow_but_healthy_timeout_suggests_raising_the_limit():
