@@ -280,9 +280,14 @@ def _run_in_world(args: argparse.Namespace, spec) -> int:
                 flush=True,
             )
 
-    result = run_experiment(spec, lambda p: run_point(p, comm), on_point=progress)
-    library = machine.mpi_library()
-    result.environments[library["mpi"]] = library
+    def measure(point):  # the command reports each traced point's factors (pop), never its Trace: none kept
+        record = run_point(point, comm)
+        record.pop(analysis.TRACE_KEY, None)
+        return record
+
+    result = run_experiment(spec, measure, on_point=progress)
+    mpi_library = machine.mpi_library()  # not `library`: that names the interposer's module here
+    result.environments[mpi_library["mpi"]] = mpi_library
     if root and part is not None:  # the parent prints and checks the whole result
         analysis.save(result, args.json)
         return 0

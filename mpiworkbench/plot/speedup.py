@@ -90,14 +90,13 @@ def scaling_figure(
     figure then grows by a third of *width*)."""
     if isinstance(results, SpeedupResult):
         results = [results]
-    traced = next(((r, key, pts) for r in results for key, pts in pop_series(r).items()), None)
+    traced = [(r, key, pts) for r in results for key, pts in pop_series(r).items()]
     fig = new_figure(width * (4 / 3 if traced else 1), height)
     ax_t, ax_s, ax_e, *ax_f = fig.subplots(1, 4 if traced else 3)
     if traced:
-        result, (variant, size), pts = traced
-        more = sum(len(pop_series(r)) for r in results) > 1
-        draw_factors(ax_f[0], pts, result.cores,
-                     f"POP factors: {variant}, {size_name}={size}" + (" (first traced series)" if more else ""))
+        result, (variant, size), pts = traced[0]
+        draw_factors(ax_f[0], pts, result.cores, f"POP factors: {variant}, {size_name}={size}"
+                     + (" (first traced series)" if len(traced) > 1 else ""))
     counts = sorted({int(p["nranks"]) for r in results for p in r.points}) or [1, 2]
     xmax = max(counts)
     cores = next((r.cores for r in results if r.cores), None)

@@ -324,13 +324,19 @@ def format_table(result: SpeedupResult, size_name: str = "size") -> str:
         for point in points:
             cells += point or ["-"] * (4 + len(extra))
         lines.append(cells)
-    widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
-    text = "\n".join("  ".join(str(c).rjust(w) for c, w in zip(line, widths)) for line in lines)
-    cores = result.cores
-    note = f"\n* oversubscribed: more active ranks than the {cores} core(s) of the host" if any(
-        r["oversubscribed"] for r in table_rows(result)
-    ) else ""
-    return text + note + busy_note(result, "\n")
+    note = oversubscribed_note(result) if any(r["oversubscribed"] for r in table_rows(result)) else ""
+    return aligned(lines) + note + busy_note(result, "\n")
+
+
+def aligned(lines: list[list[str]]) -> str:
+    """Rows of cells as text, every column right-aligned (the header row first): the text tables."""
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines)
+
+
+def oversubscribed_note(result: SpeedupResult) -> str:
+    """The line under a text table whose ``*`` marks oversubscribed rank counts."""
+    return f"\n* oversubscribed: more active ranks than the {result.cores} core(s) of the host"
 
 
 def _point_cells(result: SpeedupResult, series: list[tuple[str, int]]):
@@ -414,8 +420,7 @@ def format_ratio_table(result: SpeedupResult, size_name: str = "size", markdown:
         out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         out += ["| " + " | ".join(line) + " |" for line in lines[1:]]
         return "\n".join(out)
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines)
+    return aligned(lines)
 
 
 def busy_note(result: SpeedupResult, prefix: str = "") -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from mpiworkbench.speedup.analysis import SpeedupResult, series_name
+from mpiworkbench.speedup.analysis import SpeedupResult, aligned, oversubscribed_note, series_name
 
 __all__ = ["POP_FACTORS", "format_pop", "pop_series"]
 
@@ -41,21 +41,15 @@ def pop_series(result: SpeedupResult) -> dict[tuple[str, int], list[dict[str, An
 def format_pop(result: SpeedupResult, size_name: str = "size") -> str:
     """The POP factors of the traced points as text: one row per series and rank count
     (``-`` where a factor is not defined: scalability under weak scaling); ``""`` untraced."""
-    header = ["series", "ranks", *(label for _, label in POP_FACTORS)]
-    lines = [header]
-    over = False
-    for key, pts in pop_series(result).items():
-        for p in pts:
-            over |= bool(p.get("oversubscribed"))
-            lines.append([series_name(key, size_name), f"{p['nranks']}{' *' if p.get('oversubscribed') else ''}",
-                          *(_factor_text(p["pop"].get(k)) for k, _ in POP_FACTORS)])
-    if len(lines) == 1:
+    rows = [(key, p) for key, pts in pop_series(result).items() for p in pts]
+    if not rows:
         return ""
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    text = "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines)
-    dropped = [p for pts in pop_series(result).values() for p in pts if p["pop"].get("dropped")]
-    if over:
-        text += f"\n* oversubscribed: more active ranks than the {result.cores} core(s) of the host"
+    text = aligned([["series", "ranks", *(label for _, label in POP_FACTORS)]] + [
+        [series_name(key, size_name), f"{p['nranks']}{' *' if p.get('oversubscribed') else ''}",
+         *(_factor_text(p["pop"].get(k)) for k, _ in POP_FACTORS)] for key, p in rows])
+    if any(p.get("oversubscribed") for _, p in rows):
+        text += oversubscribed_note(result)
+    dropped = [p for _, p in rows if p["pop"].get("dropped")]
     if dropped:
         text += ("\n! the trace buffer overflowed at " + ", ".join(f"{p['nranks']} rank(s)" for p in dropped)
                  + ": those factors miss the calls not recorded")
