@@ -32,12 +32,12 @@ from mpiworkbench import cli
 from mpiworkbench.cli._mpijob import add_implementation_argument, implementation
 from mpiworkbench.core import launch, mpi
 from mpiworkbench.trace import otf2 as otf2_export
-from mpiworkbench.trace import recorder, sites
+from mpiworkbench.trace import recorder
 from mpiworkbench.trace.chrome import write_chrome
-from mpiworkbench.trace.critical import critical_path
-from mpiworkbench.trace.efficiency import efficiency
+from mpiworkbench.trace.critical import CriticalPath, critical_path
+from mpiworkbench.trace.efficiency import Efficiency, efficiency
 from mpiworkbench.trace.model import Trace
-from mpiworkbench.trace.waits import dependencies, wait_states
+from mpiworkbench.trace.waits import WaitStates, dependencies, wait_states
 
 
 def register(subparsers) -> None:
@@ -152,17 +152,14 @@ def _check_otf2(directory: str) -> None:
 
 def _traced(command: list[str], out: str, capacity: int | None, otf2_dir: str | None = None,
             analyse: bool = False, analysis: str | None = None) -> int:
-    recorder.start(capacity or recorder.DEFAULT_CAPACITY)
-    if analyse:
-        sites.start()
+    # with --analyse the recorder records the calls' Python lines too (trace.sites)
+    recorder.start(capacity or recorder.DEFAULT_CAPACITY, lines=analyse or recorder.LINES)
     try:
         code = _run_program(command) if _is_program(command) else cli.main(command)
     except BaseException:
-        sites.stop()
         recorder.stop()
         raise
     trace = recorder.finish(mpi.world())
-    where = sites.finish(mpi.world(), trace) if analyse else None
     if trace is not None:
         write_chrome(trace, out)
         what = " ".join(command) if _is_program(command) else "mpiworkbench " + " ".join(command)
@@ -170,14 +167,16 @@ def _traced(command: list[str], out: str, capacity: int | None, otf2_dir: str | 
         overflow = trace.overflow()
         if overflow:
             print(f"mpiworkbench trace: warning: {overflow}", file=sys.stderr, flush=True)
+        parts = _analyse(trace) if analyse else None  # the wait states computed once, for both
         if otf2_dir is not None:
             # what it holds, said from the trace it was written from (the tests read archives
             # back; reading every archive again here would double the cost of a big one)
-            anchor = otf2_export.write_otf2(trace, otf2_dir, waits=wait_states(trace, where))
+            waits = parts[0] if parts is not None else wait_states(trace)
+            anchor = otf2_export.write_otf2(trace, otf2_dir, waits=waits)
             print(f"OTF2 archive written to {anchor} ({trace.nranks} locations; {len(trace)} calls, "
                   f"{len(trace.messages())} messages; wait states beside it)", flush=True)
-        if analyse:
-            _write_analysis(trace, where, analysis or _beside(out), what)
+        if parts is not None:
+            _write_analysis(trace, analysis or _beside(out), what, parts)
     return code
 
 
@@ -187,22 +186,26 @@ def _beside(trace_path: str) -> str:
     return str(path.with_name((path.stem if path.suffix == ".json" else path.name) + ".analysis.json"))
 
 
-def analysis(trace, sites=None, top: int = 20) -> dict:
+def _analyse(trace: Trace) -> tuple[WaitStates, Efficiency, CriticalPath]:
+    """The wait states, POP factors and critical path of *trace*, from one :func:`dependencies`."""
+    deps = dependencies(trace)
+    return wait_states(trace, deps=deps), efficiency(trace, deps), critical_path(trace, deps=deps)
+
+
+def analysis(trace: Trace, top: int = 20, parts: tuple | None = None) -> dict:
     """What ``--analyse`` writes (JSON-ready): ``nranks``, ``runtime_s``, ``wait_states``
     (:meth:`WaitStates.to_dict <mpiworkbench.trace.waits.WaitStates.to_dict>`), ``efficiency``
     (the POP factors), ``critical_path`` (:meth:`CriticalPath.to_dict
-    <mpiworkbench.trace.critical.CriticalPath.to_dict>`) and ``text`` (what is printed)."""
-    deps = dependencies(trace)
-    waits = wait_states(trace, sites, deps=deps)
-    pop = efficiency(trace, deps)
-    path = critical_path(trace, sites, deps)
+    <mpiworkbench.trace.critical.CriticalPath.to_dict>`) and ``text`` (what is printed); the
+    calls' lines are the trace's (``trace.sites``). *parts*: ``_analyse(trace)``, when already computed."""
+    waits, pop, path = _analyse(trace) if parts is None else parts
     text = "\n".join([waits.text(), pop.text(), path.text()])
     return {"nranks": trace.nranks, "runtime_s": pop.runtime, "wait_states": waits.to_dict(top),
             "efficiency": pop.to_dict(), "critical_path": path.to_dict(top), "text": text}
 
 
-def _write_analysis(trace, sites, destination: str, what: str) -> None:
-    result = {"trace": what, **analysis(trace, sites)}
+def _write_analysis(trace: Trace, destination: str, what: str, parts: tuple | None = None) -> None:
+    result = {"trace": what, **analysis(trace, parts=parts)}
     print(result["text"], flush=True)
     Path(destination).write_text(json.dumps(result, indent=1, ensure_ascii=False))
     print(f"analysis written to {destination}", flush=True)
@@ -214,5 +217,5 @@ def _analyse_saved(source: str, destination: str | None) -> int:
     except (OSError, ValueError) as exc:
         raise ValueError(f"--from {source!r}: cannot read a trace from it ({exc}); name a JSON file written by "
                          "mpiworkbench trace --out") from None
-    _write_analysis(Trace.from_chrome(data), None, destination or _beside(source), source)
+    _write_analysis(Trace.from_chrome(data), destination or _beside(source), source)
     return 0

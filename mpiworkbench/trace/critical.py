@@ -30,7 +30,7 @@ import numpy as np
 # Trace (trace/model.py) and CallSites (trace/sites.py) are named in annotations only: not
 # imported, so that the Trace can offer these analyses as methods without an import cycle.
 from mpiworkbench.trace.events import kind_name
-from mpiworkbench.trace.waits import binding, collective_instances, dependencies, regions
+from mpiworkbench.trace.waits import collective_instances, dependencies, regions, waiting
 
 #: One piece of the critical path: on *rank* from *t0* to *t1*.
 SEGMENT_DTYPE = np.dtype([("rank", "i4"), ("t0", "f8"), ("t1", "f8")])
@@ -167,10 +167,7 @@ def critical_path(trace: Trace, sites: CallSites | None = None, deps: np.ndarray
     starts, ends = regions(trace)
     if not trace.nranks:
         return CriticalPath(np.zeros(0, SEGMENT_DTYPE), 0.0, np.zeros(0), np.zeros(0))
-    deps = binding(dependencies(trace) if deps is None else deps)
-    if len(deps):
-        wait = np.clip(deps["cause_t"], deps["lo"], deps["hi"]) - deps["lo"]
-        deps = deps[(wait > 0) & (deps["cause_rank"] != ev["rank"][deps["block"]])]
+    deps, _ = waiting(trace, dependencies(trace) if deps is None else deps)
     # per rank, the waiting calls in call order (event indices ascend within a rank)
     by_rank: list[list[int]] = [[] for _ in range(trace.nranks)]
     info: dict[int, tuple[float, int, int]] = {}
@@ -200,14 +197,14 @@ def critical_path(trace: Trace, sites: CallSites | None = None, deps: np.ndarray
         rank, t, limit = cause_rank, cause_t, cause_event
     segments = np.array(segs[::-1], dtype=SEGMENT_DTYPE)
     seconds = np.bincount(segments["rank"], weights=segments["t1"] - segments["t0"], minlength=trace.nranks)
-    mpi, on_path = _calls_on(trace, segments)
+    mpi = _calls_on(trace, segments)
     mpi_seconds = np.bincount(ev["rank"], weights=mpi, minlength=trace.nranks) if len(ev) else np.zeros(trace.nranks)
     return CriticalPath(segments, float(ends.max() - starts.min()), seconds, mpi_seconds,
-                        _site_rows(trace, sites, mpi, on_path))
+                        _site_rows(trace, sites, mpi))
 
 
-def _calls_on(trace: Trace, segments: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per event, its seconds on the path, and whether it is on it."""
+def _calls_on(trace: Trace, segments: np.ndarray) -> np.ndarray:
+    """Per event, its seconds on the path (> 0: on it)."""
     ev = trace.events
     seconds = np.zeros(len(ev))
     for rank in np.unique(segments["rank"]).tolist():
@@ -221,12 +218,12 @@ def _calls_on(trace: Trace, segments: np.ndarray) -> tuple[np.ndarray, np.ndarra
         seg = segs[np.maximum(pos, 0)]
         overlap = np.minimum(ev["t1"][mine], seg["t1"]) - np.maximum(ev["t0"][mine], seg["t0"])
         seconds[mine] = np.where(ok, np.maximum(overlap, 0.0), 0.0)
-    return seconds, seconds > 0
+    return seconds
 
 
-def _site_rows(trace: Trace, sites: CallSites | None, seconds: np.ndarray, on_path: np.ndarray) -> list[dict]:
+def _site_rows(trace: Trace, sites: CallSites | None, seconds: np.ndarray) -> list[dict]:
     ev = trace.events
-    idx = np.flatnonzero(on_path)
+    idx = np.flatnonzero(seconds > 0)
     if not len(idx):
         return []
     sites = sites if sites is not None else getattr(trace, "sites", None)

@@ -53,7 +53,6 @@ EVENTS_KEY = "mpiworkbench_events"
 #: Seconds a recording rank must have been still (stuck in one call, or idle) before its
 #: reporter publishes the events it recorded so far (once per change).
 EVENTS_AFTER_S = 1.0
-_BLOCKING_SENDS, _RECEIVES = BLOCKING_SENDS, BLOCKING_RECEIVES
 
 
 def slot_path(pid: int) -> str:
@@ -284,7 +283,7 @@ class InFlight:
         if self.peer >= 0 or self.peer == ANY_SOURCE:
             peer = "ANY_SOURCE" if self.peer == ANY_SOURCE else str(self.peer)
             name = "root" if KIND.get(self.call, -1) in COLLECTIVES else (
-                "source" if KIND.get(self.call, -1) in _RECEIVES else "dest")
+                "source" if KIND.get(self.call, -1) in BLOCKING_RECEIVES else "dest")
             args.append(f"{name}={peer}")
         if self.tag >= 0 or self.tag == ANY_TAG:
             args.append("tag=" + ("ANY_TAG" if self.tag == ANY_TAG else str(self.tag)))
@@ -391,7 +390,7 @@ def diagnose(ranks: list[RankState]) -> list[str]:
     seen: set[int] = set()
     for rank, rec in sorted(blocked.items()):  # a wrong tag first: it explains what follows from it
         sender = by_rank.get(rec.peer)
-        if KIND.get(rec.call, -1) in _RECEIVES and rec.peer >= 0 and rec.tag >= 0 and sender and sender.inflight:
+        if KIND.get(rec.call, -1) in BLOCKING_RECEIVES and rec.peer >= 0 and rec.tag >= 0 and sender and sender.inflight:
             tags = sorted({t for d, t, *_ in sender.inflight.sent if d == rank})
             if tags and rec.tag not in tags:
                 seen.update({rank, rec.peer})
@@ -404,7 +403,7 @@ def diagnose(ranks: list[RankState]) -> list[str]:
         if rank in seen:
             continue
         kind, other, sender = KIND.get(rec.call, -1), blocked.get(rec.peer), by_rank.get(rec.peer)
-        if kind in _BLOCKING_SENDS and other is not None and KIND.get(other.call, -1) in _BLOCKING_SENDS \
+        if kind in BLOCKING_SENDS and other is not None and KIND.get(other.call, -1) in BLOCKING_SENDS \
                 and other.peer == rank:
             seen.update({rank, rec.peer})
             causes.append(
@@ -412,12 +411,12 @@ def diagnose(ranks: list[RankState]) -> list[str]:
                 f"deadlock: {rec.bytes} and {other.bytes} bytes are too large to be buffered, so each "
                 "send waits for a receive that is never posted); use Sendrecv, or Isend/Irecv then Wait"
             )
-        elif kind in _RECEIVES and other is not None and KIND.get(other.call, -1) in _RECEIVES \
+        elif kind in BLOCKING_RECEIVES and other is not None and KIND.get(other.call, -1) in BLOCKING_RECEIVES \
                 and other.peer == rank:
             seen.update({rank, rec.peer})
             causes.append(f"ranks {rank} and {rec.peer} both wait to receive from each other "
                           "(a receive–receive deadlock): one of them must send first")
-        elif kind in _RECEIVES and sender is not None and sender.state == "failed":
+        elif kind in BLOCKING_RECEIVES and sender is not None and sender.state == "failed":
             causes.append(f"rank {rank} waits in {rec.call} for rank {rec.peer}, which raised "
                           f"{sender.error or 'an exception'}")
     causes += late_ranks(ranks, blocked, seen)

@@ -207,9 +207,3 @@ def place(parts: list, shifts: list) -> CallSites:
     out.table.extend(sorted(index, key=index.get))
     return out
 
-
-def finish(comm, trace) -> CallSites | None:
-    """The lines of *trace* (``trace.sites``) on rank 0, ``None`` elsewhere: what
-    :func:`recorder.finish <mpiworkbench.trace.recorder.finish>` gathered with the events (it
-    stops the line recording too). Kept for code that starts the lines itself; no communication."""
-    return None if trace is None or comm.rank != 0 else trace.sites

@@ -255,6 +255,16 @@ def binding(deps: np.ndarray) -> np.ndarray:
     return d[last]
 
 
+def waiting(trace: Trace, deps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Of *deps*, the :func:`binding` ones on another rank that made their call wait, and the
+    seconds each waited."""
+    deps = binding(deps)
+    if len(deps):
+        deps = deps[deps["cause_rank"] != trace.events["rank"][deps["block"]]]
+    wait = np.clip(deps["cause_t"], deps["lo"], deps["hi"]) - deps["lo"]
+    return deps[wait > 0], wait[wait > 0]
+
+
 @dataclass
 class WaitStates:
     """The waiting intervals of a trace (:func:`wait_states`).
@@ -395,19 +405,15 @@ def _sets(inverse: np.ndarray, values: np.ndarray, n: int) -> list[list[int]]:
 def wait_states(trace: Trace, sites: CallSites | None = None, eager_bytes: int | None = None,
                 deps: np.ndarray | None = None) -> WaitStates:
     """Every waiting interval of *trace*, classified (:data:`PATTERNS`), with the waiting and the
-    causing rank, call, communicator and (with *sites*, :func:`mpiworkbench.trace.sites.finish`)
-    the Python lines of both calls.
+    causing rank, call, communicator and (with *sites*, by default ``trace.sites``) the Python
+    lines of both calls.
 
     *eager_bytes*: count a standard send of at least this many bytes as synchronous (the MPI
     library sends it by rendezvous); ``None`` counts only ``Ssend``/``Issend``/``Ssend_init``.
     *deps*: :func:`dependencies` of the trace, when already computed.
     """
     ev = trace.events
-    deps = binding(dependencies(trace, eager_bytes) if deps is None else deps)
-    if len(deps):
-        deps = deps[deps["cause_rank"] != ev["rank"][deps["block"]]]
-    wait = np.clip(deps["cause_t"], deps["lo"], deps["hi"]) - deps["lo"]
-    deps, wait = deps[wait > 0], wait[wait > 0]
+    deps, wait = waiting(trace, dependencies(trace, eager_bytes) if deps is None else deps)
     out = np.zeros(len(deps), WAIT_DTYPE)
     out["pattern"], out["rank"], out["cause_rank"] = deps["pattern"], ev["rank"][deps["block"]], deps["cause_rank"]
     out["kind"], out["comm"], out["t_start"], out["seconds"] = ev["kind"][deps["block"]], deps["comm"], deps["lo"], wait

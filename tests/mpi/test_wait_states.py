@@ -52,10 +52,15 @@ def _line_of(func, text: str) -> str:
     raise AssertionError(f"{text!r} not in {func.__name__}")
 
 
+def _run(comm, body, began: dict, capacity: int = 1000):
+    """Collective: *body* traced with its lines; the trace (rank 0, ``None`` elsewhere) and every
+    rank's *began* times merged."""
+    _, trace = recorder.trace_call(comm, body, capacity=capacity, lines=True)
+    return trace, {k: v for part in comm.allgather(began) for k, v in part.items()}
+
+
 def _late_send(comm, how: str):
     """Rank 0 sends to the last rank D seconds after the receive is posted."""
-    from mpi4py import MPI
-
     buf = np.zeros(8)
     last = comm.size - 1
     began = {}
@@ -80,21 +85,19 @@ def _late_send(comm, how: str):
                 req.Free()
         comm.Barrier()
 
-    _, trace = recorder.trace_call(comm, body, capacity=1000, lines=True)
-    where = trace.sites if trace is not None else None
-    times = {k: v for part in comm.allgather(began) for k, v in part.items()}
-    return trace, where, _line_of(body, "# the late send"), times["send"] - times["receive"]
+    trace, times = _run(comm, body, began)
+    return trace, _line_of(body, "# the late send"), times["send"] - times["receive"]
 
 
 @pytest.mark.mpi_min(2)
 @pytest.mark.parametrize("how", ["recv", "irecv", "persistent"])
 def test_a_late_send_is_late_sender_on_the_receiver_at_the_send_line(comm, how):
-    trace, where, send_line, lateness = _late_send(comm, how)
+    trace, send_line, lateness = _late_send(comm, how)
     if comm.rank != 0:
         return
     last = comm.size - 1
     assert lateness > D / 2  # the injected delay, less how much later the other rank left the Barrier
-    waits = wait_states(trace, where)
+    waits = wait_states(trace, trace.sites)
     late = waits.of("Late Sender", rank=last)
     assert late["seconds"].sum() == pytest.approx(lateness, abs=tolerance(lateness)), waits.text()
     assert set(late["cause_rank"].tolist()) == {0}
@@ -122,14 +125,12 @@ def test_an_ssend_posted_before_its_receive_is_late_receiver(comm):
             comm.Recv(buf, source=0, tag=6)
         comm.Barrier()
 
-    _, trace = recorder.trace_call(comm, body, capacity=1000, lines=True)
-    where = trace.sites if trace is not None else None
-    times = {k: v for part in comm.allgather(began) for k, v in part.items()}
+    trace, times = _run(comm, body, began)
     if comm.rank != 0:
         return
     lateness = times["receive"] - times["send"]
     assert lateness > D / 2  # the injected delay, less how much later the other rank left the Barrier
-    waits = wait_states(trace, where)
+    waits = wait_states(trace, trace.sites)
     late = waits.of("Late Receiver", rank=0)
     assert late["seconds"].sum() == pytest.approx(lateness, abs=tolerance(lateness)), waits.text()
     assert set(late["cause_rank"].tolist()) == {last}
@@ -152,12 +153,10 @@ def test_a_late_rank_before_an_allreduce_is_wait_at_nxn_on_every_other_rank(comm
         began[comm.rank] = now()
         comm.Allreduce(MPI.IN_PLACE, value)
 
-    _, trace = recorder.trace_call(comm, body, capacity=1000, lines=True)
-    where = trace.sites if trace is not None else None
-    times = {k: v for part in comm.allgather(began) for k, v in part.items()}
+    trace, times = _run(comm, body, began)
     if comm.rank != 0:
         return
-    waits = wait_states(trace, where)
+    waits = wait_states(trace, trace.sites)
     for rank in range(comm.size):
         got = waits.seconds("Wait at N×N", rank=rank)
         if rank == late_rank:
@@ -188,9 +187,8 @@ def test_a_run_without_delays_hardly_waits(comm):
             comm.Allreduce(MPI.IN_PLACE, total)
 
     comm.Barrier()
-    _, trace = recorder.trace_call(comm, body, capacity=10_000, lines=True)
-    where = trace.sites if trace is not None else None
+    trace, _ = _run(comm, body, {}, capacity=10_000)
     if rank != 0:
         return
-    waits = wait_states(trace, where)
+    waits = wait_states(trace, trace.sites)
     assert waits.fraction() < 0.05, waits.text()
