@@ -8,8 +8,9 @@ Run on demand (not part of ``make test``)::
 Traces ``mpiworkbench wave --np 2 --mesh M`` (a short calibration run first picks the steps that
 fill ``--seconds``), then, in this process, times (median of ``--repeats``, after one warm-up):
 loading the trace (reading the Chrome JSON and building the Trace, messages matched), and the
-analysis (``dependencies``, ``wait_states``, ``efficiency`` with its ideal-network replay,
-``critical_path``); reported in seconds and as analysis / load. The goal: analysis under 1 s.
+analysis ``--analyse`` makes (``mpiworkbench.cli.trace.analysis``: dependencies once, wait states,
+POP factors with the ideal-network replay, critical path, their tables); reported in seconds and
+as analysis / load. The goal: analysis under 1 s.
 """
 
 from __future__ import annotations
@@ -23,10 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from mpiworkbench.trace.critical import critical_path
-from mpiworkbench.trace.efficiency import efficiency
+from mpiworkbench.cli.trace import analysis
 from mpiworkbench.trace.model import Trace
-from mpiworkbench.trace.waits import dependencies, wait_states
 
 
 def traced_wave(out: Path, mesh: int, steps: int) -> None:
@@ -43,11 +42,10 @@ def load(path: Path) -> Trace:
 
 
 def analyse(trace: Trace) -> dict:
-    deps = dependencies(trace)
-    waits = wait_states(trace, deps=deps)
-    pop = efficiency(trace, deps)
-    path = critical_path(trace, deps=deps)
-    return {"waiting_fraction": waits.fraction(), "parallel_efficiency": pop.parallel, "critical_hops": path.hops}
+    """What ``mpiworkbench trace --analyse`` computes and writes (its own function)."""
+    found = analysis(trace)
+    return {"waiting_fraction": found["wait_states"]["fraction"], "parallel_efficiency": found["efficiency"]["parallel"],
+            "critical_hops": found["critical_path"]["hops"]}
 
 
 def main() -> int:

@@ -34,10 +34,8 @@ from mpiworkbench.core import launch, mpi
 from mpiworkbench.trace import otf2 as otf2_export
 from mpiworkbench.trace import recorder
 from mpiworkbench.trace.chrome import write_chrome
-from mpiworkbench.trace.critical import CriticalPath, critical_path
-from mpiworkbench.trace.efficiency import Efficiency, efficiency
 from mpiworkbench.trace.model import Trace
-from mpiworkbench.trace.waits import WaitStates, dependencies, wait_states
+from mpiworkbench.trace.waits import WaitStates
 
 
 def register(subparsers) -> None:
@@ -167,16 +165,15 @@ def _traced(command: list[str], out: str, capacity: int | None, otf2_dir: str | 
         overflow = trace.overflow()
         if overflow:
             print(f"mpiworkbench trace: warning: {overflow}", file=sys.stderr, flush=True)
-        parts = _analyse(trace) if analyse else None  # the wait states computed once, for both
+        waits = trace.wait_states() if analyse or otf2_dir is not None else None  # once, for both
         if otf2_dir is not None:
             # what it holds, said from the trace it was written from (the tests read archives
             # back; reading every archive again here would double the cost of a big one)
-            waits = parts[0] if parts is not None else wait_states(trace)
             anchor = otf2_export.write_otf2(trace, otf2_dir, waits=waits)
             print(f"OTF2 archive written to {anchor} ({trace.nranks} locations; {len(trace)} calls, "
                   f"{len(trace.messages())} messages; wait states beside it)", flush=True)
-        if parts is not None:
-            _write_analysis(trace, analysis or _beside(out), what, parts)
+        if analyse:
+            _write_analysis(trace, analysis or _beside(out), what, waits)
     return code
 
 
@@ -186,26 +183,23 @@ def _beside(trace_path: str) -> str:
     return str(path.with_name((path.stem if path.suffix == ".json" else path.name) + ".analysis.json"))
 
 
-def _analyse(trace: Trace) -> tuple[WaitStates, Efficiency, CriticalPath]:
-    """The wait states, POP factors and critical path of *trace*, from one :func:`dependencies`."""
-    deps = dependencies(trace)
-    return wait_states(trace, deps=deps), efficiency(trace, deps), critical_path(trace, deps=deps)
-
-
-def analysis(trace: Trace, top: int = 20, parts: tuple | None = None) -> dict:
+def analysis(trace: Trace, top: int = 20, waits: WaitStates | None = None) -> dict:
     """What ``--analyse`` writes (JSON-ready): ``nranks``, ``runtime_s``, ``wait_states``
     (:meth:`WaitStates.to_dict <mpiworkbench.trace.waits.WaitStates.to_dict>`), ``efficiency``
     (the POP factors), ``critical_path`` (:meth:`CriticalPath.to_dict
     <mpiworkbench.trace.critical.CriticalPath.to_dict>`) and ``text`` (what is printed); the
-    calls' lines are the trace's (``trace.sites``). *parts*: ``_analyse(trace)``, when already computed."""
-    waits, pop, path = _analyse(trace) if parts is None else parts
+    calls' lines are the trace's (``trace.sites``); the three share the trace's one
+    :meth:`~mpiworkbench.trace.model.Trace.dependencies`. *waits*: ``trace.wait_states()``, when
+    already computed."""
+    waits = trace.wait_states() if waits is None else waits
+    pop, path = trace.efficiency(), trace.critical_path()
     text = "\n".join([waits.text(), pop.text(), path.text()])
     return {"nranks": trace.nranks, "runtime_s": pop.runtime, "wait_states": waits.to_dict(top),
             "efficiency": pop.to_dict(), "critical_path": path.to_dict(top), "text": text}
 
 
-def _write_analysis(trace: Trace, destination: str, what: str, parts: tuple | None = None) -> None:
-    result = {"trace": what, **analysis(trace, parts=parts)}
+def _write_analysis(trace: Trace, destination: str, what: str, waits: WaitStates | None = None) -> None:
+    result = {"trace": what, **analysis(trace, waits=waits)}
     print(result["text"], flush=True)
     Path(destination).write_text(json.dumps(result, indent=1, ensure_ascii=False))
     print(f"analysis written to {destination}", flush=True)

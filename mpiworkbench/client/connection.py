@@ -129,12 +129,13 @@ class Connection:
         level = levels.pop() if len(levels) == 1 else thread_level
         found_mpi = next(iter(infos.values())).get("mpi", mpi)
         known = {"ranks": {e: info["rank"] for e, info in infos.items()}, "thread_level": level,
-                 "hosts": {info["rank"]: info.get("host", "") for info in infos.values()}, "mpi": found_mpi}
+                 "hosts": {info["rank"]: info.get("host", "") for info in infos.values()}, "mpi": found_mpi,
+                 "generation": None}
         if self.world is not None:
             uuids = clusters.engine_uuids(self.client)
-            self.world.record_engine_set(
+            known["generation"] = self.world.record_engine_set(
                 known["ranks"], restarted=restarted,
                 engines={str(e): [r, uuids.get(e, "")] for e, r in known["ranks"].items()},
                 thread_level=level, hosts={str(r): h for r, h in known["hosts"].items()},
-                mpi=mpi if self.owns_cluster else found_mpi)
+                mpi=mpi if self.owns_cluster else found_mpi)["generation"]
         return known

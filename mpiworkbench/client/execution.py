@@ -220,7 +220,7 @@ class Execution:
 
     def _engine_of(self, rank: int) -> int:
         if self.view is None:
-            raise RuntimeError("the workbench is not running; call wb.start() first")
+            self._require_running()  # says how to start it
         engines = {r: e for e, r in self.ranks.items()}
         if rank not in engines:
             raise ValueError(f"rank {rank!r} is not a rank of this world (ranks 0 to {len(engines) - 1}); "

@@ -9,13 +9,12 @@ each of them finds the new engine set recorded in the world on its next call and
 
 from __future__ import annotations
 
-import contextlib
 import time
 from typing import Any
 
 from mpiworkbench.client import clusters, leftovers, owners
 from mpiworkbench.client.errors import WorldInUse
-from mpiworkbench.client.world import RESTARTING, World
+from mpiworkbench.client.world import RESTARTING, exclusive_use
 
 #: Seconds a session waits for its client to see the engines another client restarted.
 RESTART_FOLLOW_S = 10.0
@@ -49,6 +48,12 @@ def end_running_work(connection, force: bool) -> None:
     clusters.kill_ranks(connection.cluster, connection.client, connection.ranks)
 
 
+def restart_turn(world):
+    """Hold *world*'s turn while its engines are replaced (a ``with`` block): the other clients
+    wait ("restarting the MPI world") instead of sending work to dying ranks."""
+    return exclusive_use(world, RESTARTING, RESTART_TURN_S, restarting=True)
+
+
 def wait_for_engine_set(connection, n: int) -> dict[str, Any] | None:
     """The new engine set another client recorded, once this client sees its engines (at most
     :data:`RESTART_FOLLOW_S`); None when they never show (a new controller, too)."""
@@ -78,8 +83,9 @@ def through_server(connection, server: owners.JupyterServer, profile: str, clust
     leftovers.after_kill(left)  # the server's restart does not know the ranks' /dev/shm files
     world, connection.world = connection.world, None
     connection.release(remove_world=False)
-    with contextlib.ExitStack() as holding:
+    try:
+        with restart_turn(world):
+            owners.restart_through(server, profile, cluster_id, n)
+    finally:
         if world is not None:
-            holding.callback(world.close)
-            world.acquire(RESTARTING, RESTART_TURN_S, restarting=True)
-        owners.restart_through(server, profile, cluster_id, n)
+            world.close()

@@ -18,7 +18,7 @@ from mpiworkbench.client.connection import Connection
 from mpiworkbench.client.execution import DEFAULT_TIMEOUT_S, REFUSE_AFTER_HANG_VARIABLE, Execution
 from mpiworkbench.client.magics import activate
 from mpiworkbench.client.watchdog import start_watchdog
-from mpiworkbench.client.world import RESTARTING, ClientInfo, World, exclusive_use, world_directory
+from mpiworkbench.client.world import ClientInfo, World, world_directory
 from mpiworkbench.core import implementations, machine
 
 
@@ -332,28 +332,25 @@ class Session(Execution):
         engines otherwise, bounded by :attr:`timeout` on a cluster started elsewhere."""
         connection = self._connection
         known = None if fresh or restarted else connection.engine_set(self.n)
-        if known is not None:
-            self._take_engine_set(known)
-        else:
-            self._ask_engines(restarted)
+        if known is None:
+            limit = self.cluster.engine_timeout if self.owns_cluster or restarted else self.timeout
+            known = connection.ask_engines(self.n, limit, restarted, self.thread_level, self.mpi)
         if connection.world is not None:
-            connection.world.changed_since_seen()
-            connection.generation = (connection.world.engine_set() or {}).get("generation")
+            connection.world.changed_since_seen()  # the record just read or written is seen
+        self._take_engine_set(known)
         self._build_view()
 
     def _take_engine_set(self, known: dict[str, Any]) -> None:
-        """Take the rank map of :meth:`Connection.engine_set`; an attached session also takes
-        the engines' thread level and MPI (our own cluster keeps what was asked for)."""
+        """Take an engine set of :meth:`Connection.engine_set` or :meth:`Connection.ask_engines`
+        (rank map, hosts, generation); an attached session also takes the engines' thread level
+        and MPI (our own cluster keeps what was asked for)."""
         self._connection.ranks = known["ranks"]
         self._connection.hosts = dict(known.get("hosts") or {})
+        self._connection.generation = known.get("generation")
         if not self.owns_cluster:
             self.thread_level = known["thread_level"]
             if known.get("mpi"):
                 self.mpi = known["mpi"]
-
-    def _ask_engines(self, restarted: bool) -> None:
-        limit = self.cluster.engine_timeout if self.owns_cluster or restarted else self.timeout
-        self._take_engine_set(self._connection.ask_engines(self.n, limit, restarted, self.thread_level, self.mpi))
 
     def _build_view(self) -> None:
         by_rank = sorted(self.ranks, key=self.ranks.__getitem__)
@@ -374,7 +371,6 @@ class Session(Execution):
         known = restarts.wait_for_engine_set(connection, self.n)
         if known is not None:
             self._take_engine_set(known)
-            connection.generation = record.get("generation")
             self._build_view()
             if not self.owns_cluster and self.profile is not None:
                 # the cluster file records the new engine set: read it, so that our view of
@@ -452,8 +448,7 @@ class Session(Execution):
         if server is not None:
             return self._restart_through(server)
         connection.view = None
-        with exclusive_use(connection.world, RESTARTING, restarts.RESTART_TURN_S, restarting=True), \
-                clusters.acting_on(self.cluster, attached=not self.owns_cluster):
+        with restarts.restart_turn(connection.world), clusters.acting_on(self.cluster, attached=not self.owns_cluster):
             clusters.kill_engines(self.cluster, self.client, self.ranks, self.log_level)
             self.cluster.start_engines_sync(self.n)
             self._connect_engines(restarted=True)

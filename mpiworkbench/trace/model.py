@@ -22,7 +22,7 @@ from mpiworkbench.trace.events import (
     EVENT_DTYPE, KIND, KINDS, ONE_SIDED, RECEIVES, SENDS, STARTED_RECEIVES, STARTED_SENDS, STARTS, TRACE_DTYPE,
 )
 from mpiworkbench.trace.otf2 import write_otf2
-from mpiworkbench.trace.waits import WaitStates, wait_states
+from mpiworkbench.trace.waits import WaitStates, dependencies, wait_states
 
 # CallSites (trace/sites.py) is named in an annotation only: sites is imported by the recorder,
 # which imports this module.
@@ -89,6 +89,7 @@ class Trace:
     comms: list[Communicator] = field(default_factory=list)
     sites: CallSites | None = field(default=None, compare=False, repr=False)
     _messages: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    _dependencies: dict | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.comms:
@@ -333,22 +334,32 @@ class Trace:
         return f"<Trace of {self.nranks} rank(s): {self.summary()}>"
 
     # ------------------------------------------------------------------ why is it slow
+    def dependencies(self, eager_bytes: int | None = None) -> np.ndarray:
+        """Every call's dependencies on other ranks' calls (:func:`mpiworkbench.trace.waits.dependencies`),
+        computed once per trace and *eager_bytes* for the analyses below (shared: do not modify)."""
+        key = (id(self.events), len(self.events))
+        if self._dependencies is None or self._dependencies["key"] != key:
+            self._dependencies = {"key": key}
+        if eager_bytes not in self._dependencies:
+            self._dependencies[eager_bytes] = dependencies(self, eager_bytes)
+        return self._dependencies[eager_bytes]
+
     def wait_states(self, eager_bytes: int | None = None) -> WaitStates:
         """Every waiting interval, classified by Scalasca's patterns (Late Sender, Wait at N×N,
         …), with the waiting and the causing rank, call and Python line:
         :func:`mpiworkbench.trace.waits.wait_states`. *eager_bytes*: count a standard send of at
         least this many bytes as synchronous (sent by rendezvous)."""
-        return wait_states(self, self.sites, eager_bytes)
+        return wait_states(self, self.sites, eager_bytes, deps=self.dependencies(eager_bytes))
 
     def efficiency(self) -> Efficiency:
         """The POP factors of the traced region (load balance, communication, serialisation and
         transfer efficiency): :func:`mpiworkbench.trace.efficiency.efficiency`."""
-        return efficiency(self)
+        return efficiency(self, self.dependencies())
 
     def critical_path(self) -> CriticalPath:
         """The path through the message and collective graph that set the run's length, each
         rank's share of it and the call sites on it: :func:`mpiworkbench.trace.critical.critical_path`."""
-        return critical_path(self, self.sites)
+        return critical_path(self, self.sites, self.dependencies())
 
     # ------------------------------------------------------------------ export / import
     def to_otf2(self, directory, archive_name: str = "traces"):
