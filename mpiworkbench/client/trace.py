@@ -230,8 +230,12 @@ def other_clients_work(wb, ar) -> list[str]:
     if not ids:
         return []
     records = {r["msg_id"]: r for r in wb.client.db_query({"msg_id": {"$in": ids}}, keys=["client_uuid"])}
+    own = wb.client.session.session  # this notebook's other calls (the hang probes among them) are not another client's
     lines = []
     for engine, msg_ids in sorted(foreign.items(), key=lambda kv: wb.ranks.get(kv[0], kv[0])):
+        msg_ids = [m for m in msg_ids if (records.get(m) or {}).get("client_uuid") != own]
+        if not msg_ids:
+            continue
         owners_ = []
         for msg_id in msg_ids:
             session = (records.get(msg_id) or {}).get("client_uuid", "")
