@@ -69,6 +69,10 @@ class Session(Execution):
     [0, 1]
     """
 
+    #: The last ``%%px`` cell's output on every rank, grouped (:class:`~mpiworkbench.client.output.GroupedOutput`:
+    #: ``print(wb.last_output)``, ``wb.last_output.show_all()``, ``wb.last_output.raw()``).
+    last_output = None
+
     def __init__(
         self,
         n: int = 2,
