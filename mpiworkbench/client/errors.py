@@ -49,24 +49,60 @@ class _RankReport(WorkbenchError):
     def report(self) -> str:
         """The whole message: headline, one line per rank, advice (and the hang report, if any)."""
         lines = [self.headline + (f" {self.detail}" if self.detail else "")]
-        lines += [s.line() for s in self.statuses]
+        lines += status_lines(self.statuses)
         if self.advice:
             lines.append(self.advice)
         return "\n".join(lines)
 
     def _render_traceback_(self) -> list[str]:
         # IPython shows this instead of a traceback through the workbench's internals: each
-        # distinct traceback once, headed by the ranks that raised it (64 ranks failing alike
-        # are one traceback, not 64).
-        groups: dict[tuple[str, ...], list[int]] = {}
-        for status in self.statuses:
-            if status.traceback:
-                groups.setdefault(tuple(status.traceback), []).append(status.rank)
-        tracebacks: list[str] = []
-        for lines, ranks in groups.items():
-            tracebacks.append(f"--- {ranks_text(ranks)} ---")
-            tracebacks.extend(lines)
-        return [f"{type(self).__name__}: {self.report()}", *tracebacks]
+        # error type once, with one full traceback, headed by the ranks that raised it (64
+        # ranks failing alike are one traceback, not 64)
+        return [f"{type(self).__name__}: {self.report()}", *error_lines(self.statuses)]
+
+
+#: Up to this many ranks a report has one line per rank; beyond, ranks alike share a line.
+LINE_PER_RANK_UP_TO = 8
+
+
+def status_lines(statuses: list[RankStatus]) -> list[str]:
+    """One line per rank (engine ids included) up to :data:`LINE_PER_RANK_UP_TO` ranks; beyond,
+    one line per outcome (``ranks 0-62: finished``, ``rank 63: failed with KeyError: 'x'``)."""
+    if len(statuses) <= LINE_PER_RANK_UP_TO:
+        return [s.line() for s in statuses]
+    groups: dict[tuple[str, str], list[int]] = {}
+    for s in statuses:
+        groups.setdefault((s.state, s.error), []).append(s.rank)
+    words = {"ok": "finished", "running": "still running"}
+    return [f"  {ranks_text(ranks)}: {words.get(state) or 'failed with ' + error}"
+            for (state, error), ranks in sorted(groups.items(), key=lambda item: min(item[1]))]
+
+
+def error_groups(statuses: list[RankStatus]) -> list[tuple[str, list[RankStatus]]]:
+    """The failed ranks grouped by exception type (``ZeroDivisionError``), in order of each
+    group's first rank."""
+    groups: dict[str, list[RankStatus]] = {}
+    for status in sorted(statuses, key=lambda s: s.rank):
+        if status.state == "failed":
+            groups.setdefault(status.error.split(":", 1)[0], []).append(status)
+    return list(groups.items())
+
+
+def error_lines(statuses: list[RankStatus], show_messages: int = 8) -> list[str]:
+    """Each error type once: a header with the ranks that raised it, one full traceback (its
+    first rank's), and — when the messages differ within the type — each rank's message (at
+    most *show_messages* of them)."""
+    lines: list[str] = []
+    for ename, group in error_groups(statuses):
+        lines.append(f"--- {ranks_text([s.rank for s in group])} ---")
+        lines.extend(group[0].traceback or [group[0].error])
+        messages = {s.error for s in group}
+        if len(messages) > 1:
+            lines.append(f"({ename} on {len(group)} ranks, {len(messages)} different messages:)")
+            lines.extend(f"  rank {s.rank}: {s.error}" for s in group[:show_messages])
+            if len(group) > show_messages:
+                lines.append(f"  … {len(group) - show_messages} more (the error's .statuses has them all)")
+    return lines
 
 
 def ranks_text(ranks: list[int]) -> str:

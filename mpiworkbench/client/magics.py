@@ -20,10 +20,18 @@ from __future__ import annotations
 import sys
 from contextlib import nullcontext
 
+from IPython.display import display
 from ipyparallel import error
 from ipyparallel.client.magics import ParallelMagics
 
+from mpiworkbench.client.errors import RankFailure
+from mpiworkbench.client.output import GroupedOutput, RankOutput
 from mpiworkbench.client.trace import tracing
+from mpiworkbench.client.waiting import rank_statuses
+
+#: Up to this many ranks ``%%px`` streams output as it comes, engine by engine (ipyparallel's
+#: way); beyond, it shows every rank's output grouped when the cell ends (``--stream`` streams).
+STREAM_UP_TO = 8
 
 
 class WorkbenchMagics(ParallelMagics):
@@ -61,9 +69,10 @@ class WorkbenchMagics(ParallelMagics):
         signal_on_interrupt=None,
     ):
         block = self.view.block if block is None else block
-        stream_output = self.stream_output if stream_output is None else stream_output
-        signal_on_interrupt = self.signal_on_interrupt if signal_on_interrupt is None else signal_on_interrupt
         targets = self.view.targets
+        if stream_output is None:  # at many ranks, output streamed engine by engine is a flood: group it
+            stream_output = self.stream_output and len(self._engines(targets)) <= STREAM_UP_TO
+        signal_on_interrupt = self.signal_on_interrupt if signal_on_interrupt is None else signal_on_interrupt
         wb = self.workbench
         first = next((line.strip() for line in cell.splitlines() if line.strip()), "")
         label = f"{wb.activity or '%%px'}: {first[:60]}"
@@ -76,13 +85,16 @@ class WorkbenchMagics(ParallelMagics):
             return result
         try:
             with result.stream_output() if stream_output else nullcontext():
-                wb.wait_explained(result, wb.timeout, raise_failures=False)
-                try:
-                    result.get()
-                except error.CompositeError as exc:
-                    if stream_output and result._output_ready:
-                        raise error.AlreadyDisplayedError(exc) from None
-                    raise
+                statuses = wb.wait_explained(result, wb.timeout, raise_failures=False)
+                if stream_output:  # the tracebacks were streamed: ipyparallel's short note
+                    try:
+                        result.get()
+                    except error.CompositeError as exc:
+                        if result._output_ready:
+                            raise error.AlreadyDisplayedError(exc) from None
+                        raise
+                elif any(s.state == "failed" for s in statuses):
+                    raise RankFailure(statuses)  # each error type once, with its ranks
         except KeyboardInterrupt:
             if signal_on_interrupt is None:
                 raise
@@ -91,10 +103,41 @@ class WorkbenchMagics(ParallelMagics):
         finally:
             if not stream_output:
                 # after a timeout only some ranks have output to show: show theirs
-                for part in result.split() if not result.ready() else (result,):
-                    if part.ready():
-                        part.wait_for_output(1)
-                        part.display_outputs(groupby)
+                wb.last_output = show_grouped(result, wb.ranks)
+
+    def _engines(self, targets) -> list:
+        return self.view.client._build_targets(targets)[1]
+
+
+def show_grouped(result, rank_of) -> GroupedOutput:
+    """Print the finished ranks' output of *result* grouped (:mod:`~mpiworkbench.client.output`;
+    errors are left to the :class:`RankFailure` raised) and republish their rich outputs rank by
+    rank; returns the :class:`GroupedOutput` (``wb.last_output``)."""
+    outputs, rich = [], []
+    parts = result.split()
+    for engine, part in zip(result._targets if isinstance(result._targets, list) else [result._targets], parts):
+        if not part.ready():
+            continue
+        part.wait_for_output(1)
+        rank = rank_of.get(engine, engine)
+        found = part.execute_result
+        data = (found or {}).get("data") or {}
+        plain = set(data) <= {"text/plain"}
+        outputs.append(RankOutput(rank, part.stdout or "", part.stderr or "", data.get("text/plain", "") if plain else "",
+                                  rank_statuses(part, rank_of)[0] if part.exception() is not None else None))
+        if part.outputs or not plain:
+            rich.append((rank, part, not plain))
+    grouped = GroupedOutput(outputs)
+    text = grouped.text(errors=False)
+    if text:
+        print(text)
+    for rank, part, result_too in rich:
+        print(f"[output:{rank}]")
+        for output in part.outputs:
+            part._republish_displaypub(output, part.engine_id)
+        if result_too:
+            display(part.get())
+    return grouped
 
 
 def activate(wb):
