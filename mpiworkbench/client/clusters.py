@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from mpiworkbench.client import leftovers
+from mpiworkbench.client import allocation, leftovers
 from mpiworkbench.client.caches import forget
 from mpiworkbench.client.engine_start import CONNECTION_FILE_VARIABLE, ENGINE_CMD
 from mpiworkbench.client.watchdog import connection_file, end_cluster, engine_state_file
@@ -107,9 +107,13 @@ def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", threa
     this process's), one BLAS thread per rank, a fast heartbeat.
     *yield_while_waiting*: MPICH ranks yield their core while waiting
     (:data:`mpiworkbench.core.launch.YIELD_WHILE_WAITING`; default from
-    ``$MPIWORKBENCH_YIELD_WHILE_WAITING``), for more ranks than cores."""
+    ``$MPIWORKBENCH_YIELD_WHILE_WAITING``), for more ranks than cores.
+    Inside a Slurm job the ranks are the job's (:mod:`~mpiworkbench.client.allocation`): its
+    ``mpiexec`` places them on the job's nodes, the controller listens where they reach it."""
     import ipyparallel as ipp
 
+    job = allocation.current()
+    controller_ip = allocation.controller_address(controller_ip, job)
     config = engine_config(n, thread_level, yield_while_waiting, mpi)
     cluster = ipp.Cluster(
         config=config,
@@ -121,6 +125,8 @@ def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", threa
             f"--HeartMonitor.period={HEARTBEAT_MS}",
             f"--HeartMonitor.max_heartmonitor_misses={HEARTBEAT_MISSES}",
             *(f"--DictDB.{name}={value}" for name, value in hub_database_settings().items()),
+            # beyond loopback (a job's nodes), encrypted as a profile with --ip is
+            *(["--IPController.enable_curve=True"] if controller_ip not in allocation.LOOPBACK else []),
         ],
         delay=0,
         log_level=log_level,
@@ -461,11 +467,14 @@ def quiet(cluster) -> None:
 
 
 def check_start_options(n: int, thread_level: str | None, oversubscribe: bool) -> None:
-    """Refuse a rank count or thread level a new cluster cannot start with, saying why."""
+    """Refuse a rank count or thread level a new cluster cannot start with, saying why (inside a
+    Slurm job: more ranks than its tasks; this machine's cores are not what Slurm granted)."""
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ValueError(f"n must be a positive number of MPI ranks; got {n!r}")
-    cores = machine.cores()
-    if n > cores and not oversubscribe:
+    cores, job = machine.cores(), allocation.current()
+    if job is not None:
+        allocation.check_size(n, job)
+    elif n > cores and not oversubscribe:
         raise ValueError(
             f"n={n} ranks exceeds the {cores} cores of this machine. MPICH ranks busy-poll "
             "while they wait, so oversubscribed ranks take turns on the cores: it works, "

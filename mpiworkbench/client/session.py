@@ -13,8 +13,9 @@ import os
 import uuid
 from typing import Any, Iterator, Self
 
-from mpiworkbench.client import clusters, health, owners, restarts
+from mpiworkbench.client import allocation, clusters, health, owners, restarts
 from mpiworkbench.client.connection import Connection
+from mpiworkbench.client.debugging import RankDebugging, remove_connection_files
 from mpiworkbench.client.execution import DEFAULT_TIMEOUT_S, REFUSE_AFTER_HANG_VARIABLE, Execution
 from mpiworkbench.client.magics import activate
 from mpiworkbench.client.watchdog import start_watchdog
@@ -22,14 +23,15 @@ from mpiworkbench.client.world import ClientInfo, World, world_directory
 from mpiworkbench.core import implementations, machine
 
 
-class Session(Execution):
+class Session(Execution, RankDebugging):
     """An ipyparallel cluster whose engines are the ranks of one MPI world: its life cycle and
     how code runs on it. The user-facing :class:`mpiworkbench.Workbench` adds the panels.
 
     Parameters
     ----------
-    n : int
-        Number of MPI ranks (engines).
+    n : int, optional
+        Number of MPI ranks (engines): by default 2, or inside a Slurm job the job's task count
+        (the ranks then run on the job's nodes: :mod:`~mpiworkbench.client.allocation`).
     timeout : float or None
         Seconds a ``%%px`` cell or :meth:`run` may take before its ranks are reported
         as hung (``None`` waits forever). Change it any time: ``wb.timeout = 600``.
@@ -75,7 +77,7 @@ class Session(Execution):
 
     def __init__(
         self,
-        n: int = 2,
+        n: int | None = None,
         *,
         timeout: float | None = DEFAULT_TIMEOUT_S,
         oversubscribe: bool = False,
@@ -88,6 +90,7 @@ class Session(Execution):
         profile: str | None = None,
         mpi: str | None = None,
     ):
+        n = allocation.world_size(n)  # 2, or the Slurm job's tasks inside one
         clusters.check_start_options(n, thread_level, oversubscribe)
         #: The MPI implementation of the ranks (a name of :mod:`mpiworkbench.core.implementations`).
         self.mpi = (implementations.get(mpi) if mpi else implementations.current()).name
@@ -162,6 +165,9 @@ class Session(Execution):
         ``"busy"``
             the ranks run someone's work (another notebook's, or this one's in the background):
             a call now waits its turn;
+        ``"debugging"``
+            that work has a rank stopped in a debugger (:meth:`debug`): the ranks wait for it,
+            and no timeout counts the time; :meth:`where` says where each rank is;
         ``"blocked"``
             that work outlived its timeout and still runs (most likely stuck in MPI): calls are
             refused until someone restarts the world (``wb.clients()`` says who holds it);
@@ -177,7 +183,9 @@ class Session(Execution):
             return "dead"
         holder = self._world.holder() if self._world is not None else None
         if holder is not None:
-            return "blocked" if holder.get("blocked") else "busy"
+            if holder.get("blocked"):
+                return "blocked"
+            return "debugging" if self.stops() else "busy"
         return "running"
 
     def clients(self) -> list[dict[str, Any]]:
@@ -407,6 +415,7 @@ class Session(Execution):
             What was done, in a sentence.
         """
         connection, self._connection = self._connection, None
+        remove_connection_files(self)
         if connection is None:
             return "not running"
         return connection.close(stop_cluster=connection.owns_cluster or cluster, log_level=self.log_level)
