@@ -15,7 +15,6 @@ from typing import Any, Iterator, Self
 
 from mpiworkbench.client import allocation, clusters, health, owners, restarts
 from mpiworkbench.client.connection import Connection
-from mpiworkbench.client.debugging import RankDebugging, remove_connection_files
 from mpiworkbench.client.execution import DEFAULT_TIMEOUT_S, REFUSE_AFTER_HANG_VARIABLE, Execution
 from mpiworkbench.client.magics import activate
 from mpiworkbench.client.watchdog import start_watchdog
@@ -23,7 +22,7 @@ from mpiworkbench.client.world import ClientInfo, World, world_directory
 from mpiworkbench.core import implementations, machine
 
 
-class Session(Execution, RankDebugging):
+class Session(Execution):
     """An ipyparallel cluster whose engines are the ranks of one MPI world: its life cycle and
     how code runs on it. The user-facing :class:`mpiworkbench.Workbench` adds the panels.
 
@@ -165,9 +164,6 @@ class Session(Execution, RankDebugging):
         ``"busy"``
             the ranks run someone's work (another notebook's, or this one's in the background):
             a call now waits its turn;
-        ``"debugging"``
-            that work has a rank stopped in a debugger (:meth:`debug`): the ranks wait for it,
-            and no timeout counts the time; :meth:`where` says where each rank is;
         ``"blocked"``
             that work outlived its timeout and still runs (most likely stuck in MPI): calls are
             refused until someone restarts the world (``wb.clients()`` says who holds it);
@@ -183,9 +179,7 @@ class Session(Execution, RankDebugging):
             return "dead"
         holder = self._world.holder() if self._world is not None else None
         if holder is not None:
-            if holder.get("blocked"):
-                return "blocked"
-            return "debugging" if self.stops() else "busy"
+            return "blocked" if holder.get("blocked") else "busy"
         return "running"
 
     def clients(self) -> list[dict[str, Any]]:
@@ -415,7 +409,6 @@ class Session(Execution, RankDebugging):
             What was done, in a sentence.
         """
         connection, self._connection = self._connection, None
-        remove_connection_files(self)
         if connection is None:
             return "not running"
         return connection.close(stop_cluster=connection.owns_cluster or cluster, log_level=self.log_level)
