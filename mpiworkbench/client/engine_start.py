@@ -159,8 +159,56 @@ class ForkedNanny:
         return self.returncode
 
 
+def debuggable(kernel_class: type) -> type:
+    """*kernel_class* (ipyparallel's engine kernel) with what ipykernel's debugger needs and
+    ipyparallel never gives it (its engines log "debugpy_stream undefined, debugging will not
+    be enabled"): the ``zmq.STREAM`` socket that carries the Debug Adapter Protocol to debugpy,
+    on the control thread's loop (``debug_request`` is a control message, served while the
+    main thread is stopped at a breakpoint), and the socket through which the debugger asks the
+    kernel's shell to start debugpy. Both are idle until a client sends a ``debug_request``:
+    debugpy is imported and started only then (:mod:`mpiworkbench.client.debugging`
+    connects that shell socket when it opens the rank's kernel to clients)."""
+    import zmq
+    from zmq.eventloop.zmqstream import ZMQStream
+
+    class DebuggableKernel(kernel_class):
+        def __init__(self, **kwargs: Any) -> None:
+            thread = kwargs.get("control_thread")
+            if thread is not None and kwargs.get("debugpy_stream") is None:
+                context = zmq.Context.instance()
+                stream, shell = context.socket(zmq.STREAM), context.socket(zmq.DEALER)
+                stream.linger = shell.linger = 1000
+                kwargs["debugpy_stream"] = ZMQStream(stream, thread.io_loop)
+                kwargs["debug_shell_socket"] = shell
+            super().__init__(**kwargs)
+            debugger = getattr(self, "debugger", None)
+            if debugger is not None:
+                debugger.event_callback = recording_stops(debugger.event_callback)
+
+    DebuggableKernel.__name__ = DebuggableKernel.__qualname__ = kernel_class.__name__
+    return DebuggableKernel
+
+
+def recording_stops(publish: Callable[[dict], None]) -> Callable[[dict], None]:
+    """The debugger's event callback *publish*, noting every stop and continue where the
+    client can read it (:func:`mpiworkbench.trace.stops.record`: a stopped rank is not hung)."""
+
+    def event_callback(event: dict) -> None:
+        try:
+            from mpiworkbench.trace import stops  # only once a debugger is attached
+
+            stops.record(event)
+        except Exception:  # noqa: BLE001 - the record must never break the debugger itself
+            pass
+        publish(event)
+
+    return event_callback
+
+
 def main() -> None:
     from ipyparallel.engine import app  # also everything the nanny imports
+
+    app.Kernel = debuggable(app.Kernel)
 
     # An engine that never asks for its nanny (it failed before registering) exits and so
     # closes the nanny's stdin: the nanny then ends too.

@@ -8,11 +8,13 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 import uuid
 from typing import Any, Callable
 
 from mpiworkbench import backends
 from mpiworkbench.client.caches import forget
+from mpiworkbench.client.debugging import paused_since
 from mpiworkbench.client.postmortem import PostMortem
 from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, WorldDied, WorldRestarted
 from mpiworkbench.client.remote import RemoteObject
@@ -153,15 +155,24 @@ class Execution:
                        grace: float | None = None):
         """:func:`~mpiworkbench.client.waiting.wait_ranks`, and on a timeout the hang report:
         where each rank is blocked and the likely cause (:func:`~mpiworkbench.client.trace.explain_timeout`)."""
-        try:
-            statuses = wait_ranks(ar, self.ranks, timeout, raise_failures=False, started=started,
-                                  grace=self.failure_grace if grace is None else grace)
-        except ExecutionTimeout as exc:
-            report = explain_timeout(self, exc, getattr(ar, "_wb_submitted", None), ar)
-            if self._world is not None and not ar.done():
-                self._world.mark_blocked("\n".join([*(s.line() for s in report.statuses), *report.hang_lines,
-                                                     *(f"  likely: {c}" for c in report.causes)]), id(ar))
-            raise report from None
+        origin = time.monotonic() if started is None else started
+        while True:
+            try:
+                statuses = wait_ranks(ar, self.ranks, timeout, raise_failures=False, started=started,
+                                      grace=self.failure_grace if grace is None else grace)
+                break
+            except ExecutionTimeout as exc:
+                # the time a rank spent stopped in a debugger does not count: it is not hung
+                paused, stopped_now = paused_since(self, origin)
+                if timeout is None or not (stopped_now or time.monotonic() - (origin + paused) < timeout):
+                    report = explain_timeout(self, exc, getattr(ar, "_wb_submitted", None), ar)
+                    if self._world is not None and not ar.done():
+                        self._world.mark_blocked("\n".join([*(s.line() for s in report.statuses), *report.hang_lines,
+                                                             *(f"  likely: {c}" for c in report.causes)]), id(ar))
+                    raise report from None
+                started = origin + paused
+                if stopped_now:  # still stopped: look again in a second at the latest
+                    started = max(started, time.monotonic() - timeout + 1.0)
         _finished(ar)
         if raise_failures and any(s.state == "failed" for s in statuses):
             raise RankFailure(statuses)

@@ -15,6 +15,7 @@ from typing import Any, Iterator, Self
 
 from mpiworkbench.client import allocation, clusters, health, owners, restarts
 from mpiworkbench.client.connection import Connection
+from mpiworkbench.client.debugging import RankDebugging, remove_connection_files
 from mpiworkbench.client.execution import DEFAULT_TIMEOUT_S, REFUSE_AFTER_HANG_VARIABLE, Execution
 from mpiworkbench.client.magics import activate
 from mpiworkbench.client.watchdog import start_watchdog
@@ -22,7 +23,7 @@ from mpiworkbench.client.world import ClientInfo, World, world_directory
 from mpiworkbench.core import implementations, machine
 
 
-class Session(Execution):
+class Session(Execution, RankDebugging):
     """An ipyparallel cluster whose engines are the ranks of one MPI world: its life cycle and
     how code runs on it. The user-facing :class:`mpiworkbench.Workbench` adds the panels.
 
@@ -164,6 +165,9 @@ class Session(Execution):
         ``"busy"``
             the ranks run someone's work (another notebook's, or this one's in the background):
             a call now waits its turn;
+        ``"debugging"``
+            that work has a rank stopped in a debugger (:meth:`debug`): the ranks wait for it,
+            and no timeout counts the time; :meth:`where` says where each rank is;
         ``"blocked"``
             that work outlived its timeout and still runs (most likely stuck in MPI): calls are
             refused until someone restarts the world (``wb.clients()`` says who holds it);
@@ -179,7 +183,9 @@ class Session(Execution):
             return "dead"
         holder = self._world.holder() if self._world is not None else None
         if holder is not None:
-            return "blocked" if holder.get("blocked") else "busy"
+            if holder.get("blocked"):
+                return "blocked"
+            return "debugging" if self.stops() else "busy"
         return "running"
 
     def clients(self) -> list[dict[str, Any]]:
@@ -409,6 +415,7 @@ class Session(Execution):
             What was done, in a sentence.
         """
         connection, self._connection = self._connection, None
+        remove_connection_files(self)
         if connection is None:
             return "not running"
         return connection.close(stop_cluster=connection.owns_cluster or cluster, log_level=self.log_level)

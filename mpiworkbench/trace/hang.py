@@ -38,6 +38,7 @@ from mpiworkbench.trace.events import (
     ANY_SOURCE, ANY_TAG, COLLECTIVES, EVENT_DTYPE, KIND, MAGIC, SLOT_DTYPE, kind_name,
 )
 from mpiworkbench.trace.late import BLOCKING_RECEIVES, BLOCKING_SENDS, late_ranks
+from mpiworkbench.trace import stops
 
 STACK_SIGNAL = signal.SIGUSR2
 #: Seconds a rank must have been inside one MPI call before its reporter publishes it.
@@ -70,7 +71,7 @@ def events_path(pid: int) -> str:
 def interposer_paths(pid: int) -> list[str]:
     """Every file the interposer and :func:`arm` may keep for process *pid* (the trace buffer
     only once tracing has started)."""
-    return [slot_path(pid), events_path(pid), stack_path(pid)]
+    return [slot_path(pid), events_path(pid), stack_path(pid), stops.stop_path(pid)]
 
 
 _armed: dict[str, object] = {}
@@ -239,7 +240,7 @@ def sweep_stale(directory: str = "/dev/shm") -> int:
     except OSError:
         return 0
     for name in names:
-        m = re.fullmatch(r"mpiworkbench-(\d+)\.(slot|events|stack)", name)
+        m = re.fullmatch(r"mpiworkbench-(\d+)\.(slot|events|stack|debug)", name)
         if not m:
             continue
         try:

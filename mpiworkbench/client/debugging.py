@@ -1,0 +1,488 @@
+"""Debugging the ranks: every rank's kernel opened to Jupyter clients, and a client of the
+Jupyter debug protocol for all of them.
+
+An ipyparallel engine is an ipykernel kernel whose sockets are connected to the controller,
+not bound; and ipyparallel never gives it the socket its debugger speaks through, so its
+debugger is off. The workbench's engines are made debuggable at start
+(:func:`mpiworkbench.client.engine_start.debuggable`), and here each rank's kernel is opened
+on demand: its shell, control, IOPub and stdin sockets are bound beside their controller
+connections (ipyparallel's ``bind_kernel``) and a Jupyter connection file is written for it
+(:func:`connection_file`), signed with the cluster's key like every other message of the
+cluster. Any Jupyter client can then use the rank: a console, JupyterLab (``mpiworkbench lab``
+lists the files as running kernels, so the Debugger sidebar drives the rank), or
+:class:`RankDebugger`, which sends the same ``debug_request`` messages JupyterLab sends.
+
+``wb.debug()`` gives a :class:`Debugging`: breakpoints set once for all ranks (or some), the
+ranks grouped by where they stopped, stepping one rank while the others wait, and ``close()``
+(or leaving the ``with`` block) clears the breakpoints and continues every rank, so a debugging
+session never leaves the world blocked. While a rank is stopped, the workbench's timeouts do not
+count the time (:mod:`mpiworkbench.trace.stops`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import socket
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from mpiworkbench.client.errors import WorkbenchError
+from mpiworkbench.trace import hang, stops
+
+#: Seconds a debug request may take (debugpy's first start, an import of its adapter, is the slow one).
+REQUEST_TIMEOUT_S = 60.0
+#: The kernel spec named in the connection files (what JupyterLab shows and styles them as).
+KERNEL_NAME = "python3"
+
+
+class DebuggerError(WorkbenchError):
+    """A debug request failed or did not answer."""
+
+
+# ---------------------------------------------------------------------------- on the engines
+def open_kernel() -> dict[str, Any]:
+    """On an engine: bind its kernel's sockets for Jupyter clients (once) and return the
+    connection information. The sockets listen on loopback when the controller is reached
+    through loopback, else on the address this host reaches the controller from."""
+    import zmq
+    from ipyparallel.engine.app import IPEngine
+
+    engine = IPEngine.instance()
+    app = engine.kernel_app
+    if not engine._kernel_bound:
+        import atexit
+        import shutil
+
+        from ipykernel.compiler import get_tmp_directory
+
+        app.ip = _own_address(engine.registration_url)
+        engine.bind_kernel()
+        with _quiet():
+            Path(app.abs_connection_file).unlink()  # ipyparallel's copy; the client writes its own
+        # the debugger writes the cells it is shown (dumpCell) there, and never removes them
+        atexit.register(shutil.rmtree, get_tmp_directory(), ignore_errors=True)
+    kernel = engine.kernel
+    shell = getattr(kernel, "debug_shell_socket", None)
+    if shell is not None and not getattr(kernel, "_wb_debug_shell", False):
+        shell.connect(f"{app.transport}://{app.ip}:{app.shell_port}")  # how the debugger starts debugpy
+        kernel._wb_debug_shell = True
+    info = dict(app.get_connection_info())
+    key = info.get("key", b"")
+    info["key"] = key.decode() if isinstance(key, bytes) else key
+    info["kernel_name"] = KERNEL_NAME
+    info["debuggable"] = shell is not None and getattr(kernel, "debugger", None) is not None
+    info["pid"] = os.getpid()
+    return info
+
+
+def _own_address(url: str) -> str:
+    host = url.rpartition("//")[2].rpartition(":")[0].strip("[]")
+    if host in ("127.0.0.1", "localhost", "::1", ""):
+        return "127.0.0.1"
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:  # no packet is sent
+        probe.connect((host, 9))
+        return probe.getsockname()[0]
+
+
+class _quiet:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return exc[0] is not None and issubclass(exc[0], OSError)
+
+
+# ---------------------------------------------------------------------------- connection files
+def kernels_directory() -> Path:
+    """Where the ranks' connection files go: JupyterLab's directory of external kernels
+    (``<jupyter runtime dir>/external_kernels``, jupyter_server's default), so a lab started by
+    ``mpiworkbench lab`` lists every rank as a running kernel."""
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    return Path(jupyter_runtime_dir()) / "external_kernels"
+
+
+def connection_files(wb) -> dict[int, Path]:
+    """Rank → its kernel's connection file, opening the ranks' kernels the first time (per
+    engine set). Files are readable by their owner only: they hold the cluster's key."""
+    key = (id(wb.client), tuple(sorted(wb.ranks.items())))
+    known = wb.__dict__.get("_kernel_files")
+    if known and known[0] == key and all(p.exists() for p in known[1].values()):
+        return dict(known[1])
+    infos = wb.run(open_kernel)
+    directory = kernels_directory()
+    directory.mkdir(parents=True, exist_ok=True)
+    cluster = getattr(wb.cluster, "cluster_id", "") or "cluster"
+    files = {}
+    for rank, info in enumerate(infos):
+        path = directory / f"mpiworkbench-{cluster}-rank{rank}.json"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(info, f, indent=1)
+        files[rank] = path
+    wb.__dict__["_kernel_files"] = (key, files)
+    return dict(files)
+
+
+def remove_connection_files(wb) -> None:
+    """Remove the files :func:`connection_files` wrote (the session stops or its world ends)."""
+    known = wb.__dict__.pop("_kernel_files", None)
+    for path in (known[1].values() if known else ()):
+        with _quiet():
+            path.unlink()
+
+
+# ---------------------------------------------------------------------------- the protocol
+class RankDebugger:
+    """One rank's debugger, driven as JupyterLab drives a kernel's: ``debug_request`` messages
+    on the kernel's control channel (DAP requests), ``debug_event`` messages on its IOPub."""
+
+    def __init__(self, rank: int, connection_file: str | os.PathLike, timeout: float = REQUEST_TIMEOUT_S):
+        from jupyter_client import BlockingKernelClient
+
+        self.rank = rank
+        self.timeout = timeout
+        self.client = BlockingKernelClient(connection_file=str(connection_file))
+        self.client.load_connection_file()
+        self.client.start_channels(shell=False, iopub=True, stdin=False, hb=False, control=True)
+        self._seq = 0
+        self._events: queue.SimpleQueue = queue.SimpleQueue()
+        self._replies: dict[str, dict[str, Any]] = {}
+        self.stopped: dict[str, Any] | None = None
+        self._breakpoint_files: set[str] = set()
+
+    # -- transport
+    def send(self, command: str, **arguments: Any) -> str:
+        """Send the DAP request *command* without waiting; its id for :meth:`response`."""
+        self._seq += 1
+        content = {"type": "request", "seq": self._seq, "command": command, "arguments": arguments}
+        msg = self.client.session.msg("debug_request", content)
+        self.client.control_channel.send(msg)
+        return msg["header"]["msg_id"]
+
+    def response(self, msg_id: str, command: str = "the request") -> dict[str, Any]:
+        """The response to the request *msg_id* (:meth:`send`); :class:`DebuggerError` when it
+        failed or did not come in :attr:`timeout` seconds."""
+        deadline = time.monotonic() + self.timeout
+        while msg_id not in self._replies:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise DebuggerError(f"rank {self.rank}: no answer to the debug request {command!r} in "
+                                    f"{self.timeout:.0f} s")
+            try:
+                reply = self.client.control_channel.get_msg(timeout=min(left, 1.0))
+            except queue.Empty:
+                continue
+            self._replies[reply["parent_header"].get("msg_id")] = reply["content"]
+        response = self._replies.pop(msg_id)
+        if response.get("success") is False:
+            raise DebuggerError(f"rank {self.rank}: debug request {command!r} failed: "
+                                f"{response.get('message') or response}")
+        return response
+
+    def request(self, command: str, **arguments: Any) -> dict[str, Any]:
+        """Send the DAP request *command* and return its response (``success``, ``body``)."""
+        return self.response(self.send(command, **arguments), command)
+
+    def _drain(self, timeout: float) -> None:
+        try:
+            msg = self.client.iopub_channel.get_msg(timeout=timeout)
+        except queue.Empty:
+            return
+        if msg["msg_type"] == "debug_event":
+            event = msg["content"]
+            if event.get("event") == "stopped":
+                self.stopped = event["body"]
+            elif event.get("event") == "continued":
+                self.stopped = None
+            self._events.put(event)
+
+    def wait_for(self, event: str, timeout: float | None = None) -> dict[str, Any]:
+        """The next debug event named *event* (``"stopped"``, ``"continued"``…)."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        while True:
+            while not self._events.empty():
+                found = self._events.get()
+                if found.get("event") == event:
+                    return found
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise DebuggerError(f"rank {self.rank}: no {event!r} event in "
+                                    f"{self.timeout if timeout is None else timeout:.0f} s")
+            self._drain(min(left, 0.5))
+
+    # -- a session
+    def start(self) -> "RankDebugger":
+        """``initialize`` and ``attach``, as JupyterLab does when its debugger is switched on."""
+        self.request("initialize", clientID="mpiworkbench", clientName="mpiworkbench", adapterID="python",
+                     pathFormat="path", linesStartAt1=True, columnsStartAt1=True, supportsVariableType=True,
+                     supportsVariablePaging=True, supportsRunInTerminalRequest=False, locale="en")
+        self.request("attach")
+        return self
+
+    def cell_path(self, code: str) -> str:
+        """The file the rank compiles *code* to when a ``%%px`` cell sends it (``dumpCell``)."""
+        return self.request("dumpCell", code=code)["body"]["sourcePath"]
+
+    def set_breakpoints(self, path: str, lines: Iterable[int]) -> list[int]:
+        """Breakpoints at *lines* of *path* (replacing that file's); the lines debugpy took."""
+        self._breakpoint_files.add(str(path))
+        body = self.request("setBreakpoints", source={"path": str(path)},
+                            breakpoints=[{"line": int(n)} for n in lines], sourceModified=False)["body"]
+        self.request("configurationDone")
+        return [b.get("line") for b in body.get("breakpoints", []) if b.get("verified", True)]
+
+    def _thread(self) -> int:
+        if self.stopped is None:
+            self._drain(0)
+        if self.stopped is None:
+            raise DebuggerError(f"rank {self.rank} is not stopped")
+        return self.stopped["threadId"]
+
+    def stack(self) -> list[dict[str, Any]]:
+        """The stopped thread's frames, innermost first (``id``, ``name``, ``line``, ``source``)."""
+        return self.request("stackTrace", threadId=self._thread())["body"]["stackFrames"]
+
+    def variables(self, frame: int = 0) -> dict[str, str]:
+        """The local variables of the *frame*-th frame (0: where it stopped) as shown (``repr``)."""
+        frame_id = self.stack()[frame]["id"]
+        scopes = self.request("scopes", frameId=frame_id)["body"]["scopes"]
+        local = next((s for s in scopes if s["name"].lower().startswith("local")), scopes[0])
+        found = self.request("variables", variablesReference=local["variablesReference"])["body"]["variables"]
+        return {v["name"]: v["value"] for v in found}
+
+    def _move(self, command: str, wait: bool = True) -> str:
+        thread = self._thread()
+        self.stopped = None
+        msg_id = self.send(command, threadId=thread)
+        if wait:
+            self.response(msg_id, command)
+        return msg_id
+
+    def next(self) -> None:
+        """Step over one line (the rank stops again: :meth:`wait_for` ``"stopped"``)."""
+        self._move("next")
+
+    def step_in(self) -> None:
+        self._move("stepIn")
+
+    def step_out(self) -> None:
+        self._move("stepOut")
+
+    def continue_(self) -> None:
+        """Run on until the next breakpoint or the end of the cell."""
+        self._move("continue")
+
+    def release(self) -> list[tuple[str, str]]:
+        """Send what lets the rank run on, without waiting: every breakpoint dropped, and
+        ``continue`` when stopped. The (request id, command) pairs to wait for."""
+        sent = [(self.send("setBreakpoints", source={"path": path}, breakpoints=[]), "setBreakpoints")
+                for path in self._breakpoint_files]
+        self._breakpoint_files.clear()
+        self._drain(0)
+        if self.stopped is not None:  # (debugpy stops all threads: continuing this one resumes all)
+            sent.append((self._move("continue", wait=False), "continue"))
+        return sent
+
+    def close(self) -> None:
+        """Drop every breakpoint, continue and detach: the rank runs on (``disconnect``)."""
+        try:
+            for msg_id, command in self.release():
+                self.response(msg_id, command)
+            self.request("disconnect", restart=False, terminateDebuggee=False)
+        finally:
+            self.client.stop_channels()
+
+
+# ---------------------------------------------------------------------------- all ranks
+class Debugging:
+    """The debuggers of some ranks of a world, started (what ``wb.debug()`` returns).
+
+    >>> with wb.debug() as dbg:                       # doctest: +SKIP
+    ...     dbg.break_in_cell(code, 4)                # every rank stops at line 4 of this cell
+    ...     running = wb.execute_async(code)          # or a %%px cell in another thread
+    ...     dbg.wait_stopped()                        # {rank: "cell line 4"}
+    ...     dbg[1].variables()["rank"]                # '1'
+    ...     dbg[1].next(); dbg[1].wait_for("stopped")
+    ...     dbg.continue_()                           # leaving the block continues every rank
+    """
+
+    def __init__(self, files: dict[int, Path], ranks: Iterable[int] | None = None,
+                 timeout: float = REQUEST_TIMEOUT_S):
+        wanted = sorted(files) if ranks is None else sorted(ranks)
+        unknown = [r for r in wanted if r not in files]
+        if unknown:
+            raise ValueError(f"ranks {unknown} are not ranks of this world (ranks 0 to {len(files) - 1}); "
+                             "name some of them, or none for every rank")
+        self.ranks: dict[int, RankDebugger] = {}
+        try:
+            for rank in wanted:
+                self.ranks[rank] = RankDebugger(rank, files[rank], timeout).start()
+        except BaseException:
+            self.close()
+            raise
+
+    def __getitem__(self, rank: int) -> RankDebugger:
+        return self.ranks[rank]
+
+    def __enter__(self) -> "Debugging":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _each(self, ranks: Iterable[int] | None) -> list[RankDebugger]:
+        return [self.ranks[r] for r in (sorted(self.ranks) if ranks is None else ranks)]
+
+    def break_in_cell(self, code: str, *lines: int, ranks: Iterable[int] | None = None) -> dict[int, list[int]]:
+        """Breakpoints at *lines* (1 = the cell's first line) of the ``%%px`` cell *code* on
+        every rank debugged (or *ranks*); rank → the lines taken."""
+        return {d.rank: d.set_breakpoints(d.cell_path(code), lines) for d in self._each(ranks)}
+
+    def break_at(self, where: Any, *lines: int, ranks: Iterable[int] | None = None) -> dict[int, list[int]]:
+        """Breakpoints in a package module: *where* is its file, or a function (with no
+        *lines*: its first line of code)."""
+        import inspect
+
+        if callable(where):
+            path = inspect.getsourcefile(where)
+            lines = lines or (where.__code__.co_firstlineno + 1,)
+        else:
+            path = str(where)
+        if not lines:
+            raise ValueError(f"name the lines of {path} to stop at")
+        return {d.rank: d.set_breakpoints(path, lines) for d in self._each(ranks)}
+
+    def wait_stopped(self, ranks: Iterable[int] | None = None, timeout: float | None = None) -> dict[int, dict[str, Any]]:
+        """Wait until every rank debugged (or *ranks*) has stopped; rank → its innermost frame
+        (``name``, ``line``, ``source``)."""
+        found = {}
+        for d in self._each(ranks):
+            if d.stopped is None:
+                d.wait_for("stopped", timeout)
+            found[d.rank] = d.stack()[0]
+        return found
+
+    def where(self) -> dict[str, list[int]]:
+        """The stopped ranks grouped by where they stopped (``"cell line 4"`` → ``[0, 1]``)."""
+        groups: dict[str, list[int]] = {}
+        for d in self._each(None):
+            d._drain(0)
+            if d.stopped is not None:
+                frame = d.stack()[0]
+                path = (frame.get("source") or {}).get("path", "")
+                key = (f"cell line {frame['line']}" if Path(path).parent.name.startswith("ipykernel_")
+                       else f"{Path(path).name} line {frame['line']}, in {frame['name']}")
+                groups.setdefault(key, []).append(d.rank)
+        return groups
+
+    def continue_(self, ranks: Iterable[int] | None = None) -> None:
+        """Continue every stopped rank (or *ranks*): all are sent ``continue`` before any answer
+        is awaited — a rank that runs into a collective its peers have not reached yet may hold
+        Python's lock inside it (mpi4py's pickle-based ``allreduce`` does), and answers only
+        once they arrive."""
+        sent = []
+        for d in self._each(ranks):
+            d._drain(0)
+            if d.stopped is not None:
+                sent.append((d, d._move("continue", wait=False)))
+        for d, msg_id in sent:
+            d.response(msg_id, "continue")
+
+    def close(self) -> None:
+        """Clear every breakpoint, continue every rank and detach: the world runs on. Every
+        rank is released before any answer is awaited (see :meth:`continue_`)."""
+        errors = []
+        debuggers, self.ranks = list(self.ranks.values()), {}
+        released = []
+        for d in debuggers:
+            try:
+                released.append((d, d.release()))
+            except Exception as exc:  # noqa: BLE001 - release every rank, then say what failed
+                errors.append(f"rank {d.rank}: {exc}")
+        for d, sent in released:
+            try:
+                for msg_id, command in sent:
+                    d.response(msg_id, command)
+                d.request("disconnect", restart=False, terminateDebuggee=False)
+            except Exception as exc:  # noqa: BLE001 - detach every rank, then say what failed
+                errors.append(f"rank {d.rank}: {exc}")
+        for d in debuggers:
+            d.client.stop_channels()
+        if errors:
+            raise DebuggerError("detaching the debugger: " + "; ".join(errors))
+
+
+class RankDebugging:
+    """Debugging the ranks of a started session (mixed into
+    :class:`~mpiworkbench.client.session.Session`)."""
+
+    def connection_file(self, rank: int) -> Path:
+        """The Jupyter connection file of *rank*'s kernel: any Jupyter client (a console,
+        ``jupyter console --existing FILE``, JupyterLab's running kernels when started by
+        ``mpiworkbench lab``) can use the rank through it, and JupyterLab's debugger debug it."""
+        self._engine_of(rank)  # says which ranks exist
+        return connection_files(self)[rank]
+
+    def debug(self, ranks: Iterable[int] | None = None) -> Debugging:
+        """Start the debugger on every rank (or *ranks*): see :class:`Debugging`. Leave the
+        ``with`` block (or call ``close()``) to continue every rank and detach."""
+        files = connection_files(self)
+        return Debugging(files, ranks)
+
+    def stops(self) -> dict[int, dict[str, Any]]:
+        """Rank → its stop record (where it stopped), for the ranks stopped in a debugger now
+        (ranks on this host; see :mod:`mpiworkbench.trace.stops`)."""
+        found = {}
+        for rank, stop in _stop_records(self).items():
+            if stops.is_stopped(stop):
+                found[rank] = stop
+        return found
+
+    def where(self) -> list[str]:
+        """Where every rank is, a line each: stopped in the debugger (and where), waiting in an
+        MPI call (which, for whom), or running — what the control panel shows while you debug."""
+        processes = getattr(self, "_rank_processes", {}) or {}
+        here = socket.gethostname()
+        records = _stop_records(self)
+        lines = []
+        for rank in sorted(set(self.ranks.values())):
+            stop = records.get(rank)
+            info = processes.get(rank) or {}
+            if stops.is_stopped(stop):
+                lines.append(stops.describe(rank, stop))
+                continue
+            inflight = hang.read_slot(info["pid"]) if info.get("host") == here and "pid" in info else None
+            if inflight is not None and inflight.call is not None:
+                lines.append(f"rank {rank} waiting in {inflight.describe()}")
+            else:
+                lines.append(f"rank {rank} " + ("running" if self.state in ("busy", "debugging", "blocked") else "idle"))
+        return lines
+
+
+def _stop_records(wb) -> dict[int, dict[str, Any]]:
+    """Rank → the stop record of each rank on this host that has one."""
+    processes = getattr(wb, "_rank_processes", {}) or {}
+    here = socket.gethostname()
+    found = {}
+    for rank, info in processes.items():
+        if info.get("host") == here and "pid" in info:
+            stop = stops.read(info["pid"])
+            if stop is not None:
+                found[rank] = stop
+    return found
+
+
+def paused_since(wb, since: float) -> tuple[float, bool]:
+    """How long (seconds, the most of any rank) the ranks have been stopped in a debugger since
+    *since* (``time.monotonic()``), and whether one is stopped now: what a call's timeout does
+    not count."""
+    records = _stop_records(wb)
+    if not records:
+        return 0.0, False
+    now = time.monotonic()
+    paused = max(stops.paused_within(r, since, now) for r in records.values())
+    return paused, any(stops.is_stopped(r) for r in records.values())

@@ -1,0 +1,163 @@
+"""Debugging the ranks as JupyterLab does: ``debug_request`` messages over each rank's own
+kernel connection (its connection file, :meth:`Session.connection_file`), through
+``jupyter_client`` — breakpoints in a ``%%px`` cell and in a package function, every rank
+stopping, one rank stepping while the others wait, and a world being debugged never called hung."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+CELL = """from mpi4py import MPI
+comm = MPI.COMM_WORLD
+rank = comm.Get_rank()
+x = rank * 10
+y = x + 1
+total = comm.allreduce(y)
+"""
+#: line of CELL to stop at (1-based): ``x = rank * 10``
+STOP = 4
+
+HALO_CELL = """import numpy as np
+from mpi4py import MPI
+from mpiworkbench.solvers.halo import HaloExchange
+cart = MPI.COMM_WORLD.Create_cart([MPI.COMM_WORLD.size, 1, 1])
+halo = HaloExchange(cart, (5, 4, 4))
+u = np.full((5, 4, 4), float(cart.Get_rank()))
+halo.exchange(u)
+lower_ghost = float(u[0, 2, 2])
+halo.free()
+"""
+
+
+@pytest.fixture
+def shell():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    sh = InteractiveShell.instance()
+    yield sh
+    InteractiveShell.clear_instance()
+
+
+@pytest.fixture(autouse=True)
+def runtime_dir(tmp_path, monkeypatch):
+    """The ranks' connection files go to a runtime directory of the test's own."""
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    return tmp_path / "runtime"
+
+
+class Cell:
+    """A ``%%px`` cell run in a thread (the test drives the debugger meanwhile)."""
+
+    def __init__(self, shell, code: str):
+        self.result = None
+        self.thread = threading.Thread(target=self._run, args=(shell, code), daemon=True)
+        self.thread.start()
+
+    def _run(self, shell, code):
+        self.result = shell.run_cell("%%px --no-stream\n" + code)
+
+    def finished(self, limit: float = 120) -> bool:
+        self.thread.join(limit)
+        return not self.thread.is_alive()
+
+
+def _wait_until(condition, what: str, limit: float = 60):
+    deadline = time.monotonic() + limit
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {limit} s for {what}"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("fresh_wb", [2, 3], indirect=True, ids=["2ranks", "3ranks"])
+def test_breakpoint_in_a_px_cell_stops_every_rank_one_steps_all_continue(shell, fresh_wb, runtime_dir):
+    wb = fresh_wb  # (the shell first: starting the workbench registers %%px on it)
+    files = {rank: wb.connection_file(rank) for rank in range(wb.n)}
+    for rank, path in files.items():  # a Jupyter connection file, signed with the cluster's key
+        info = json.loads(path.read_text())
+        assert path.parent == runtime_dir / "external_kernels" and path.stat().st_mode & 0o077 == 0
+        assert info["key"] and info["ip"] == "127.0.0.1" and info["debuggable"], info
+
+    with wb.debug() as dbg:
+        taken = dbg.break_in_cell(CELL, STOP)
+        assert taken == {rank: [STOP] for rank in range(wb.n)}
+        cell = Cell(shell, CELL)
+        frames = dbg.wait_stopped()
+        assert {rank: f["line"] for rank, f in frames.items()} == {rank: STOP for rank in range(wb.n)}
+        for rank in range(wb.n):
+            assert dbg[rank].variables()["rank"] == str(rank)
+        assert dbg.where() == {f"cell line {STOP}": list(range(wb.n))}
+        assert wb.state == "debugging"
+        assert any(f"rank 0 stopped at a breakpoint (cell line {STOP})" == line for line in wb.where()), wb.where()
+
+        dbg[1].next()  # rank 1 only: the others stay where they are
+        dbg[1].wait_for("stopped")
+        assert dbg[1].stack()[0]["line"] == STOP + 1 and dbg[1].variables()["x"] == "10"
+        assert all(dbg[r].stack()[0]["line"] == STOP for r in range(wb.n) if r != 1)
+
+        dbg.continue_()
+        assert cell.finished(), "the cell did not finish once every rank continued"
+    assert cell.result.error_in_exec is None, cell.result.error_in_exec
+    assert _pulled(wb, "total") == [sum(10 * r + 1 for r in range(wb.n))] * wb.n
+    assert wb.stops() == {} and wb.state == "running"
+
+
+def _pulled(wb, name: str) -> list:
+    """*name* of the cell's, from every rank's namespace."""
+    return [wb.pull(name, rank) for rank in range(wb.n)]
+
+
+def _first_code_line(function) -> int:
+    code = function.__code__
+    return min(line for _, _, line in code.co_lines() if line is not None and line > code.co_firstlineno)
+
+
+@pytest.mark.parametrize("fresh_wb", [2, 3], indirect=True, ids=["2ranks", "3ranks"])
+def test_breakpoint_in_a_package_function_called_from_a_cell(shell, fresh_wb):
+    from mpiworkbench.solvers.halo import HaloExchange
+
+    wb = fresh_wb
+    line = _first_code_line(HaloExchange.exchange)
+    with wb.debug() as dbg:
+        dbg.break_at(HaloExchange.exchange.__code__.co_filename, line)
+        cell = Cell(shell, HALO_CELL)
+        frames = dbg.wait_stopped()
+        for rank, frame in frames.items():
+            assert frame["name"] == "exchange" and frame["line"] == line, frame
+        assert dbg.where() == {f"halo.py line {line}, in exchange": list(range(wb.n))}
+        local = dbg[wb.n - 1].variables()
+        assert {"self", "u"} <= set(local), local
+        caller = dbg[wb.n - 1].variables(frame=1)  # the cell's frame, one up
+        assert caller["u"].startswith("array(") and "lower_ghost" not in caller
+        dbg.continue_()
+        assert cell.finished()
+    assert cell.result.error_in_exec is None, cell.result.error_in_exec
+    assert _pulled(wb, "lower_ghost") == [0.0] + [float(rank - 1) for rank in range(1, wb.n)]
+
+
+@pytest.mark.parametrize("fresh_wb", [3], indirect=True, ids=["3ranks"])
+def test_a_stopped_rank_is_not_a_hang_and_no_timeout_ends_the_world(shell, fresh_wb):
+    """Rank 0 stopped before the allreduce, the others inside it: past the workbench's timeout
+    twice over, nothing reports a hang or marks the world blocked; continuing finishes the cell."""
+    wb = fresh_wb
+    wb.timeout = 3.0
+    with wb.debug(ranks=[0]) as dbg:
+        dbg.break_in_cell(CELL, STOP)
+        cell = Cell(shell, CELL)
+        dbg.wait_stopped()
+        # (mpi4py's first pickled collective on a communicator duplicates it: MPI_Comm_dup)
+        waiting = [f"rank {r} waiting in MPI_" for r in (1, 2)]
+        _wait_until(lambda: all(any(line.startswith(w) for line in wb.where()) for w in waiting),
+                    "ranks 1 and 2 to wait in an MPI call for rank 0")
+        until = time.monotonic() + 2 * wb.timeout
+        while time.monotonic() < until:  # the subject of the test: time passing beyond the timeout
+            assert wb.state == "debugging", wb.state
+            assert cell.thread.is_alive(), cell.result
+            time.sleep(0.1)
+        assert wb.where()[0] == f"rank 0 stopped at a breakpoint (cell line {STOP})"
+    assert cell.finished()  # leaving the block continued rank 0
+    assert cell.result.error_in_exec is None, cell.result.error_in_exec
+    assert wb.state == "running" and _pulled(wb, "total") == [1 + 11 + 21] * 3
