@@ -88,6 +88,9 @@ def lab_command(notebook_dir: Path, ip: str, port: int, no_browser: bool, settin
         f"--ServerApp.ip={ip}",
         f"--ServerApp.port={port}",
         f"--ServerApp.root_dir={notebook_dir}",
+        # every rank opened for debugging (wb.connection_file, wb.debug, %%px --debug) is listed
+        # as a running kernel: a console on it and the Debugger sidebar debug that rank
+        "--ServerApp.allow_external_kernels=True",
     ]
     if settings_dir is not None:
         cmd.append(f"--LabApp.app_settings_dir={settings_dir}")

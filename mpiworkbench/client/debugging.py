@@ -21,25 +21,20 @@ count the time (:mod:`mpiworkbench.trace.stops`).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 import os
-import queue
 import socket
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
-from mpiworkbench.client.errors import WorkbenchError
+from mpiworkbench.client.rank_debugger import REQUEST_TIMEOUT_S, DebuggerError, RankDebugger
 from mpiworkbench.trace import hang, stops
 
-#: Seconds a debug request may take (debugpy's first start, an import of its adapter, is the slow one).
-REQUEST_TIMEOUT_S = 60.0
 #: The kernel spec named in the connection files (what JupyterLab shows and styles them as).
 KERNEL_NAME = "python3"
-
-
-class DebuggerError(WorkbenchError):
-    """A debug request failed or did not answer."""
 
 
 # ---------------------------------------------------------------------------- on the engines
@@ -47,7 +42,6 @@ def open_kernel() -> dict[str, Any]:
     """On an engine: bind its kernel's sockets for Jupyter clients (once) and return the
     connection information. The sockets listen on loopback when the controller is reached
     through loopback, else on the address this host reaches the controller from."""
-    import zmq
     from ipyparallel.engine.app import IPEngine
 
     engine = IPEngine.instance()
@@ -135,168 +129,6 @@ def remove_connection_files(wb) -> None:
             path.unlink()
 
 
-# ---------------------------------------------------------------------------- the protocol
-class RankDebugger:
-    """One rank's debugger, driven as JupyterLab drives a kernel's: ``debug_request`` messages
-    on the kernel's control channel (DAP requests), ``debug_event`` messages on its IOPub."""
-
-    def __init__(self, rank: int, connection_file: str | os.PathLike, timeout: float = REQUEST_TIMEOUT_S):
-        from jupyter_client import BlockingKernelClient
-
-        self.rank = rank
-        self.timeout = timeout
-        self.client = BlockingKernelClient(connection_file=str(connection_file))
-        self.client.load_connection_file()
-        self.client.start_channels(shell=False, iopub=True, stdin=False, hb=False, control=True)
-        self._seq = 0
-        self._events: queue.SimpleQueue = queue.SimpleQueue()
-        self._replies: dict[str, dict[str, Any]] = {}
-        self.stopped: dict[str, Any] | None = None
-        self._breakpoint_files: set[str] = set()
-
-    # -- transport
-    def send(self, command: str, **arguments: Any) -> str:
-        """Send the DAP request *command* without waiting; its id for :meth:`response`."""
-        self._seq += 1
-        content = {"type": "request", "seq": self._seq, "command": command, "arguments": arguments}
-        msg = self.client.session.msg("debug_request", content)
-        self.client.control_channel.send(msg)
-        return msg["header"]["msg_id"]
-
-    def response(self, msg_id: str, command: str = "the request") -> dict[str, Any]:
-        """The response to the request *msg_id* (:meth:`send`); :class:`DebuggerError` when it
-        failed or did not come in :attr:`timeout` seconds."""
-        deadline = time.monotonic() + self.timeout
-        while msg_id not in self._replies:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise DebuggerError(f"rank {self.rank}: no answer to the debug request {command!r} in "
-                                    f"{self.timeout:.0f} s")
-            try:
-                reply = self.client.control_channel.get_msg(timeout=min(left, 1.0))
-            except queue.Empty:
-                continue
-            self._replies[reply["parent_header"].get("msg_id")] = reply["content"]
-        response = self._replies.pop(msg_id)
-        if response.get("success") is False:
-            raise DebuggerError(f"rank {self.rank}: debug request {command!r} failed: "
-                                f"{response.get('message') or response}")
-        return response
-
-    def request(self, command: str, **arguments: Any) -> dict[str, Any]:
-        """Send the DAP request *command* and return its response (``success``, ``body``)."""
-        return self.response(self.send(command, **arguments), command)
-
-    def _drain(self, timeout: float) -> None:
-        try:
-            msg = self.client.iopub_channel.get_msg(timeout=timeout)
-        except queue.Empty:
-            return
-        if msg["msg_type"] == "debug_event":
-            event = msg["content"]
-            if event.get("event") == "stopped":
-                self.stopped = event["body"]
-            elif event.get("event") == "continued":
-                self.stopped = None
-            self._events.put(event)
-
-    def wait_for(self, event: str, timeout: float | None = None) -> dict[str, Any]:
-        """The next debug event named *event* (``"stopped"``, ``"continued"``…)."""
-        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
-        while True:
-            while not self._events.empty():
-                found = self._events.get()
-                if found.get("event") == event:
-                    return found
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise DebuggerError(f"rank {self.rank}: no {event!r} event in "
-                                    f"{self.timeout if timeout is None else timeout:.0f} s")
-            self._drain(min(left, 0.5))
-
-    # -- a session
-    def start(self) -> "RankDebugger":
-        """``initialize`` and ``attach``, as JupyterLab does when its debugger is switched on."""
-        self.request("initialize", clientID="mpiworkbench", clientName="mpiworkbench", adapterID="python",
-                     pathFormat="path", linesStartAt1=True, columnsStartAt1=True, supportsVariableType=True,
-                     supportsVariablePaging=True, supportsRunInTerminalRequest=False, locale="en")
-        self.request("attach")
-        return self
-
-    def cell_path(self, code: str) -> str:
-        """The file the rank compiles *code* to when a ``%%px`` cell sends it (``dumpCell``)."""
-        return self.request("dumpCell", code=code)["body"]["sourcePath"]
-
-    def set_breakpoints(self, path: str, lines: Iterable[int]) -> list[int]:
-        """Breakpoints at *lines* of *path* (replacing that file's); the lines debugpy took."""
-        self._breakpoint_files.add(str(path))
-        body = self.request("setBreakpoints", source={"path": str(path)},
-                            breakpoints=[{"line": int(n)} for n in lines], sourceModified=False)["body"]
-        self.request("configurationDone")
-        return [b.get("line") for b in body.get("breakpoints", []) if b.get("verified", True)]
-
-    def _thread(self) -> int:
-        if self.stopped is None:
-            self._drain(0)
-        if self.stopped is None:
-            raise DebuggerError(f"rank {self.rank} is not stopped")
-        return self.stopped["threadId"]
-
-    def stack(self) -> list[dict[str, Any]]:
-        """The stopped thread's frames, innermost first (``id``, ``name``, ``line``, ``source``)."""
-        return self.request("stackTrace", threadId=self._thread())["body"]["stackFrames"]
-
-    def variables(self, frame: int = 0) -> dict[str, str]:
-        """The local variables of the *frame*-th frame (0: where it stopped) as shown (``repr``)."""
-        frame_id = self.stack()[frame]["id"]
-        scopes = self.request("scopes", frameId=frame_id)["body"]["scopes"]
-        local = next((s for s in scopes if s["name"].lower().startswith("local")), scopes[0])
-        found = self.request("variables", variablesReference=local["variablesReference"])["body"]["variables"]
-        return {v["name"]: v["value"] for v in found}
-
-    def _move(self, command: str, wait: bool = True) -> str:
-        thread = self._thread()
-        self.stopped = None
-        msg_id = self.send(command, threadId=thread)
-        if wait:
-            self.response(msg_id, command)
-        return msg_id
-
-    def next(self) -> None:
-        """Step over one line (the rank stops again: :meth:`wait_for` ``"stopped"``)."""
-        self._move("next")
-
-    def step_in(self) -> None:
-        self._move("stepIn")
-
-    def step_out(self) -> None:
-        self._move("stepOut")
-
-    def continue_(self) -> None:
-        """Run on until the next breakpoint or the end of the cell."""
-        self._move("continue")
-
-    def release(self) -> list[tuple[str, str]]:
-        """Send what lets the rank run on, without waiting: every breakpoint dropped, and
-        ``continue`` when stopped. The (request id, command) pairs to wait for."""
-        sent = [(self.send("setBreakpoints", source={"path": path}, breakpoints=[]), "setBreakpoints")
-                for path in self._breakpoint_files]
-        self._breakpoint_files.clear()
-        self._drain(0)
-        if self.stopped is not None:  # (debugpy stops all threads: continuing this one resumes all)
-            sent.append((self._move("continue", wait=False), "continue"))
-        return sent
-
-    def close(self) -> None:
-        """Drop every breakpoint, continue and detach: the rank runs on (``disconnect``)."""
-        try:
-            for msg_id, command in self.release():
-                self.response(msg_id, command)
-            self.request("disconnect", restart=False, terminateDebuggee=False)
-        finally:
-            self.client.stop_channels()
-
-
 # ---------------------------------------------------------------------------- all ranks
 class Debugging:
     """The debuggers of some ranks of a world, started (what ``wb.debug()`` returns).
@@ -311,7 +143,9 @@ class Debugging:
     """
 
     def __init__(self, files: dict[int, Path], ranks: Iterable[int] | None = None,
-                 timeout: float = REQUEST_TIMEOUT_S):
+                 timeout: float = REQUEST_TIMEOUT_S, session=None):
+        self.session = session
+        self.running = None
         wanted = sorted(files) if ranks is None else sorted(ranks)
         unknown = [r for r in wanted if r not in files]
         if unknown:
@@ -355,6 +189,22 @@ class Debugging:
         if not lines:
             raise ValueError(f"name the lines of {path} to stop at")
         return {d.rank: d.set_breakpoints(path, lines) for d in self._each(ranks)}
+
+    def execute(self, code: str):
+        """Run *code* on every rank of the world as a ``%%px`` cell does, without waiting (the
+        ranks stop at the breakpoints meanwhile); :meth:`finish` waits for it."""
+        wb = self.session
+        first = next((line.strip() for line in code.splitlines() if line.strip()), "")
+        self.running = wb.submit(f"{wb.activity or 'debugging'}: {first[:60]}",
+                                 lambda: wb.view.execute(code, block=False))
+        return self.running
+
+    def finish(self) -> None:
+        """Wait for the code :meth:`execute` runs (hang-protected; a failure raises
+        :class:`~mpiworkbench.client.errors.RankFailure`)."""
+        running, self.running = self.running, None
+        if running is not None:
+            self.session.wait_explained(running, self.session.timeout)
 
     def wait_stopped(self, ranks: Iterable[int] | None = None, timeout: float | None = None) -> dict[int, dict[str, Any]]:
         """Wait until every rank debugged (or *ranks*) has stopped; rank → its innermost frame
@@ -407,7 +257,7 @@ class Debugging:
             try:
                 for msg_id, command in sent:
                     d.response(msg_id, command)
-                d.request("disconnect", restart=False, terminateDebuggee=False)
+                d.detach()
             except Exception as exc:  # noqa: BLE001 - detach every rank, then say what failed
                 errors.append(f"rank {d.rank}: {exc}")
         for d in debuggers:
@@ -431,7 +281,7 @@ class RankDebugging:
         """Start the debugger on every rank (or *ranks*): see :class:`Debugging`. Leave the
         ``with`` block (or call ``close()``) to continue every rank and detach."""
         files = connection_files(self)
-        return Debugging(files, ranks)
+        return Debugging(files, ranks, session=self)
 
     def stops(self) -> dict[int, dict[str, Any]]:
         """Rank → its stop record (where it stopped), for the ranks stopped in a debugger now
@@ -486,3 +336,66 @@ def paused_since(wb, since: float) -> tuple[float, bool]:
     now = time.monotonic()
     paused = max(stops.paused_within(r, since, now) for r in records.values())
     return paused, any(stops.is_stopped(r) for r in records.values())
+
+
+# ---------------------------------------------------------------------------- %%px --debug
+def debug_options(line: str) -> tuple[str, tuple[list[int] | None, list[int]] | None]:
+    """Split ``--debug [RANKS] [--break LINES]`` off a ``%%px`` line: the rest of the line, and
+    (ranks, lines) or ``None`` without ``--debug``. RANKS and LINES: ``1``, ``0,2``, ``0-2``."""
+    words = line.split()
+    if "--debug" not in words:
+        if "--break" in words:
+            raise ValueError("%%px --break needs --debug: write %%px --debug --break 4")
+        return line, None
+    ranks, lines, rest = None, [], []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        following = words[i + 1] if i + 1 < len(words) else ""
+        if word == "--debug" and _NUMBERS.fullmatch(following):
+            ranks, i = _numbers(following), i + 2
+        elif word == "--break":
+            if not _NUMBERS.fullmatch(following):
+                raise ValueError(f"%%px --break needs the cell's line numbers (1 is its first line): "
+                                 f"got {following!r}; write e.g. --break 4 or --break 4,7")
+            lines, i = _numbers(following), i + 2
+        elif word == "--debug":
+            i += 1
+        else:
+            rest.append(word)
+            i += 1
+    return " ".join(rest), (ranks, lines)
+
+
+_NUMBERS = re.compile(r"\d+(-\d+)?(,\d+(-\d+)?)*")
+
+
+def _numbers(text: str) -> list[int]:
+    found = []
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        found += range(int(first), int(last or first) + 1)
+    return sorted(set(found))
+
+
+def first_code_line(code: str) -> int:
+    """The 1-based line of *code*'s first statement (where ``%%px --debug`` stops by default)."""
+    for number, text in enumerate(code.splitlines(), 1):
+        if text.strip() and not text.strip().startswith("#"):
+            return number
+    raise ValueError("%%px --debug: the cell has no code to stop in")
+
+
+@contextlib.contextmanager
+def debugging_cell(wb, code: str, ranks: list[int] | None, lines: list[int]) -> Iterator[Debugging]:
+    """What ``%%px --debug`` runs its cell in: breakpoints at *lines* of the cell (its first
+    statement by default) on *ranks* (all by default), released when the cell ends — however
+    it ends, an interrupt included."""
+    lines = lines or [first_code_line(code)]
+    with wb.debug(ranks) as dbg:
+        dbg.break_in_cell(code, *lines)
+        names = ", ".join(f"mpiworkbench-{getattr(wb.cluster, 'cluster_id', '')}-rank{r}" for r in dbg.ranks)
+        print(f"debugging: ranks {', '.join(map(str, dbg.ranks))} stop at cell line{'s' if len(lines) > 1 else ''} "
+              f"{', '.join(map(str, lines))}. In JupyterLab, open a console on a rank's kernel (Running "
+              f"Terminals and Kernels: {names}) and its Debugger; interrupting this cell continues every rank.")
+        yield dbg

@@ -24,6 +24,7 @@ from IPython.display import display
 from ipyparallel import error
 from ipyparallel.client.magics import ParallelMagics
 
+from mpiworkbench.client.debugging import debug_options, debugging_cell
 from mpiworkbench.client.errors import RankFailure
 from mpiworkbench.client.output import GroupedOutput, RankOutput
 from mpiworkbench.client.trace import tracing
@@ -40,7 +41,12 @@ class WorkbenchMagics(ParallelMagics):
     workbench = None  # set by activate()
 
     def cell_px(self, line="", cell=None):
-        """ipyparallel's ``%%px``, plus ``--trace``: record the cell's MPI calls (``wb.last_trace``)."""
+        """ipyparallel's ``%%px``, plus ``--debug [RANKS] [--break LINES]``: stop the ranks at
+        the cell's first statement (or LINES) for JupyterLab's debugger (:mod:`~mpiworkbench.client.debugging`); ``--trace``: record the cell's MPI calls (``wb.last_trace``)."""
+        line, debug = debug_options(line)  # %%px --debug [RANKS] [--break LINES]
+        if debug is not None:
+            with debugging_cell(self.workbench, cell, *debug):
+                return self.cell_px(line, cell)
         words = line.split()
         if "--trace" not in words:
             return super().cell_px(line, cell)

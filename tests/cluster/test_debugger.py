@@ -161,3 +161,35 @@ def test_a_stopped_rank_is_not_a_hang_and_no_timeout_ends_the_world(shell, fresh
     assert cell.finished()  # leaving the block continued rank 0
     assert cell.result.error_in_exec is None, cell.result.error_in_exec
     assert wb.state == "running" and _pulled(wb, "total") == [1 + 11 + 21] * 3
+
+
+@pytest.mark.parametrize("fresh_wb", [2, 3], indirect=True, ids=["2ranks", "3ranks"])
+def test_px_debug_stops_the_ranks_named_and_another_client_continues_them(shell, fresh_wb):
+    """``%%px --debug 1 --break 4``: rank 1 stops at the cell's line 4, the others wait for it in
+    MPI; a second client of rank 1's kernel (as JupyterLab's Debugger sidebar on a console of
+    it) joins the running debugger, sees rank 1's variables and continues it; the cell ends
+    with the right result and the magic's debugger is gone."""
+    wb = fresh_wb
+    cell = threading.Thread(target=lambda: setattr(cell, "result", shell.run_cell(
+        f"%%px --no-stream --debug 1 --break {STOP}\n" + CELL)), daemon=True)
+    cell.start()
+    _wait_until(lambda: 1 in wb.stops(), "rank 1 to stop at the breakpoint", limit=120)
+    assert sorted(wb.stops()) == [1]
+    assert wb.where()[1] == f"rank 1 stopped at a breakpoint (cell line {STOP})"
+    from mpiworkbench.client.rank_debugger import RankDebugger
+
+    lab = RankDebugger(1, wb.connection_file(1)).start()
+    try:
+        assert lab.joined and lab.stack()[0]["line"] == STOP
+        assert lab.variables()["rank"] == "1"
+        lab.continue_()
+    finally:
+        lab.close()
+    cell.join(120)
+    assert not cell.is_alive() and cell.result.error_in_exec is None, getattr(cell, "result", None)
+    assert _pulled(wb, "total") == [sum(10 * r + 1 for r in range(wb.n))] * wb.n
+    fresh = RankDebugger(1, wb.connection_file(1))
+    try:  # the magic detached: nobody debugs rank 1 now (debugpy no longer traces its code)
+        assert fresh.request("debugInfo")["body"]["isStarted"] is False
+    finally:
+        fresh.client.stop_channels()

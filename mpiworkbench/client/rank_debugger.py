@@ -1,0 +1,212 @@
+"""One rank's debugger, driven as JupyterLab drives a kernel's: the Debug Adapter Protocol in
+``debug_request`` / ``debug_reply`` messages on the kernel's control channel, its events in
+``debug_event`` messages on IOPub (ipykernel relays both to debugpy), over the rank's own
+kernel connection (:func:`mpiworkbench.client.debugging.connection_files`). Any rank, any host:
+only its connection file is needed. :class:`~mpiworkbench.client.debugging.Debugging` drives
+several at once."""
+
+from __future__ import annotations
+
+import os
+import queue
+import time
+from typing import Any, Iterable
+
+from mpiworkbench.client.errors import WorkbenchError
+
+#: Seconds a debug request may take (debugpy's first start, an import of its adapter, is the slow one).
+REQUEST_TIMEOUT_S = 60.0
+
+
+class DebuggerError(WorkbenchError):
+    """A debug request failed or did not answer."""
+
+
+class RankDebugger:
+    """One rank's debugger, driven as JupyterLab drives a kernel's: ``debug_request`` messages
+    on the kernel's control channel (DAP requests), ``debug_event`` messages on its IOPub."""
+
+    def __init__(self, rank: int, connection_file: str | os.PathLike, timeout: float = REQUEST_TIMEOUT_S):
+        from jupyter_client import BlockingKernelClient
+
+        self.rank = rank
+        self.timeout = timeout
+        self.client = BlockingKernelClient(connection_file=str(connection_file))
+        self.client.load_connection_file()
+        self.client.start_channels(shell=False, iopub=True, stdin=False, hb=False, control=True)
+        self._seq = 0
+        self._events: queue.SimpleQueue = queue.SimpleQueue()
+        self._replies: dict[str, dict[str, Any]] = {}
+        self.stopped: dict[str, Any] | None = None
+        self._breakpoint_files: set[str] = set()
+        self.joined = False
+
+    # -- transport
+    def send(self, command: str, **arguments: Any) -> str:
+        """Send the DAP request *command* without waiting; its id for :meth:`response`."""
+        self._seq += 1
+        content = {"type": "request", "seq": self._seq, "command": command, "arguments": arguments}
+        msg = self.client.session.msg("debug_request", content)
+        self.client.control_channel.send(msg)
+        return msg["header"]["msg_id"]
+
+    def response(self, msg_id: str, command: str = "the request") -> dict[str, Any]:
+        """The response to the request *msg_id* (:meth:`send`); :class:`DebuggerError` when it
+        failed or did not come in :attr:`timeout` seconds."""
+        deadline = time.monotonic() + self.timeout
+        while msg_id not in self._replies:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise DebuggerError(f"rank {self.rank}: no answer to the debug request {command!r} in "
+                                    f"{self.timeout:.0f} s")
+            try:
+                reply = self.client.control_channel.get_msg(timeout=min(left, 1.0))
+            except queue.Empty:
+                continue
+            self._replies[reply["parent_header"].get("msg_id")] = reply["content"]
+        response = self._replies.pop(msg_id)
+        if response.get("success") is False:
+            raise DebuggerError(f"rank {self.rank}: debug request {command!r} failed: "
+                                f"{response.get('message') or response}")
+        return response
+
+    def request(self, command: str, **arguments: Any) -> dict[str, Any]:
+        """Send the DAP request *command* and return its response (``success``, ``body``)."""
+        return self.response(self.send(command, **arguments), command)
+
+    def _drain(self, timeout: float) -> None:
+        try:
+            msg = self.client.iopub_channel.get_msg(timeout=timeout)
+        except queue.Empty:
+            return
+        if msg["msg_type"] == "debug_event":
+            event = msg["content"]
+            if event.get("event") == "stopped":
+                self.stopped = event["body"]
+            elif event.get("event") == "continued":
+                self.stopped = None
+            self._events.put(event)
+
+    def wait_for(self, event: str, timeout: float | None = None) -> dict[str, Any]:
+        """The next debug event named *event* (``"stopped"``, ``"continued"``…)."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        while True:
+            while not self._events.empty():
+                found = self._events.get()
+                if found.get("event") == event:
+                    return found
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise DebuggerError(f"rank {self.rank}: no {event!r} event in "
+                                    f"{self.timeout if timeout is None else timeout:.0f} s")
+            self._drain(min(left, 0.5))
+
+    # -- a session
+    def start(self) -> "RankDebugger":
+        """``initialize`` and ``attach``, as JupyterLab does when its debugger is switched on —
+        unless another client (JupyterLab's sidebar on a console of this rank) has started it
+        already: then this one joins, and leaves it running when it closes."""
+        info = self.request("debugInfo")["body"]
+        self.joined = bool(info.get("isStarted"))
+        if self.joined:
+            self._find_stopped(info.get("stoppedThreads") or [])
+            return self
+        self.request("initialize", clientID="mpiworkbench", clientName="mpiworkbench", adapterID="python",
+                     pathFormat="path", linesStartAt1=True, columnsStartAt1=True, supportsVariableType=True,
+                     supportsVariablePaging=True, supportsRunInTerminalRequest=False, locale="en")
+        self.request("attach")
+        return self
+
+    def _find_stopped(self, threads: list[int]) -> None:
+        """Joining a debugger whose rank is stopped already (its ``stopped`` event went out
+        before this client listened): the stopped thread is the one with frames of user code
+        (debugpy stops every thread; the kernel's own show none, hidden as not the user's)."""
+        for thread in sorted(threads):
+            frames = self.request("stackTrace", threadId=thread)["body"].get("stackFrames") or []
+            if frames:
+                self.stopped = {"threadId": thread, "reason": "joined"}
+                return
+
+    def cell_path(self, code: str) -> str:
+        """The file the rank compiles *code* to when a ``%%px`` cell sends it (``dumpCell``)."""
+        return self.request("dumpCell", code=code)["body"]["sourcePath"]
+
+    def set_breakpoints(self, path: str, lines: Iterable[int]) -> list[int]:
+        """Breakpoints at *lines* of *path* (replacing that file's); the lines debugpy took."""
+        self._breakpoint_files.add(str(path))
+        body = self.request("setBreakpoints", source={"path": str(path)},
+                            breakpoints=[{"line": int(n)} for n in lines], sourceModified=False)["body"]
+        self.request("configurationDone")
+        return [b.get("line") for b in body.get("breakpoints", []) if b.get("verified", True)]
+
+    def _thread(self) -> int:
+        if self.stopped is None:
+            self._drain(0)
+        if self.stopped is None:
+            raise DebuggerError(f"rank {self.rank} is not stopped")
+        return self.stopped["threadId"]
+
+    def stack(self) -> list[dict[str, Any]]:
+        """The stopped thread's frames, innermost first (``id``, ``name``, ``line``, ``source``)."""
+        return self.request("stackTrace", threadId=self._thread())["body"]["stackFrames"]
+
+    def variables(self, frame: int = 0) -> dict[str, str]:
+        """The local variables of the *frame*-th frame (0: where it stopped) as shown (``repr``)."""
+        frame_id = self.stack()[frame]["id"]
+        scopes = self.request("scopes", frameId=frame_id)["body"]["scopes"]
+        local = next((s for s in scopes if s["name"].lower().startswith("local")), scopes[0])
+        found = self.request("variables", variablesReference=local["variablesReference"])["body"]["variables"]
+        return {v["name"]: v["value"] for v in found}
+
+    def evaluate(self, expression: str, frame: int = 0) -> str:
+        """*expression* evaluated in the *frame*-th frame (0: where it stopped), as shown (``repr``)."""
+        frame_id = self.stack()[frame]["id"]
+        return self.request("evaluate", expression=expression, frameId=frame_id, context="repl")["body"]["result"]
+
+    def _move(self, command: str, wait: bool = True) -> str:
+        thread = self._thread()
+        self.stopped = None
+        msg_id = self.send(command, threadId=thread)
+        if wait:
+            self.response(msg_id, command)
+        return msg_id
+
+    def next(self) -> None:
+        """Step over one line (the rank stops again: :meth:`wait_for` ``"stopped"``)."""
+        self._move("next")
+
+    def step_in(self) -> None:
+        self._move("stepIn")
+
+    def step_out(self) -> None:
+        self._move("stepOut")
+
+    def continue_(self) -> None:
+        """Run on until the next breakpoint or the end of the cell."""
+        self._move("continue")
+
+    def release(self) -> list[tuple[str, str]]:
+        """Send what lets the rank run on, without waiting: every breakpoint dropped, and
+        ``continue`` when stopped. The (request id, command) pairs to wait for."""
+        sent = [(self.send("setBreakpoints", source={"path": path}, breakpoints=[]), "setBreakpoints")
+                for path in self._breakpoint_files]
+        self._breakpoint_files.clear()
+        self._drain(0)
+        if self.stopped is not None:  # (debugpy stops all threads: continuing this one resumes all)
+            sent.append((self._move("continue", wait=False), "continue"))
+        return sent
+
+    def detach(self) -> None:
+        """End the debugger session (``disconnect``: debugpy stops tracing the rank's code),
+        unless another client started it (:meth:`start`)."""
+        if not self.joined:
+            self.request("disconnect", restart=False, terminateDebuggee=False)
+
+    def close(self) -> None:
+        """Drop every breakpoint, continue and detach: the rank runs on (``disconnect``)."""
+        try:
+            for msg_id, command in self.release():
+                self.response(msg_id, command)
+            self.detach()
+        finally:
+            self.client.stop_channels()
