@@ -14,13 +14,15 @@ export MPIEXEC_TIMEOUT
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 TEST_STAMP    := $(VENV)/.test-installed
 PROFILE_STAMP := $(VENV)/.profile-created
+PROXY_STAMP   := $(VENV)/.proxy-installed
 
 # Debian packages for the cluster tier (a private single-node Slurm: slurm-wlm, munge) and the
-# browser tier (chromium), and the programs whose presence says they are installed.
-SYSTEM_PACKAGES := chromium slurm-wlm munge iproute2
-SYSTEM_PROGRAMS := chromium slurmctld slurmd munged sinfo squeue sbatch ip nsenter unshare
+# browser tier (chromium), Node.js for JupyterHub's proxy (`mpiworkbench hub`, the cluster tier's
+# class), and the programs whose presence says they are installed.
+SYSTEM_PACKAGES := chromium slurm-wlm munge iproute2 nodejs npm openssl
+SYSTEM_PROGRAMS := chromium slurmctld slurmd munged sinfo squeue sbatch ip nsenter unshare node npm openssl
 
-.PHONY: lab test test-quick docs screenshots install install-test install-ecosystem install-mpi4jax install-mpis profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
+.PHONY: lab test test-quick docs screenshots install install-test install-proxy install-ecosystem install-mpi4jax install-mpis profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
 
 # JupyterLab gets none of the test suite's settings: a wall-clock limit in its environment would
 # reach every kernel, and every MPI world a kernel starts would die when it expired.
@@ -31,6 +33,7 @@ lab: $(PROFILE_STAMP)
 
 install: $(RUNTIME_STAMP)
 install-test: $(TEST_STAMP)
+install-proxy: $(PROXY_STAMP)
 profile: $(PROFILE_STAMP)
 
 $(BIN)/python:
@@ -45,6 +48,12 @@ $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 $(TEST_STAMP): pyproject.toml $(RUNTIME_STAMP)
 	$(PIP) install -e '.[test]'
 	$(MAKE) --no-print-directory install-ecosystem install-mpi4jax install-mpis
+	@touch $@
+
+# JupyterHub's proxy (`mpiworkbench hub`) from npm, into the venv's node/ prefix, where
+# mpiworkbench.course.hub finds it; Node.js itself comes with the system packages.
+$(PROXY_STAMP): | system-packages $(RUNTIME_STAMP)
+	npm install --silent --no-fund --no-audit --prefix $(VENV)/node configurable-http-proxy
 	@touch $@
 
 # The MPI implementations beside the venv's own MPICH (Open MPI, Intel MPI), each into a prefix
@@ -92,7 +101,7 @@ system-packages:
 # The whole suite: unit, mpi (1, 2 and 3 ranks), cluster, notebooks, browser. The browser tier's
 # documentation site renders the notebooks the notebook tier executed (docs/build.py --stored),
 # so the notebook tier comes before it.
-test: $(TEST_STAMP) $(PROFILE_STAMP) system-packages
+test: $(TEST_STAMP) $(PROFILE_STAMP) system-packages $(PROXY_STAMP)
 	$(MAKE) --no-print-directory test-unit test-mpi test-cluster test-notebooks test-browser
 
 # A developer's loop (a few minutes): the unit tier and the MPI tier at 2 ranks under the venv's
@@ -125,7 +134,7 @@ test-mpi: $(TEST_STAMP)
 	    -- $(BIN)/python -m mpi4py -m pytest tests/mpi -p no:cacheprovider || exit 1; \
 	done
 
-test-cluster: $(TEST_STAMP) system-packages
+test-cluster: $(TEST_STAMP) system-packages $(PROXY_STAMP)
 	$(BIN)/python -m pytest tests/cluster $(DURATIONS)
 
 test-notebooks: $(TEST_STAMP)
