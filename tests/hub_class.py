@@ -1,0 +1,186 @@
+"""A class on the simulated cluster (``tests/multinode.py``): the course's accounts inside the
+nodes' namespaces only, and ``mpiworkbench hub`` started on the head node. Used by the cluster
+tier's ``test_hub.py`` and the browser tier's ``test_hub_class.py``."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from mpiworkbench.core.shm import WORLD_FILE_PREFIXES
+from tests.cluster.slurm import processes_with_env, wait_until
+
+#: Generous bound (seconds) on the hub's start, a server's start, a world's start.
+LIMIT = 180
+PYTHON = sys.executable
+#: The course's accounts (uids far above the machine's own).
+STUDENTS = ("student1", "student2")
+TEACHER = "teacher1"
+FIRST_UID = 47101
+
+
+class Accounts:
+    """The course's accounts inside the simulated nodes' mount namespaces only: the machine's
+    ``passwd``, ``group`` and ``shadow`` plus the course's, bind-mounted over ``/etc`` in every
+    node's namespace; homes in a directory of the test's."""
+
+    def __init__(self, nodes, names: list[str]):
+        self.root = Path(tempfile.mkdtemp(prefix="mpiwb-class-"))
+        os.chmod(self.root, 0o755)
+        self.passwords = {name: secrets.token_urlsafe(12) for name in names}
+        self.uids = {name: FIRST_UID + i for i, name in enumerate(names)}
+        passwd = Path("/etc/passwd").read_text()
+        group = Path("/etc/group").read_text()
+        shadow = Path("/etc/shadow").read_text()
+        (self.root / "home").mkdir(mode=0o755)
+        for name, uid in self.uids.items():
+            home = self.root / "home" / name
+            home.mkdir(mode=0o700)
+            os.chown(home, uid, uid)
+            digest = subprocess.run(["openssl", "passwd", "-6", "-stdin"], input=self.passwords[name],
+                                    capture_output=True, text=True, check=True).stdout.strip()
+            passwd += f"{name}:x:{uid}:{uid}:course account:{home}:/bin/bash\n"
+            group += f"{name}:x:{uid}:\n"
+            shadow += f"{name}:{digest}:19000:0:99999:7:::\n"
+        for name, text in (("passwd", passwd), ("group", group), ("shadow", shadow)):
+            (self.root / name).write_text(text)
+        os.chmod(self.root / "shadow", 0o600)
+        for node in nodes.hosts:
+            for name in ("passwd", "group", "shadow"):
+                nodes.on(node, "mount", "--bind", str(self.root / name), f"/etc/{name}")
+
+    def expose_python(self, nodes) -> list[str]:
+        """Let the students run this Python on the compute nodes. Its installation may sit in a
+        directory only root may enter (a pyenv under ``/root``); a hub's users need an
+        interpreter they can run, so in each compute node's mount namespace every such directory
+        above it is covered with an empty one they may enter, the installation bound back in
+        (nothing changes outside the namespaces). Returns the directories covered."""
+        base = Path(sys.base_prefix).resolve()
+        closed = [str(d) for d in reversed(base.parents) if d != Path("/") and not os.stat(d).st_mode & 0o001]
+        if not closed:
+            return []
+        staging = self.root / "python"
+        staging.mkdir(mode=0o755)
+        for node in nodes.compute:
+            nodes.on(node, "mount", "--bind", str(base), str(staging))
+            for directory in closed:  # outermost first: each cover keeps the path to the next
+                nodes.on(node, "mount", "-t", "tmpfs", "-o", "mode=0755,size=1m", "tmpfs", directory)
+                nodes.on(node, "mkdir", "-p", str(base))
+            nodes.on(node, "mount", "--bind", str(staging), str(base))
+        return closed
+
+    def home(self, name: str) -> Path:
+        return self.root / "home" / name
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def world_files(nodes) -> dict[str, list[str]]:
+    """Compute node → the MPI world files in its own /dev/shm."""
+    return {node: [n for n in nodes.on(node, "ls", "-A", "/dev/shm").stdout.split() if n.startswith(WORLD_FILE_PREFIXES)]
+            for node in nodes.compute}
+
+
+def free_port() -> int:
+    """A port free on this machine (the hub runs in head's namespace, where it is free too)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ClassHub:
+    """``mpiworkbench hub write`` and ``hub start`` on *nodes*' head, as root: the proxy on head's
+    loopback, the hub's API on head's cluster address, a server of ``ranks`` tasks per student.
+    :meth:`stop` stops it (it cancels the servers' jobs) and waits until nothing of the class runs."""
+
+    def __init__(self, nodes, log: Path, ranks: int = 2, runtime: str = "10"):
+        # the students' sbatch and srun reach munge and read slurm.conf: the cluster's directory
+        # must be traversable (the munge key stays readable by root only)
+        os.chmod(nodes.root, 0o755)
+        os.chmod(nodes.root / "munge", 0o711)
+        self.nodes, self.log = nodes, log
+        self.accounts = Accounts(nodes, [TEACHER, *STUDENTS])
+        self.accounts.expose_python(nodes)
+        self.directory = self.accounts.root / "hub"
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.env = {**nodes.env, "PATH": os.pathsep.join([str(Path(PYTHON).parent), nodes.env["PATH"]])}
+        self.ranks, self.runtime = ranks, runtime
+        self.process: subprocess.Popen | None = None
+        self.up_seconds: float | None = None
+
+    def command(self, *args: str) -> list[str]:
+        return [str(Path(PYTHON).with_name("mpiworkbench")), "hub", *args]
+
+    def start(self) -> "ClassHub":
+        written = self.nodes.on(self.nodes.head, *self.command(
+            "write", str(self.directory), "--students", ",".join(STUDENTS), "--teachers", TEACHER,
+            "--port", str(self.port), "--hub-ip", self.nodes.head_addr, "--ranks", str(self.ranks),
+            "--runtime", self.runtime), env=self.env)
+        assert "wrote" in written.stdout, written
+        began = time.monotonic()
+        self.process = self.nodes.spawn(self.nodes.head, *self.command("start", str(self.directory)),
+                                        log=self.log, env=self.env, cwd=self.directory)
+        wait_until(self._answers, "the hub to answer through the proxy", LIMIT, interval=0.25,
+                   diagnose=self.diagnose)
+        self.up_seconds = time.monotonic() - began
+        return self
+
+    def _answers(self) -> bool:
+        assert self.process.poll() is None, f"the hub exited with {self.process.returncode}\n{self.diagnose()}"
+        probe = self.nodes.on(self.nodes.head, PYTHON, "-c", "import sys, urllib.request; "
+                              "urllib.request.urlopen(sys.argv[1], timeout=10)", f"{self.base}/hub/api",
+                              check=False, env=self.env)
+        return probe.returncode == 0
+
+    def diagnose(self) -> str:
+        text = ""
+        for name in STUDENTS:
+            for job_log in self.accounts.home(name).glob(".jupyterhub-slurm-*.log"):
+                text += f"\n--- {name}: {job_log.name}\n" + job_log.read_text(errors="replace")[-4000:]
+        if self.log.exists():  # without the clients' polls
+            lines = [line for line in self.log.read_text(errors="replace").splitlines() if " 200 GET " not in line]
+            text += "\n--- the hub's log\n" + "\n".join(lines[-80:])
+        return text + self.nodes.diagnose()
+
+    def stop(self) -> int | None:
+        """Stop the hub (SIGTERM: it cancels the servers' jobs); return its exit code (None: it
+        did not stop in time and was killed)."""
+        if self.process is None:
+            return None
+        process, self.process = self.process, None
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        try:
+            return process.wait(timeout=LIMIT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=LIMIT)
+            return None
+
+    def check_nothing_left(self) -> None:
+        """After :meth:`stop`: no job, no process of a student, no world file in any /dev/shm."""
+        self.nodes.wait_for_no_jobs(limit=LIMIT)
+        for name in STUDENTS:
+            uid = self.accounts.uids[name]
+
+            def theirs() -> list[int]:
+                found = []
+                for pid in processes_with_env(f"SLURM_CONF={self.nodes.conf}"):
+                    with contextlib.suppress(OSError):
+                        if os.stat(f"/proc/{pid}").st_uid == uid:
+                            found.append(pid)
+                return found
+
+            wait_until(lambda: not theirs(), f"{name}'s processes to end", LIMIT, diagnose=self.diagnose)
+        assert world_files(self.nodes) == {node: [] for node in self.nodes.compute}, self.diagnose()
