@@ -13,6 +13,7 @@ import uuid
 from typing import Any, Callable
 
 from mpiworkbench import backends
+from mpiworkbench.client import broadcast
 from mpiworkbench.client.caches import forget
 from mpiworkbench.client.debugging import paused_since
 from mpiworkbench.client.postmortem import PostMortem
@@ -130,7 +131,20 @@ class Execution:
             The pending call; finish it with :meth:`gather` (hang-protected).
         """
         label = f"{self.activity or 'wb.run'}: {getattr(func, '__name__', 'a function')}"
-        return self.submit(label, lambda: self.view.apply_async(func, *args, **kwargs))
+        ar = self.submit(label, lambda: broadcast.apply(self._broadcast_view(), broadcast.call, func, tuple(args),
+                                                        dict(kwargs)))
+        bview = ar._wb_view  # (made once submit knows the world lives)
+        ar.add_done_callback(lambda _f: forget(ar, (bview.history,)))
+        return ar
+
+    def _broadcast_view(self):
+        """The coalescing broadcast view of the engines in rank order (one message out, one
+        reply back a call: :mod:`~mpiworkbench.client.broadcast`), made anew with the view."""
+        connection = self._connection
+        found = connection.broadcast
+        if found is None or found[0] is not self.view:
+            found = connection.broadcast = (self.view, broadcast.view(self.client, list(self.view.targets)))
+        return found[1]
 
     def gather(self, ar, timeout: float | None | str = "default") -> list[Any]:
         """Wait for *ar* (hang-protected) and return its results in rank order.
@@ -149,7 +163,12 @@ class Execution:
         """
         limit = self.timeout if timeout == "default" else timeout
         self.wait_explained(ar, limit)
-        return list(ar.get())
+        if not getattr(ar, "_wb_broadcast", False):
+            return list(ar.get())
+        # dropped here too, not only when ipyparallel's I/O thread runs the callbacks: so that
+        # the histories read right the moment the call returns
+        forget(ar, (self.client.history, ar._wb_view.history))
+        return broadcast.results(ar)
 
     def wait_explained(self, ar, timeout: float | None, raise_failures: bool = True, started: float | None = None,
                        grace: float | None = None):
@@ -158,8 +177,7 @@ class Execution:
         origin = time.monotonic() if started is None else started
         while True:
             try:
-                statuses = wait_ranks(ar, self.ranks, timeout, raise_failures=False, started=started,
-                                      grace=self.failure_grace if grace is None else grace)
+                statuses = self._wait_parts(ar, timeout, started, self.failure_grace if grace is None else grace)
                 break
             except ExecutionTimeout as exc:
                 # the time a rank spent stopped in a debugger does not count: it is not hung
@@ -177,6 +195,14 @@ class Execution:
         if raise_failures and any(s.state == "failed" for s in statuses):
             raise RankFailure(statuses)
         return statuses
+
+    def _wait_parts(self, ar, timeout: float | None, started: float | None, grace: float):
+        """Each rank's status once *ar* has finished (:func:`~mpiworkbench.client.waiting.wait_ranks`);
+        a broadcast call has one coalesced reply instead of per-rank parts (:func:`broadcast.wait`)."""
+        if getattr(ar, "_wb_broadcast", False):
+            broadcast.wait(self.client, ar, self.ranks, timeout, grace, started, probe=self.view)
+            return broadcast.statuses(ar, self.ranks)
+        return wait_ranks(ar, self.ranks, timeout, raise_failures=False, started=started, grace=grace)
 
     def run(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Any]:
         """Run ``func(*args, **kwargs)`` on every rank and wait for it.

@@ -24,6 +24,7 @@ from IPython.display import display
 from ipyparallel import error
 from ipyparallel.client.magics import ParallelMagics
 
+from mpiworkbench.client import broadcast
 from mpiworkbench.client.debugging import debug_options, debugging_cell
 from mpiworkbench.client.errors import RankFailure
 from mpiworkbench.client.output import GroupedOutput, RankOutput
@@ -40,16 +41,29 @@ class WorkbenchMagics(ParallelMagics):
 
     workbench = None  # set by activate()
 
+    #: The path of the cell being run: None (by the world's size), ``True`` (``--broadcast``) or
+    #: ``False`` (``--direct``).
+    _broadcast = None
+
     def cell_px(self, line="", cell=None):
         """ipyparallel's ``%%px``, plus ``--debug [RANKS] [--break LINES]``: stop the ranks at
-        the cell's first statement (or LINES) for JupyterLab's debugger (:mod:`~mpiworkbench.client.debugging`); ``--trace``: record the cell's MPI calls (``wb.last_trace``)."""
+        the cell's first statement (or LINES) for JupyterLab's debugger (:mod:`~mpiworkbench.client.debugging`); ``--trace``: record the cell's MPI calls (``wb.last_trace``);
+        ``--broadcast`` / ``--direct``: send the cell as one broadcast message (the default above
+        :data:`STREAM_UP_TO` ranks) or engine by engine (ipyparallel's way)."""
         line, debug = debug_options(line)  # %%px --debug [RANKS] [--break LINES]
         if debug is not None:
             with debugging_cell(self.workbench, cell, *debug):
                 return self.cell_px(line, cell)
         words = line.split()
+        self._broadcast = True if "--broadcast" in words else False if "--direct" in words else None
+        try:
+            return self._cell_px([w for w in words if w not in ("--broadcast", "--direct")], cell)
+        finally:
+            self._broadcast = None  # (%px lines take the default)
+
+    def _cell_px(self, words, cell):
         if "--trace" not in words:
-            return super().cell_px(line, cell)
+            return super().cell_px(" ".join(words), cell)
         line = " ".join(w for w in words if w != "--trace")
         wb = self.workbench
         recording = tracing(wb)
@@ -75,13 +89,16 @@ class WorkbenchMagics(ParallelMagics):
         signal_on_interrupt=None,
     ):
         block = self.view.block if block is None else block
-        targets = self.view.targets
+        targets = self._engines(self.view.targets)
         if stream_output is None:  # at many ranks, output streamed engine by engine is a flood: group it
-            stream_output = self.stream_output and len(self._engines(targets)) <= STREAM_UP_TO
+            stream_output = self.stream_output and len(targets) <= STREAM_UP_TO
         signal_on_interrupt = self.signal_on_interrupt if signal_on_interrupt is None else signal_on_interrupt
         wb = self.workbench
         first = next((line.strip() for line in cell.splitlines() if line.strip()), "")
         label = f"{wb.activity or '%%px'}: {first[:60]}"
+        broadcast_fits = block and not stream_output and list(targets) == list(wb.view.targets)
+        if broadcast_fits and (self._broadcast or (self._broadcast is None and len(targets) > STREAM_UP_TO)):
+            return self._broadcast_cell(cell, label, save_name, signal_on_interrupt)
         result = wb.submit(label, lambda: self.view.execute(cell, silent=False, block=False), keep=True)
         result._fname = "%px"
         self.last_result = result
@@ -110,6 +127,32 @@ class WorkbenchMagics(ParallelMagics):
             if not stream_output:
                 # after a timeout only some ranks have output to show: show theirs
                 wb.last_output = show_grouped(result, wb.ranks)
+
+    def _broadcast_cell(self, cell, label, save_name, signal_on_interrupt):
+        """Run the cell as one broadcast message with one coalesced reply (the ranks' output comes
+        in it: :func:`~mpiworkbench.client.broadcast.run_cell`), show it grouped, raise the ranks'
+        errors grouped. A timeout reports every rank that published no failure as still running."""
+        wb = self.workbench
+        bview = wb._broadcast_view()
+        ar = wb.submit(label, lambda: broadcast.apply(bview, broadcast.run_cell, cell), keep=True)
+        if save_name:
+            self.shell.user_ns[save_name] = ar
+        try:
+            statuses = wb.wait_explained(ar, wb.timeout, raise_failures=False)
+            if any(s.state == "failed" for s in statuses):
+                raise RankFailure(statuses)
+        except KeyboardInterrupt:
+            if signal_on_interrupt is None:
+                raise
+            print(f"Received Keyboard Interrupt. Sending signal {signal_on_interrupt} to engines...", file=sys.stderr)
+            self.view.client.send_signal(signal_on_interrupt, targets=self.view.targets, block=True)
+        finally:
+            if ar.ready():
+                wb.last_output = GroupedOutput(broadcast.outputs(ar, wb.ranks))
+                text = wb.last_output.text(errors=False)
+                if text:
+                    print(text)
+        return None
 
     def _engines(self, targets) -> list:
         return self.view.client._build_targets(targets)[1]

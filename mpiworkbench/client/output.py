@@ -47,6 +47,28 @@ def _by_text(texts: dict[int, str]) -> list[tuple[list[int], str]]:
     return [(ranks, text) for text, ranks in groups.items()]
 
 
+def _blocks(groups: list[tuple[list[int], str]]) -> list[tuple[list[int], list[str]]]:
+    """Blocks of lines with their ranks: each group's text; when every group shares leading or
+    trailing lines, those once for all the ranks, and only the lines that differ per group."""
+    split = [(ranks, (text[:-1] if text.endswith("\n") else text).split("\n")) for ranks, text in groups]
+    if len(split) < 2:
+        return split
+    shortest = min(len(lines) for _r, lines in split)
+    head = 0
+    while head < shortest and len({tuple(lines[head:head + 1]) for _r, lines in split}) == 1:
+        head += 1
+    tail = 0
+    while tail < shortest - head and len({lines[len(lines) - 1 - tail] for _r, lines in split}) == 1:
+        tail += 1
+    everyone = sorted(r for ranks, _l in split for r in ranks)
+    first = split[0][1]
+    blocks = [(everyone, first[:head])] if head else []
+    blocks += [(ranks, lines[head:len(lines) - tail]) for ranks, lines in split if lines[head:len(lines) - tail]]
+    if tail:
+        blocks.append((everyone, first[len(first) - tail:]))
+    return blocks
+
+
 @dataclass
 class GroupedOutput:
     """A cell's output on every rank, grouped; ``str()`` is the bounded view."""
@@ -58,12 +80,9 @@ class GroupedOutput:
         the errors."""
         lines: list[str] = []
         for kind in ("stdout", "stderr"):
-            for ranks, text in _by_text({o.rank: getattr(o, kind) for o in self.outputs}):
-                label = f"[{kind}:{_ranges(ranks)}] "
-                body = text[:-1] if text.endswith("\n") else text
-                first, *rest = body.split("\n")
-                lines.append(label + first)
-                lines.extend(rest)
+            for ranks, block in _blocks(_by_text({o.rank: getattr(o, kind) for o in self.outputs})):
+                lines.append(f"[{kind}:{_ranges(ranks)}] {block[0]}")
+                lines.extend(block[1:])
         for ranks, text in _by_text({o.rank: o.result for o in self.outputs}):
             lines.append(f"Out[{_ranges(ranks)}]: {text}")
         if errors:

@@ -61,3 +61,10 @@ def test_errors_can_be_left_to_the_raised_failure():
     grouped = GroupedOutput([RankOutput(0, stdout="hi\n", status=_failed(0, "ValueError: bad"))])
     assert grouped.text(errors=False) == "[stdout:0] hi"
     assert "ValueError: bad" in grouped.text()
+
+
+def test_lines_every_rank_shares_are_shown_once_and_only_the_differing_lines_per_rank():
+    outputs = [RankOutput(r, stdout=f"start\n{'odd' if r % 2 else 'even'}\n" + ("extra\n" if r == 3 else "") + "end\n")
+               for r in range(6)]
+    assert GroupedOutput(outputs).lines() == ["[stdout:0-5] start", "[stdout:0, 2, 4] even", "[stdout:1, 5] odd",
+                                              "[stdout:3] odd", "extra", "[stdout:0-5] end"]

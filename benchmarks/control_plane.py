@@ -1,0 +1,152 @@
+"""The control plane's cost per call as the world grows: the old path (a DirectView: n requests,
+n replies, each engine's IOPub) against the broadcast path with coalescing replies
+(:mod:`mpiworkbench.client.broadcast`: one request, one reply), alternated in one run.
+
+Run on demand (not part of ``make test``)::
+
+    .venv/bin/python benchmarks/control_plane.py --sweep 2,8,16,32,64 --calls 20 [--json FILE]
+
+For each world size it starts one ``Workbench(n, oversubscribe=True)`` and measures, per call and
+for each path, alternately in rounds of ``--calls`` calls:
+
+* ``wb.run`` of a no-op function (old: what ``wb.run`` did before, ``view.apply_async`` on the
+  DirectView through the same world turn and waits; new: ``wb.run``, the broadcast path);
+* a ``%%px`` cell of one statement through an IPython shell (old: ``%%px --no-stream --direct``;
+  new: ``%%px --no-stream --broadcast``, the default above 8 ranks);
+* client CPU: this process's CPU clock (``time.process_time``: every thread, so ipyparallel's I/O
+  thread too); controller CPU: the controller process and its children (the schedulers)
+  (``psutil`` CPU times); messages: what the client's session sent (``Session.send``) and took in
+  (``Session.feed_identities``: replies, IOPub, notifications); wall: the median round trip.
+
+The machine has 2 cores: beyond 2 engines every figure is oversubscribed (MPICH ranks busy-poll
+while they wait, which mostly hits the wall-clock round trip); compare the paths within a row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def noop() -> None:
+    return None
+
+
+CELL = "x = 1"
+
+
+def controller_cpu(wb) -> float:
+    import psutil
+
+    process = psutil.Process(wb.cluster.controller.process.pid)
+    total = 0.0
+    for p in [process, *process.children(recursive=True)]:
+        try:
+            times = p.cpu_times()
+            total += times.user + times.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def measure(wb, counter, call, calls: int) -> dict:
+    wb.client.spin()
+    time.sleep(0.2)  # measurement only: let late IOPub (idle statuses) of the previous round land
+    wb.client.spin()
+    sent, received = counter.sent, counter.received
+    cpu, ctl = time.process_time(), controller_cpu(wb)
+    walls = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        call()
+        walls.append(time.perf_counter() - t0)
+    time.sleep(0.2)  # the same for this round's late IOPub, counted with it
+    wb.client.spin()
+    return {"client_cpu_ms": (time.process_time() - cpu) / calls * 1e3,
+            "controller_cpu_ms": (controller_cpu(wb) - ctl) / calls * 1e3,
+            "sent": (counter.sent - sent) / calls, "received": (counter.received - received) / calls,
+            "wall_ms": statistics.median(walls) * 1e3}
+
+
+def paths(wb, shell):
+    def run_old():  # what wb.run did before: the DirectView, through the same world turn and waits
+        ar = wb.submit("bench: DirectView run", lambda: wb.view.apply_async(noop))
+        wb.wait_explained(ar, wb.timeout)
+        return list(ar.get())
+
+    def px_old():
+        result = shell.run_cell(f"%%px --no-stream --direct\n{CELL}")
+        assert result.success, result.error_in_exec
+
+    def px_new():
+        result = shell.run_cell(f"%%px --no-stream --broadcast\n{CELL}")
+        assert result.success, result.error_in_exec
+
+    return {"wb.run old (DirectView)": run_old, "wb.run new (broadcast)": lambda: wb.run(noop),
+            "%%px old (DirectView)": px_old, "%%px new (broadcast)": px_new}
+
+
+def sweep_point(n: int, calls: int, rounds: int) -> dict:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from mpiworkbench import Workbench
+    from mpiworkbench.client import broadcast
+
+    shell = InteractiveShell.instance()
+    wb = Workbench(n=n, oversubscribe=True, timeout=600).start()
+    try:
+        counter = broadcast.MessageCounter(wb.client.session)
+        calls_of = paths(wb, shell)
+        for call in calls_of.values():  # warm-up: imports, pickling caches, the engines' first apply
+            for _ in range(3):
+                call()
+        found = {name: [] for name in calls_of}
+        for _ in range(rounds):  # alternated, so that the machine's noise falls on both alike
+            for name, call in calls_of.items():
+                found[name].append(measure(wb, counter, call, calls))
+        return {name: {key: statistics.median(r[key] for r in runs) for key in runs[0]} for name, runs in found.items()}
+    finally:
+        wb.stop()
+        InteractiveShell.clear_instance()
+
+
+def table(results: dict) -> str:
+    head = "| engines | path | client CPU ms/call | controller CPU ms/call | msgs out/call | msgs in/call | wall ms (oversubscribed > 2) |"
+    lines = [head, "|---|---|---|---|---|---|---|"]
+    for n, point in results.items():
+        for name, r in point.items():
+            lines.append(f"| {n} | {name} | {r['client_cpu_ms']:.2f} | {r['controller_cpu_ms']:.2f} | {r['sent']:.1f} | "
+                         f"{r['received']:.1f} | {r['wall_ms']:.1f} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sweep", default="2,8,16,32,64", help="world sizes (comma separated)")
+    parser.add_argument("--calls", type=int, default=20, help="calls per measured round")
+    parser.add_argument("--rounds", type=int, default=3, help="alternated rounds per path (medians)")
+    parser.add_argument("--json", help="write the results here too")
+    args = parser.parse_args(argv)
+    results = {}
+    for n in (int(x) for x in args.sweep.split(",")):
+        results[n] = sweep_point(n, args.calls, args.rounds)
+        print(f"{n} engines done", file=sys.stderr, flush=True)
+    print(table(results))
+    first, last = min(results), max(results)
+    for name in results[first]:
+        ratio = results[last][name]["client_cpu_ms"] / results[first][name]["client_cpu_ms"]
+        print(f"client CPU per call, {name}: {last} engines / {first} engines = {ratio:.2f}x")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

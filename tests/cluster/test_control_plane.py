@@ -1,0 +1,84 @@
+"""A world of 32 ranks through the broadcast path: each ``wb.run`` and ``%%px`` is one message
+out of the notebook's process and one in (counted at the client's session), the cell's output
+comes grouped by identical text with rank ranges, and its errors grouped by type."""
+
+from __future__ import annotations
+
+import pytest
+
+from mpiworkbench import RankFailure, Workbench
+from mpiworkbench.client.broadcast import MessageCounter
+
+N = 32
+
+
+def _rank_of_caller() -> int:
+    from mpi4py import MPI
+
+    return MPI.COMM_WORLD.Get_rank()
+
+
+@pytest.fixture(scope="module")
+def big():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    wb = Workbench(n=N, oversubscribe=True, timeout=300)
+    shell.user_ns["wb"] = wb
+    try:
+        wb.start()
+        yield wb, shell
+    finally:
+        wb.stop()
+        InteractiveShell.clear_instance()
+
+
+def _per_call(wb, counter, action, calls: int = 5) -> tuple[float, float]:
+    action()  # warm-up (the engines' first broadcast installs the quiet statuses)
+    wb.client.spin()
+    sent, received = counter.sent, counter.received
+    for _ in range(calls):
+        action()
+    wb.client.spin()
+    return (counter.sent - sent) / calls, (counter.received - received) / calls
+
+
+def test_one_message_out_and_one_in_per_call(big):
+    wb, shell = big
+    assert wb.run(_rank_of_caller) == list(range(N))
+    counter = MessageCounter(wb.client.session)
+    assert _per_call(wb, counter, lambda: wb.run(_rank_of_caller)) == (1, 1)
+
+    def cell():
+        assert shell.run_cell("%%px\nx = mpi_rank").success
+    assert _per_call(wb, counter, cell) == (1, 1)
+    assert wb.run(abs, -3) == [3] * N
+
+
+def test_output_is_grouped_by_identical_text_with_rank_ranges(big, capsys):
+    wb, shell = big
+    result = shell.run_cell("%%px\nprint('the same on every rank')\nprint('odd' if mpi_rank % 2 else 'even', "
+                            "'and rank 7' if mpi_rank == 7 else '')\nmpi_size")
+    assert result.success, result.error_in_exec
+    out = capsys.readouterr().out
+    assert out.count("the same on every rank") == 1 and f"[stdout:0-{N - 1}] the same on every rank" in out
+    assert "[stdout:0, 2, 4" in out and "odd and rank 7" in out  # differing output: its own ranks
+    assert f"Out[0-{N - 1}]: {N}" in out
+    assert "[stdout:7]" in wb.last_output.raw() and len(wb.last_output.outputs) == N
+
+
+def test_errors_are_grouped_by_type_with_their_ranks(big):
+    wb, shell = big
+    cell = ("%%px\nif mpi_rank < 20:\n    1 / 0\nelif mpi_rank < 30:\n    {}[mpi_rank]\n")
+    result = shell.run_cell(cell)
+    failure = result.error_in_exec
+    assert isinstance(failure, RankFailure) and failure.failed == list(range(30))
+    rendered = failure._render_traceback_()
+    assert rendered.count("--- ranks 0-19 ---") == 1 and rendered.count("--- ranks 20-29 ---") == 1
+    assert sum("Traceback (most recent call last)" in line for line in rendered) == 2  # one per type
+    assert "ranks 30, 31: finished" in rendered[0]
+    # a function run on every rank: the same grouping, and the world is usable afterwards
+    with pytest.raises(RankFailure) as raised:
+        wb.run(divmod, 1, 0)
+    assert raised.value.failed == list(range(N))
+    assert wb.run(_rank_of_caller) == list(range(N))
