@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from mpiworkbench.cli.lab import lab_settings
 from mpiworkbench.course import hub
 
 
@@ -56,6 +57,8 @@ def run_write(args: argparse.Namespace) -> int:
         hub_ip=args.hub_ip, hub_port=args.hub_port, proxy_api_port=args.proxy_api_port, ranks=args.ranks,
         runtime=args.runtime, memory=args.memory, partition=args.partition, idle_minutes=args.idle_minutes,
         course_id=args.course_id)
+    # the servers' JupyterLab as `mpiworkbench lab` sets its own up, nbgrader's assignment list kept
+    settings.lab_settings_dir = lab_settings(Path(args.directory) / "lab", course=True)
     config = hub.write(settings)
     print(f"wrote {config}; start it with: mpiworkbench hub start {args.directory}")
     return 0

@@ -84,6 +84,9 @@ class HubSettings:
     course_id: str = COURSE_ID
     options: str = ""
     env_keep: tuple[str, ...] = field(default=("PATH", "LANG", "SLURM_CONF"))
+    #: JupyterLab's application settings for every server (``--LabApp.app_settings_dir``), e.g.
+    #: :func:`mpiworkbench.cli.lab.lab_settings`'s (no news pop-up); ``None``: JupyterLab's own.
+    lab_settings_dir: Path | None = None
 
     def check(self) -> None:
         if not self.students:
@@ -174,6 +177,9 @@ def config_text(settings: HubSettings) -> str:
         "    '--MappingKernelManager.cull_interval=60',",
         "]",
     ]
+    if settings.lab_settings_dir is not None:
+        lines += ["# JupyterLab's settings for the class (as `mpiworkbench lab` gives its own: no news pop-up)",
+                  f"c.Spawner.args.append({f'--LabApp.app_settings_dir={Path(settings.lab_settings_dir).resolve()}'!r})"]
     return "\n".join(lines) + "\n"
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -67,6 +68,8 @@ with sync_playwright() as p:
         run_cells(page, 1)
         seen["world_s"] = time.monotonic() - began
         run_cells(page, 2)
+        page.get_by_text("rank 0 of 2").wait_for()
+        seen["news_popup"] = page.get_by_text("official Jupyter news").count()
         page.screenshot(path=f"{shots}/hub_class_lab.png")
         run_cells(page, 1)
         seen["outputs"] = page.locator(".jp-NotebookPanel .jp-OutputArea-output").all_inner_texts()
@@ -120,6 +123,11 @@ def test_a_student_logs_in_in_chromium_and_runs_a_world_inside_their_job(nodes, 
         ranks = sorted(line.split("] ", 1)[-1] for text in outputs for line in text.splitlines() if "] rank " in line)
         assert ranks == [f"rank 0 of 2 on {node}", f"rank 1 of 2 on {node}"], outputs
         assert "stopped" in outputs[-1], outputs
+        assert seen["news_popup"] == 0, "the class's JupyterLab asks no questions of its students"
+        # `make screenshots`: the student's JupyterLab becomes the docs' picture of the class
+        target = os.environ.get("MPIWORKBENCH_SCREENSHOT_DIR")
+        if target:
+            shutil.copyfile(ARTIFACTS / "hub_class_lab.png", Path(target) / "hub_class_lab.png")
         print(f"\nhub up {hub.up_seconds:.1f} s; in Chromium: login to JupyterLab {seen['lab_s']:.1f} s "
               f"(the server's Slurm job included), Workbench().start() cell {seen['world_s']:.1f} s")
     finally:
