@@ -59,24 +59,37 @@ class Accounts:
                 nodes.on(node, "mount", "--bind", str(self.root / name), f"/etc/{name}")
 
     def expose_python(self, nodes) -> list[str]:
-        """Let the students run this Python on the compute nodes. Its installation may sit in a
-        directory only root may enter (a pyenv under ``/root``); a hub's users need an
-        interpreter they can run, so in each compute node's mount namespace every such directory
-        above it is covered with an empty one they may enter, the installation bound back in
-        (nothing changes outside the namespaces). Returns the directories covered."""
-        base = Path(sys.base_prefix).resolve()
-        closed = [str(d) for d in reversed(base.parents) if d != Path("/") and not os.stat(d).st_mode & 0o001]
-        if not closed:
-            return []
-        staging = self.root / "python"
-        staging.mkdir(mode=0o755)
+        """Let the students run this Python, its venv and the workbench on the compute nodes. Any
+        of them may sit below a directory only root may enter (a pyenv or a checkout under
+        ``/root``); a hub's users need them readable, so in each compute node's mount namespace the
+        outermost such directory is covered with an empty one they may enter and what they need is
+        bound back in (nothing changes outside the namespaces). Returns the directories covered."""
+        import mpiworkbench
+
+        wanted = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(),
+                  Path(mpiworkbench.__file__).resolve().parents[1]}
+        wanted = {p for p in wanted if not any(q in p.parents for q in wanted)}  # the outermost only
+
+        def outermost_closed(path: Path) -> Path | None:
+            return next((d for d in reversed(path.parents) if d != Path("/") and not os.stat(d).st_mode & 0o001), None)
+
+        covers = {path: outermost_closed(path) for path in wanted}
+        closed = sorted({d for d in covers.values() if d is not None})
+        closed = [d for d in closed if not any(o in d.parents for o in closed)]
+        inside = sorted(path for path, cover in covers.items() if cover is not None)
         for node in nodes.compute:
-            nodes.on(node, "mount", "--bind", str(base), str(staging))
-            for directory in closed:  # outermost first: each cover keeps the path to the next
-                nodes.on(node, "mount", "-t", "tmpfs", "-o", "mode=0755,size=1m", "tmpfs", directory)
-                nodes.on(node, "mkdir", "-p", str(base))
-            nodes.on(node, "mount", "--bind", str(staging), str(base))
-        return closed
+            staged = []
+            for i, path in enumerate(inside):
+                staging = self.root / f"exposed-{i}"
+                staging.mkdir(mode=0o755, exist_ok=True)
+                nodes.on(node, "mount", "--bind", str(path), str(staging))
+                staged.append((staging, path))
+            for directory in closed:
+                nodes.on(node, "mount", "-t", "tmpfs", "-o", "mode=0755,size=1m", "tmpfs", str(directory))
+            for staging, path in staged:
+                nodes.on(node, "mkdir", "-p", str(path))
+                nodes.on(node, "mount", "--bind", str(staging), str(path))
+        return [str(d) for d in closed]
 
     def home(self, name: str) -> Path:
         return self.root / "home" / name
