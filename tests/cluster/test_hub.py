@@ -16,12 +16,16 @@ the hub stops, it cancels the jobs: nothing of the class may be left (job, proce
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from tests.hub_class import LIMIT, PYTHON, STUDENTS, ClassHub
+from tests.hub_class import LIMIT, PYTHON, STUDENTS, TEACHER, ClassHub
 from tests.multinode import client_json, simulated_cluster
 
 pytestmark = pytest.mark.timeout(600)
+
+REPO = Path(__file__).resolve().parents[2]
 
 #: Run on head: log each student in (argv[2:]: name:password ...) through the proxy at argv[1],
 #: start their server, run a workbench in a kernel there; one JSON line with what each saw.
@@ -37,14 +41,24 @@ import websocket
 
 base = sys.argv[1]
 code = """
-import json, os, time
+import json, os, subprocess, time
+
+
+def nbgrader(*args):  # the student's nbgrader, with the course settings the hub gave the server
+    done = subprocess.run(["nbgrader", *args], capture_output=True, text=True, timeout=300)
+    return [done.returncode, (done.stdout + done.stderr)[-3000:]]
+
+
+course = {"fetch": nbgrader("fetch_assignment", "00_start_here"),
+          "fetched": os.path.exists(os.path.expanduser("~/00_start_here/00_start_here.ipynb"))}
+course["submit"] = nbgrader("submit", "00_start_here")
 from mpiworkbench import Workbench
 from mpiworkbench.core.machine import rank_info
 began = time.monotonic()
 wb = Workbench(activate=False, timeout=120).start()
 facts = {"ready_s": time.monotonic() - began, "n": wb.n, "hosts": sorted(wb.hosts.values()),
          "info": wb.run(rank_info), "job": os.environ.get("SLURM_JOB_ID"), "user": os.environ.get("USER"),
-         "kernel_host": os.uname().nodename, "uid": os.getuid()}
+         "kernel_host": os.uname().nodename, "uid": os.getuid(), "course": course}
 wb.stop()
 print("FACTS" + json.dumps(facts))
 """
@@ -144,12 +158,24 @@ def test_students_log_in_and_each_gets_a_slurm_job_with_their_world(nodes, tmp_p
     hub = ClassHub(nodes, tmp_path / "hub.log", ranks=2)
     try:
         hub.start()
+        # the teacher releases notebook 00 of the course into the hub's exchange
+        course = hub.accounts.home(TEACHER) / "course"
+        cli = str(Path(PYTHON).with_name("mpiworkbench"))
+        nbgrader = str(Path(PYTHON).with_name("nbgrader"))
+        hub.teacher(cli, "course", "--nbgrader", str(course), "--only", "00_start_here",
+                    "--notebooks", str(REPO / "notebooks"), cwd=tmp_path)
+        hub.teacher(nbgrader, "generate_assignment", "00_start_here", cwd=course)
+        hub.teacher(nbgrader, "release_assignment", "00_start_here", cwd=course)
         accounts = [f"{name}:{hub.accounts.passwords[name]}" for name in STUDENTS]
         client = nodes.on(nodes.head, PYTHON, "-c", CLASS_CLIENT, hub.base, *accounts, env=hub.env, cwd=tmp_path,
                           check=False, timeout=3 * LIMIT)
         if client.returncode != 0:
             pytest.fail(f"the class client failed:\n{client.stdout[-3000:]}\n{client.stderr[-5000:]}\n{hub.diagnose()}")
         report = client_json(client)
+        # the teacher collects what the students submitted through the exchange
+        hub.teacher(nbgrader, "collect", "00_start_here", cwd=course)
+        collected = sorted(p.relative_to(course / "submitted").parts[0]
+                           for p in (course / "submitted").glob("*/00_start_here/00_start_here.ipynb"))
         queue = [line.split() for line in nodes.run("squeue", "--noheader", "--format=%i %u %T %N %D %C")
                  .stdout.splitlines() if line.strip()]
         stopped = hub.stop()  # it cancels the servers' jobs (cleanup_servers)
@@ -170,6 +196,10 @@ def test_students_log_in_and_each_gets_a_slurm_job_with_their_world(nodes, tmp_p
             assert world["kernel_host"] == node and world["n"] == 2, world
             assert world["hosts"] == [node, node], world
             assert [info["rank"] for info in world["info"]] == [0, 1], world
+            fetched = world["course"]  # nbgrader in the student's server, through the hub's exchange
+            assert fetched["fetch"][0] == 0 and fetched["fetched"], fetched
+            assert fetched["submit"][0] == 0, fetched
+        assert collected == sorted(STUDENTS), collected
         assert report[STUDENTS[0]]["world"]["job"] != report[STUDENTS[1]]["world"]["job"], report
         print(f"\nhub up {hub.up_seconds:.1f} s; " + "; ".join(
             f"{name}: spawn to lab page {report[name]['lab_s']:.1f} s, world ready {report[name]['world']['ready_s']:.1f} s"
