@@ -149,10 +149,11 @@ class ClassHub:
         self.up_seconds = time.monotonic() - began
         return self
 
-    def teacher(self, *args: str, cwd: Path) -> str:
+    def teacher(self, *args: str, cwd: Path, extra: dict[str, str] | None = None) -> str:
         """A teacher's command on head in the course directory *cwd* (run as root: the hub's own
-        user), with the course settings every server gets; its output (it must succeed)."""
-        env = {**self.env, "JUPYTER_CONFIG_PATH": str(self.directory / "jupyter")}
+        user), with the course settings every server gets (and *extra*); its output (it must
+        succeed)."""
+        env = {**self.env, "JUPYTER_CONFIG_PATH": str(self.directory / "jupyter"), **(extra or {})}
         done = self.nodes.on(self.nodes.head, *args, env=env, cwd=cwd, check=False, timeout=LIMIT)
         assert done.returncode == 0, f"{' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
         return done.stdout + done.stderr

@@ -16,19 +16,23 @@ the hub stops, it cancels the jobs: nothing of the class may be left (job, proce
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from tests.hub_class import LIMIT, PYTHON, STUDENTS, TEACHER, ClassHub
+from tests.notebooks.test_course_autograde import ASSIGNMENT, DEADLOCK, TIMEOUT_S
 from tests.multinode import client_json, simulated_cluster
 
 pytestmark = pytest.mark.timeout(600)
 
 REPO = Path(__file__).resolve().parents[2]
 
-#: Run on head: log each student in (argv[2:]: name:password ...) through the proxy at argv[1],
-#: start their server, run a workbench in a kernel there; one JSON line with what each saw.
+#: Run on head: argv[1] is the proxy, argv[2] a JSON plan: student → password and the code to run in
+#: a kernel of their server (it prints FACTS + JSON), and their token once they have one. A student
+#: without a token logs in through the proxy's login form, asks for a token and starts their server;
+#: one JSON line with what each saw (and their token, for the next plan).
 CLASS_CLIENT = r'''
 import json
 import re
@@ -39,29 +43,7 @@ import uuid
 import requests
 import websocket
 
-base = sys.argv[1]
-code = """
-import json, os, subprocess, time
-
-
-def nbgrader(*args):  # the student's nbgrader, with the course settings the hub gave the server
-    done = subprocess.run(["nbgrader", *args], capture_output=True, text=True, timeout=300)
-    return [done.returncode, (done.stdout + done.stderr)[-3000:]]
-
-
-course = {"fetch": nbgrader("fetch_assignment", "00_start_here"),
-          "fetched": os.path.exists(os.path.expanduser("~/00_start_here/00_start_here.ipynb"))}
-course["submit"] = nbgrader("submit", "00_start_here")
-from mpiworkbench import Workbench
-from mpiworkbench.core.machine import rank_info
-began = time.monotonic()
-wb = Workbench(activate=False, timeout=120).start()
-facts = {"ready_s": time.monotonic() - began, "n": wb.n, "hosts": sorted(wb.hosts.values()),
-         "info": wb.run(rank_info), "job": os.environ.get("SLURM_JOB_ID"), "user": os.environ.get("USER"),
-         "kernel_host": os.uname().nodename, "uid": os.getuid(), "course": course}
-wb.stop()
-print("FACTS" + json.dumps(facts))
-"""
+base, plan = sys.argv[1], json.loads(open(sys.argv[2]).read())
 
 
 def until(what, condition, limit=240):
@@ -75,7 +57,7 @@ def until(what, condition, limit=240):
         time.sleep(0.25)
 
 
-def run_in_kernel(session, server, token):
+def run_in_kernel(session, server, token, code):
     headers = {"Authorization": f"token {token}"}
     kernel = session.post(f"{server}api/kernels", headers=headers, json={"name": "python3"}, timeout=60)
     kernel.raise_for_status()
@@ -107,10 +89,7 @@ def run_in_kernel(session, server, token):
     return json.loads(out.split("FACTS", 1)[1].strip().splitlines()[0])
 
 
-report = {}
-for account in sys.argv[2:]:
-    name, password = account.split(":", 1)
-    s = requests.Session()
+def log_in_and_spawn(s, name, password, names):
     seen = {}
     login = s.get(f"{base}/hub/login", timeout=60)
     xsrf = s.cookies.get("_xsrf") or re.search(r'name="_xsrf" value="([^"]+)"', login.text).group(1)
@@ -137,15 +116,77 @@ for account in sys.argv[2:]:
     seen["lab_s"] = time.monotonic() - began
     seen["lab_page"] = "JupyterLab" in lab.text
     # another student's server, asked with this student's token
-    other = next(a.split(":")[0] for a in sys.argv[2:] if a.split(":")[0] != name)
+    other = next(other for other in names if other != name)
     seen["other_students_server"] = requests.get(f"{base}/user/{other}/api/status", headers=api,
                                                  allow_redirects=False, timeout=60).status_code
     # and this student's server without any login: the proxy sends it to the hub's login
     seen["anonymous"] = requests.get(f"{server}api/status", allow_redirects=False, timeout=60).status_code
-    seen["world"] = run_in_kernel(s, server, token)
+    seen["token"] = token
+    return seen
+
+
+report = {}
+names = list(plan)
+for name, student in plan.items():
+    s = requests.Session()
+    server = f"{base}/user/{name}/"
+    seen = {}
+    token = student.get("token")
+    if token is None:
+        seen.update(log_in_and_spawn(s, name, student["password"], names))
+        token = seen["token"]
+    seen["kernel"] = run_in_kernel(s, server, token, student["code"])
+    seen["token"] = token
     report[name] = seen
 print(json.dumps(report), flush=True)
 '''
+
+#: What each student does in a kernel of their server, first: fetch notebook 00 (nbgrader, with the
+#: settings the hub gave the server), answer its exercise (ANSWER: "solution" or "deadlock") and
+#: submit; then start a world of their job's allocation and say what it is.
+WORK = """
+import json, os, subprocess, time
+
+import nbformat
+
+from mpiworkbench import Workbench, exercises
+from mpiworkbench.core.machine import rank_info
+
+
+def nbgrader(*args):
+    done = subprocess.run(["nbgrader", *args], capture_output=True, text=True, timeout=300)
+    return [done.returncode, (done.stdout + done.stderr)[-3000:]]
+
+
+course = {"fetch": nbgrader("fetch_assignment", "00_start_here")}
+path = os.path.expanduser("~/00_start_here/00_start_here.ipynb")
+nb = nbformat.read(path, as_version=4)
+if ANSWER == "solution":
+    exercises.inject(nb, "00_start_here", "solution")
+else:
+    for index, _ in exercises.answer_cells(nb):
+        nb.cells[index].source = DEADLOCK
+nbformat.write(nb, path)
+course["submit"] = nbgrader("submit", "00_start_here")
+began = time.monotonic()
+wb = Workbench(activate=False, timeout=120).start()
+facts = {"ready_s": time.monotonic() - began, "n": wb.n, "hosts": sorted(wb.hosts.values()),
+         "info": wb.run(rank_info), "job": os.environ.get("SLURM_JOB_ID"), "user": os.environ.get("USER"),
+         "kernel_host": os.uname().nodename, "uid": os.getuid(), "course": course}
+wb.stop()
+print("FACTS" + json.dumps(facts))
+"""
+#: ... and once the teacher has released the feedback: fetch it, and read it.
+FEEDBACK = """
+import glob, json, os, subprocess
+
+done = subprocess.run(["nbgrader", "fetch_feedback", "00_start_here"], capture_output=True, text=True, timeout=300)
+pages = sorted(glob.glob(os.path.expanduser("~/00_start_here/feedback/*/00_start_here.html")))
+print("FACTS" + json.dumps({"fetch": [done.returncode, (done.stdout + done.stderr)[-3000:]],
+                            "feedback": open(pages[-1]).read() if pages else None}))
+"""
+#: The answers: the first student's right, the second's deadlocks.
+ANSWERS = dict(zip(STUDENTS, ("solution", "deadlock")))
 
 
 @pytest.fixture(scope="module")
@@ -154,30 +195,47 @@ def nodes():
     yield from simulated_cluster(compute=2, cpus=2)
 
 
-def test_students_log_in_and_each_gets_a_slurm_job_with_their_world(nodes, tmp_path):
+def _plan(path: Path, students: dict) -> str:
+    path.write_text(json.dumps(students))
+    return str(path)
+
+
+def test_a_class_on_the_hub_each_server_a_slurm_job_graded_through_nbgrader(nodes, tmp_path):
     hub = ClassHub(nodes, tmp_path / "hub.log", ranks=2)
+    # the teacher's grading cluster: 2 ranks on head (issue 23's), in an IPython directory of its own
+    grading = {"IPYTHONDIR": str(tmp_path / "teacher-ipython"), "MPIWORKBENCH_SMALL": "1"}
     try:
         hub.start()
         # the teacher releases notebook 00 of the course into the hub's exchange
         course = hub.accounts.home(TEACHER) / "course"
         cli = str(Path(PYTHON).with_name("mpiworkbench"))
         nbgrader = str(Path(PYTHON).with_name("nbgrader"))
-        hub.teacher(cli, "course", "--nbgrader", str(course), "--only", "00_start_here",
-                    "--notebooks", str(REPO / "notebooks"), cwd=tmp_path)
-        hub.teacher(nbgrader, "generate_assignment", "00_start_here", cwd=course)
-        hub.teacher(nbgrader, "release_assignment", "00_start_here", cwd=course)
-        accounts = [f"{name}:{hub.accounts.passwords[name]}" for name in STUDENTS]
-        client = nodes.on(nodes.head, PYTHON, "-c", CLASS_CLIENT, hub.base, *accounts, env=hub.env, cwd=tmp_path,
-                          check=False, timeout=3 * LIMIT)
+        hub.teacher(cli, "course", "--nbgrader", str(course), "--only", ASSIGNMENT, "--notebooks",
+                    str(REPO / "notebooks"), "--timeout", str(TIMEOUT_S), "--cell-timeout", "300", cwd=tmp_path)
+        hub.teacher(nbgrader, "generate_assignment", ASSIGNMENT, cwd=course)
+        hub.teacher(nbgrader, "release_assignment", ASSIGNMENT, cwd=course)
+        work = {name: {"password": hub.accounts.passwords[name],
+                       "code": f"ANSWER = {kind!r}\nDEADLOCK = {DEADLOCK!r}\n{WORK}"} for name, kind in ANSWERS.items()}
+        client = nodes.on(nodes.head, PYTHON, "-c", CLASS_CLIENT, hub.base, _plan(tmp_path / "work.json", work),
+                          env=hub.env, cwd=tmp_path, check=False, timeout=3 * LIMIT)
         if client.returncode != 0:
             pytest.fail(f"the class client failed:\n{client.stdout[-3000:]}\n{client.stderr[-5000:]}\n{hub.diagnose()}")
         report = client_json(client)
-        # the teacher collects what the students submitted through the exchange
-        hub.teacher(nbgrader, "collect", "00_start_here", cwd=course)
-        collected = sorted(p.relative_to(course / "submitted").parts[0]
-                           for p in (course / "submitted").glob("*/00_start_here/00_start_here.ipynb"))
         queue = [line.split() for line in nodes.run("squeue", "--noheader", "--format=%i %u %T %N %D %C")
                  .stdout.splitlines() if line.strip()]
+        # the teacher collects, autogrades (on the grading cluster) and releases the feedback
+        hub.teacher(nbgrader, "collect", ASSIGNMENT, cwd=course)
+        collected = sorted(p.relative_to(course / "submitted").parts[0]
+                           for p in (course / "submitted").glob(f"*/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"))
+        hub.teacher(nbgrader, "autograde", ASSIGNMENT, cwd=course, extra=grading)
+        hub.teacher(nbgrader, "generate_feedback", ASSIGNMENT, cwd=course)
+        hub.teacher(nbgrader, "release_feedback", ASSIGNMENT, cwd=course)
+        feedback = {name: {"token": report[name]["token"], "code": FEEDBACK} for name in STUDENTS}
+        fetched = nodes.on(nodes.head, PYTHON, "-c", CLASS_CLIENT, hub.base, _plan(tmp_path / "feedback.json", feedback),
+                           env=hub.env, cwd=tmp_path, check=False, timeout=3 * LIMIT)
+        if fetched.returncode != 0:
+            pytest.fail(f"fetching the feedback failed:\n{fetched.stdout[-3000:]}\n{fetched.stderr[-5000:]}")
+        feedback = {name: seen["kernel"] for name, seen in client_json(fetched).items()}
         stopped = hub.stop()  # it cancels the servers' jobs (cleanup_servers)
         assert stopped is not None, f"the hub did not stop\n{hub.diagnose()}"
         hub.check_nothing_left()
@@ -188,7 +246,7 @@ def test_students_log_in_and_each_gets_a_slurm_job_with_their_world(nodes, tmp_p
             assert seen["wrong_password_status"] == 403, seen
             assert seen["other_students_server"] in (302, 403, 404), seen  # not theirs to reach
             assert seen["anonymous"] in (302, 403), seen
-            world = seen["world"]
+            world = seen["kernel"]
             job, user, state, node, node_count, cpus = next(line for line in queue if line[0] == world["job"])
             assert (user, state, node_count, cpus) == (name, "RUNNING", "1", "2"), queue
             assert node in nodes.compute, queue
@@ -196,14 +254,23 @@ def test_students_log_in_and_each_gets_a_slurm_job_with_their_world(nodes, tmp_p
             assert world["kernel_host"] == node and world["n"] == 2, world
             assert world["hosts"] == [node, node], world
             assert [info["rank"] for info in world["info"]] == [0, 1], world
-            fetched = world["course"]  # nbgrader in the student's server, through the hub's exchange
-            assert fetched["fetch"][0] == 0 and fetched["fetched"], fetched
-            assert fetched["submit"][0] == 0, fetched
+            assert world["course"]["fetch"][0] == 0 and world["course"]["submit"][0] == 0, world["course"]
+            assert feedback[name]["fetch"][0] == 0 and feedback[name]["feedback"], feedback[name]
+        assert report[STUDENTS[0]]["kernel"]["job"] != report[STUDENTS[1]]["kernel"]["job"], report
         assert collected == sorted(STUDENTS), collected
-        assert report[STUDENTS[0]]["world"]["job"] != report[STUDENTS[1]]["world"]["job"], report
+        assert _scores(course) == {STUDENTS[0]: 1.0, STUDENTS[1]: 0.0}
+        stuck = feedback[STUDENTS[1]]["feedback"]  # the deadlock's feedback holds the hang report
+        assert "Where each rank is:" in stuck and "blocked in MPI_" in stuck, stuck[-3000:]
         print(f"\nhub up {hub.up_seconds:.1f} s; " + "; ".join(
-            f"{name}: spawn to lab page {report[name]['lab_s']:.1f} s, world ready {report[name]['world']['ready_s']:.1f} s"
+            f"{name}: spawn to lab page {report[name]['lab_s']:.1f} s, world ready {report[name]['kernel']['ready_s']:.1f} s"
             for name in STUDENTS))
     finally:
         hub.stop()
         hub.accounts.remove()
+
+
+def _scores(course: Path) -> dict[str, float]:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        return {s.student.id: s.score for s in gradebook.assignment_submissions(ASSIGNMENT)}
