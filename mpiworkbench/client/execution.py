@@ -13,7 +13,7 @@ import uuid
 from typing import Any, Callable
 
 from mpiworkbench import backends
-from mpiworkbench.client import broadcast
+from mpiworkbench.client import arrays, broadcast
 from mpiworkbench.client.caches import forget
 from mpiworkbench.client.debugging import paused_since
 from mpiworkbench.client.postmortem import PostMortem
@@ -180,9 +180,11 @@ class Execution:
                 statuses = self._wait_parts(ar, timeout, started, self.failure_grace if grace is None else grace)
                 break
             except ExecutionTimeout as exc:
-                # the time a rank spent stopped in a debugger does not count: it is not hung
+                # the time a rank spent stopped in a debugger does not count: it is not hung; a
+                # rank that failed while others still run ends the wait after the grace, as it says
                 paused, stopped_now = paused_since(self, origin)
-                if timeout is None or not (stopped_now or time.monotonic() - (origin + paused) < timeout):
+                within = not exc.failed and time.monotonic() - (origin + paused) < timeout if timeout else False
+                if timeout is None or not (stopped_now or within):
                     report = explain_timeout(self, exc, getattr(ar, "_wb_submitted", None), ar)
                     if self._world is not None and not ar.done():
                         self._world.mark_blocked("\n".join([*(s.line() for s in report.statuses), *report.hang_lines,
@@ -238,6 +240,25 @@ class Execution:
         ar = self.submit(f"{self.activity or 'wb.pull'}: {name}", lambda: self.client[engine].pull(name, block=False))
         self.wait_explained(ar, self.timeout)
         return ar.get()
+
+    def push(self, name: str, value: Any) -> None:
+        """Bind *name* to *value* on every rank: one transfer to rank 0, then ``MPI.Bcast``
+        (a NumPy array; anything else is pickled once and broadcast) — not one copy per rank
+        through the controller, as ``wb.view.push`` sends."""
+        arrays.stage(self, value)
+        self.run(arrays.spread, name, "bcast")
+
+    def scatter(self, name: str, array: Any) -> list[tuple]:
+        """Bind *name* on each rank to its rows of *array* (split along axis 0, the first ranks one
+        row more when uneven): one transfer to rank 0, then ``MPI.Scatterv``. Returns each rank's
+        shape, in rank order."""
+        arrays.stage(self, array)
+        return self.run(arrays.spread, name, "scatter")
+
+    def collect(self, name: str) -> Any:
+        """Every rank's *name* joined by rows (axis 0) in rank order: ``MPI.Gatherv`` to rank 0,
+        which alone sends its array back."""
+        return self.run(arrays.collect_rows, name)[0]
 
     def post_mortem(self, rank: int) -> PostMortem:
         """The last exception raised on *rank* — by a ``%%px`` cell or :meth:`run` — frame by

@@ -82,3 +82,27 @@ def test_errors_are_grouped_by_type_with_their_ranks(big):
         wb.run(divmod, 1, 0)
     assert raised.value.failed == list(range(N))
     assert wb.run(_rank_of_caller) == list(range(N))
+
+
+def _held(name: str):
+    """On a rank: what its namespace holds under *name*, summarised (shape, dtype, sum, first bytes)."""
+    from IPython import get_ipython
+
+    value = get_ipython().user_ns[name]
+    if not hasattr(value, "shape"):
+        return value
+    return value.shape, str(value.dtype), float(value.sum()), bytes(value.tobytes()[:64])
+
+
+def test_push_scatter_collect_through_mpi(big):
+    import numpy as np
+
+    wb, _shell = big
+    data = np.random.default_rng(38).standard_normal((100, 3))
+    wb.push("pushed", data)  # one transfer to rank 0, then Bcast
+    assert wb.run(_held, "pushed") == [(data.shape, str(data.dtype), float(data.sum()), data.tobytes()[:64])] * N
+    shapes = wb.scatter("rows", data)  # uneven: 100 rows over 32 ranks
+    assert [s[0] for s in shapes] == [4] * 4 + [3] * 28 and all(s[1:] == (3,) for s in shapes)
+    assert np.array_equal(wb.collect("rows"), data)
+    wb.push("config", {"steps": 3})  # not an array: pickled once, broadcast
+    assert wb.run(_held, "config") == [{"steps": 3}] * N
