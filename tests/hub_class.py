@@ -35,9 +35,16 @@ class Accounts:
 
     def __init__(self, nodes, names: list[str]):
         self.root = Path(tempfile.mkdtemp(prefix="mpiwb-class-"))
-        os.chmod(self.root, 0o755)
         self.passwords = {name: secrets.token_urlsafe(12) for name in names}
         self.uids = {name: FIRST_UID + i for i, name in enumerate(names)}
+        try:
+            self._make(nodes)
+        except BaseException:  # nobody gets these accounts to remove them
+            self.remove()
+            raise
+
+    def _make(self, nodes) -> None:
+        os.chmod(self.root, 0o755)
         passwd = Path("/etc/passwd").read_text()
         group = Path("/etc/group").read_text()
         shadow = Path("/etc/shadow").read_text()
@@ -123,7 +130,11 @@ class ClassHub:
         os.chmod(nodes.root / "munge", 0o711)
         self.nodes, self.log = nodes, log
         self.accounts = Accounts(nodes, [TEACHER, *STUDENTS])
-        self.accounts.expose_python(nodes)
+        try:
+            self.accounts.expose_python(nodes)
+        except BaseException:  # the test never gets a hub to clean up after
+            self.accounts.remove()
+            raise
         self.directory = self.accounts.root / "hub"
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
