@@ -140,7 +140,7 @@ test-cluster: $(TEST_STAMP) system-packages $(PROXY_STAMP)
 test-notebooks: $(TEST_STAMP)
 	$(BIN)/python -m pytest tests/notebooks $(DURATIONS)
 
-test-browser: $(TEST_STAMP) system-packages
+test-browser: $(TEST_STAMP) system-packages $(PROXY_STAMP)
 	$(BIN)/python -m pytest tests/browser $(DURATIONS)
 
 # The documentation site, offline, warnings as errors, each notebook with the outputs of its run:
