@@ -155,10 +155,11 @@ docs: $(TEST_STAMP)
 # picture into the working tree is the point here, so the suite's check that tests leave the tree
 # alone is off. docs/speedup_panel.png is the speedup panel after a traced sweep (its browser
 # test), docs/speedup_factors.png (docs/tracing.md) the same figure for a traced wave sweep at
-# 1-3 ranks on this machine, drawn by the CLI that the panel's driver runs. docs/hub_class_lab.png
+# 1-3 ranks on this machine, drawn by the CLI that the panel's driver runs. docs/debugger_sidebar.png
+# (docs/debugging.md) is JupyterLab's Debugger sidebar on rank 1 stopped in a %%px --debug cell. docs/hub_class_lab.png
 # (docs/course_on_cluster.md) is a student's JupyterLab in the class on the simulated cluster (as root).
 screenshots: $(TEST_STAMP) system-packages
-	MPIWORKBENCH_TREE_CHECK=0 MPIWORKBENCH_SCREENSHOT_DIR=$(abspath docs) $(BIN)/python -m pytest tests/browser/test_start_here.py tests/browser/test_widget_speedup.py tests/browser/test_hub_class.py
+	MPIWORKBENCH_TREE_CHECK=0 MPIWORKBENCH_SCREENSHOT_DIR=$(abspath docs) $(BIN)/python -m pytest tests/browser/test_start_here.py tests/browser/test_widget_speedup.py tests/browser/test_debugger_sidebar.py tests/browser/test_hub_class.py
 	$(BIN)/mpiworkbench speedup wave --np 1,2,3 --mesh 65 --steps 10 --repeats 3 --trace --plot docs/speedup_factors.png
 
 # Benchmarks are run on demand, never as part of `make test`.

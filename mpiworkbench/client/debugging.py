@@ -99,32 +99,47 @@ def kernels_directory() -> Path:
     return Path(jupyter_runtime_dir()) / "external_kernels"
 
 
-def connection_files(wb) -> dict[int, Path]:
-    """Rank → its kernel's connection file, opening the ranks' kernels the first time (per
-    engine set). Files are readable by their owner only: they hold the cluster's key."""
+#: Why the ranks of a cluster secured with CurveZMQ cannot be debugged (yet).
+NOT_UNDER_CURVE = (
+    "the ranks of this cluster cannot be debugged yet: its messages are encrypted with CurveZMQ (its "
+    "engines connect from other hosts), which Jupyter's kernel protocol, the debugger's, does not speak, "
+    "and under CurveZMQ ipyparallel signs messages with no key, so a rank's kernel opened to Jupyter "
+    "clients would run anyone's code. Debug on a cluster whose ranks run on this host: Workbench(n=...) "
+    "or a profile of the local mpi launcher.")
+
+
+def connection_files(wb, ranks: Iterable[int] | None = None) -> dict[int, Path]:
+    """Rank → its kernel's connection file, for every rank or *ranks*: the ranks' kernels are
+    opened the first time (per engine set), a file is written for each rank asked for (a lab
+    lists just those). Files are readable by their owner only: they hold the cluster's key.
+
+    Refused (:class:`DebuggerError`, :data:`NOT_UNDER_CURVE`) for a cluster secured with CurveZMQ."""
+    if getattr(wb.client, "curve_serverkey", None):
+        raise DebuggerError(NOT_UNDER_CURVE)
     key = (id(wb.client), tuple(sorted(wb.ranks.items())))
-    known = wb.__dict__.get("_kernel_files")
-    if known and known[0] == key and all(p.exists() for p in known[1].values()):
-        return dict(known[1])
-    infos = wb.run(open_kernel)
-    directory = kernels_directory()
-    directory.mkdir(parents=True, exist_ok=True)
+    known = wb.__dict__.get("_rank_kernels")
+    if not known or known[0] != key:
+        remove_connection_files(wb)  # of a world restarted meanwhile
+        known = wb.__dict__["_rank_kernels"] = (key, wb.run(open_kernel), {})
+    _, infos, files = known
     cluster = getattr(wb.cluster, "cluster_id", "") or "cluster"
-    files = {}
-    for rank, info in enumerate(infos):
-        path = directory / f"mpiworkbench-{cluster}-rank{rank}.json"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(info, f, indent=1)
-        files[rank] = path
-    wb.__dict__["_kernel_files"] = (key, files)
-    return dict(files)
+    wanted = range(len(infos)) if ranks is None else list(ranks)
+    for rank in wanted:
+        if rank not in files or not files[rank].exists():
+            directory = kernels_directory()
+            directory.mkdir(parents=True, exist_ok=True)
+            path = directory / f"mpiworkbench-{cluster}-rank{rank}.json"
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                json.dump(infos[rank], f, indent=1)
+            files[rank] = path
+    return {rank: files[rank] for rank in wanted}
 
 
 def remove_connection_files(wb) -> None:
     """Remove the files :func:`connection_files` wrote (the session stops or its world ends)."""
-    known = wb.__dict__.pop("_kernel_files", None)
-    for path in (known[1].values() if known else ()):
+    known = wb.__dict__.pop("_rank_kernels", None)
+    for path in (known[2].values() if known else ()):
         with _quiet():
             path.unlink()
 
@@ -142,18 +157,12 @@ class Debugging:
     ...     dbg.continue_()                           # leaving the block continues every rank
     """
 
-    def __init__(self, files: dict[int, Path], ranks: Iterable[int] | None = None,
-                 timeout: float = REQUEST_TIMEOUT_S, session=None):
+    def __init__(self, files: dict[int, Path], timeout: float = REQUEST_TIMEOUT_S, session=None):
         self.session = session
         self.running = None
-        wanted = sorted(files) if ranks is None else sorted(ranks)
-        unknown = [r for r in wanted if r not in files]
-        if unknown:
-            raise ValueError(f"ranks {unknown} are not ranks of this world (ranks 0 to {len(files) - 1}); "
-                             "name some of them, or none for every rank")
         self.ranks: dict[int, RankDebugger] = {}
         try:
-            for rank in wanted:
+            for rank in sorted(files):
                 self.ranks[rank] = RankDebugger(rank, files[rank], timeout).start()
         except BaseException:
             self.close()
@@ -275,13 +284,14 @@ class RankDebugging:
         ``jupyter console --existing FILE``, JupyterLab's running kernels when started by
         ``mpiworkbench lab``) can use the rank through it, and JupyterLab's debugger debug it."""
         self._engine_of(rank)  # says which ranks exist
-        return connection_files(self)[rank]
+        return connection_files(self, [rank])[rank]
 
     def debug(self, ranks: Iterable[int] | None = None) -> Debugging:
         """Start the debugger on every rank (or *ranks*): see :class:`Debugging`. Leave the
         ``with`` block (or call ``close()``) to continue every rank and detach."""
-        files = connection_files(self)
-        return Debugging(files, ranks, session=self)
+        for rank in ranks or ():
+            self._engine_of(rank)  # says which ranks exist
+        return Debugging(connection_files(self, ranks), session=self)
 
     def stops(self) -> dict[int, dict[str, Any]]:
         """Rank → its stop record (where it stopped), for the ranks stopped in a debugger now

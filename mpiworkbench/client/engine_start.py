@@ -159,6 +159,11 @@ class ForkedNanny:
         return self.returncode
 
 
+#: Set to ``0`` in the environment a cluster starts in, its engines' kernels are ipyparallel's
+#: own, without the debugger's sockets (what ``benchmarks/debugger_cost.py`` compares against).
+DEBUGGER_VARIABLE = "MPIWORKBENCH_DEBUGGER"
+
+
 def debuggable(kernel_class: type) -> type:
     """*kernel_class* (ipyparallel's engine kernel) with what ipykernel's debugger needs and
     ipyparallel never gives it (its engines log "debugpy_stream undefined, debugging will not
@@ -208,7 +213,8 @@ def recording_stops(publish: Callable[[dict], None]) -> Callable[[dict], None]:
 def main() -> None:
     from ipyparallel.engine import app  # also everything the nanny imports
 
-    app.Kernel = debuggable(app.Kernel)
+    if os.environ.get(DEBUGGER_VARIABLE, "1") != "0":
+        app.Kernel = debuggable(app.Kernel)
 
     # An engine that never asks for its nanny (it failed before registering) exits and so
     # closes the nanny's stdin: the nanny then ends too.

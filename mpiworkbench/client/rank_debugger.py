@@ -50,9 +50,9 @@ class RankDebugger:
         self.client.control_channel.send(msg)
         return msg["header"]["msg_id"]
 
-    def response(self, msg_id: str, command: str = "the request") -> dict[str, Any]:
-        """The response to the request *msg_id* (:meth:`send`); :class:`DebuggerError` when it
-        failed or did not come in :attr:`timeout` seconds."""
+    def _await(self, msg_id: str, command: str) -> dict[str, Any]:
+        """The response to the request *msg_id*, failed or not; :class:`DebuggerError` when
+        none came in :attr:`timeout` seconds."""
         deadline = time.monotonic() + self.timeout
         while msg_id not in self._replies:
             left = deadline - time.monotonic()
@@ -64,7 +64,12 @@ class RankDebugger:
             except queue.Empty:
                 continue
             self._replies[reply["parent_header"].get("msg_id")] = reply["content"]
-        response = self._replies.pop(msg_id)
+        return self._replies.pop(msg_id)
+
+    def response(self, msg_id: str, command: str = "the request") -> dict[str, Any]:
+        """The response to the request *msg_id* (:meth:`send`); :class:`DebuggerError` when it
+        failed or did not come in :attr:`timeout` seconds."""
+        response = self._await(msg_id, command)
         if response.get("success") is False:
             raise DebuggerError(f"rank {self.rank}: debug request {command!r} failed: "
                                 f"{response.get('message') or response}")
@@ -109,6 +114,7 @@ class RankDebugger:
         info = self.request("debugInfo")["body"]
         self.joined = bool(info.get("isStarted"))
         if self.joined:
+            self._attached()
             self._find_stopped(info.get("stoppedThreads") or [])
             return self
         self.request("initialize", clientID="mpiworkbench", clientName="mpiworkbench", adapterID="python",
@@ -116,6 +122,20 @@ class RankDebugger:
                      supportsVariablePaging=True, supportsRunInTerminalRequest=False, locale="en")
         self.request("attach")
         return self
+
+    def _attached(self) -> None:
+        """Wait until the other client's debugger is attached to debugpy: the kernel says it
+        started once ``initialize`` succeeded, and until that client's ``attach`` has too,
+        debugpy answers any request "Server is not available"."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            reply = self._await(self.send("threads"), "threads")
+            if reply.get("success") is not False:
+                return
+            if time.monotonic() > deadline:
+                raise DebuggerError(f"rank {self.rank}: the debugger another client started did not attach "
+                                    f"in {self.timeout:.0f} s: {reply.get('message') or reply}")
+            time.sleep(0.1)  # polling the condition "attached"
 
     def _find_stopped(self, threads: list[int]) -> None:
         """Joining a debugger whose rank is stopped already (its ``stopped`` event went out

@@ -92,12 +92,15 @@ def lab_server(tmp_path_factory):
     # the user's settings (none: the lab's own defaults show) and open tabs, private to this run
     env["JUPYTERLAB_SETTINGS_DIR"] = str(home / "user-settings")
     env["JUPYTERLAB_WORKSPACES_DIR"] = str(home / "workspaces")
+    # the server's and its kernels' runtime files (the ranks' connection files among them)
+    env["JUPYTER_RUNTIME_DIR"] = str(home / "runtime")
     log = open(home / "jupyterlab.log", "w")  # noqa: SIM115 - closed in the finalizer
     # `mpiworkbench lab`'s command and settings; a token of ours, and no request for news or
     # updates (there is no network here anyway)
     command = lab_command(root, "127.0.0.1", port, no_browser=True, settings_dir=lab_settings(home / "app"))
     process = subprocess.Popen(
-        [*command, f"--IdentityProvider.token={token}",
+        # (the app exposed as window.jupyterapp: a test can run JupyterLab's commands)
+        [*command, f"--IdentityProvider.token={token}", "--LabApp.expose_app_in_browser=True",
          "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
         env=env, stdout=log, stderr=subprocess.STDOUT,
     )

@@ -31,3 +31,33 @@ def test_the_default_stop_is_the_first_statement():
     assert first_code_line("\n# set up\nx = 1\n") == 3
     with pytest.raises(ValueError, match="no code"):
         first_code_line("# nothing\n\n")
+
+
+def test_a_curve_secured_cluster_is_refused_with_the_reason():
+    from types import SimpleNamespace
+
+    from mpiworkbench.client.debugging import DebuggerError, connection_files
+
+    wb = SimpleNamespace(client=SimpleNamespace(curve_serverkey=b"x" * 40))
+    with pytest.raises(DebuggerError, match="CurveZMQ.*Debug on a cluster whose ranks run on this host"):
+        connection_files(wb)
+
+
+def test_stop_records_count_only_the_pauses_inside_a_window():
+    from mpiworkbench.trace import stops
+
+    record = {"stopped_since": None, "pauses": [[10.0, 14.0], [20.0, 21.0]], "where": None, "reason": None}
+    assert stops.paused_within(record, since=12.0, now=30.0) == 2.0 + 1.0
+    assert stops.paused_within(record, since=0.0, now=11.0) == 1.0  # a pause still under way at *now*
+    assert not stops.is_stopped(record) and stops.paused_within(None, 0.0, 1.0) == 0.0
+    now_stopped = {**record, "stopped_since": 25.0}
+    assert stops.is_stopped(now_stopped) and stops.paused_within(now_stopped, since=24.0, now=30.0) == 5.0
+
+
+def test_where_a_rank_stopped_reads_as_a_cell_line_or_a_function():
+    from mpiworkbench.trace import stops
+
+    cell = {"where": {"file": "/tmp/ipykernel_123/456.py", "line": 4, "function": "<module>"}, "reason": "breakpoint"}
+    assert stops.describe(0, cell) == "rank 0 stopped at a breakpoint (cell line 4)"
+    package = {"where": {"file": "/x/mpiworkbench/solvers/halo.py", "line": 52, "function": "exchange"}, "reason": "step"}
+    assert stops.describe(2, package) == "rank 2 stopped after a step (halo.py line 52, in exchange)"
