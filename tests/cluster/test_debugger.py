@@ -11,6 +11,8 @@ import time
 
 import pytest
 
+from tests.cluster.test_mpi_implementations import OTHERS, _installed
+
 CELL = """from mpi4py import MPI
 comm = MPI.COMM_WORLD
 rank = comm.Get_rank()
@@ -193,3 +195,22 @@ def test_px_debug_stops_the_ranks_named_and_another_client_continues_them(shell,
         assert fresh.request("debugInfo")["body"]["isStarted"] is False
     finally:
         fresh.client.stop_channels()
+
+
+@pytest.mark.parametrize("name", [_installed(n) for n in OTHERS])
+def test_every_rank_stops_and_continues_under_the_other_mpi_implementations(name):
+    """The same breakpoint, variables and continue on a world of Open MPI's or Intel MPI's ranks
+    (the code runs through ``dbg.execute``, as a ``%%px`` cell's)."""
+    from mpiworkbench import Workbench
+
+    with Workbench(n=2, mpi=name, timeout=120, activate=False) as wb:
+        wb.start()
+        with wb.debug() as dbg:
+            dbg.break_in_cell(CELL, STOP)
+            dbg.execute(CELL)
+            frames = dbg.wait_stopped()
+            assert {rank: f["line"] for rank, f in frames.items()} == {0: STOP, 1: STOP}
+            assert [dbg[rank].variables()["rank"] for rank in (0, 1)] == ["0", "1"]
+            dbg.continue_()
+            dbg.finish()
+        assert _pulled(wb, "total") == [1 + 11] * 2 and wb.stops() == {}
