@@ -18,9 +18,12 @@ PROXY_STAMP   := $(VENV)/.proxy-installed
 
 # Debian packages for the cluster tier (a private single-node Slurm: slurm-wlm, munge) and the
 # browser tier (chromium), Node.js for JupyterHub's proxy (`mpiworkbench hub`, the cluster tier's
-# class), and the programs whose presence says they are installed.
-SYSTEM_PACKAGES := chromium slurm-wlm munge iproute2 nodejs npm openssl
-SYSTEM_PROGRAMS := chromium slurmctld slurmd munged sinfo squeue sbatch ip nsenter unshare node npm openssl
+# class): each program the suite runs, and the package that brings it. Only the packages of
+# missing programs are installed: a machine's own Node.js (NodeSource's, say, which provides npm
+# and conflicts with Debian's npm package) is kept as it is.
+SYSTEM_NEEDS := chromium:chromium slurmctld:slurm-wlm slurmd:slurm-wlm munged:munge sinfo:slurm-wlm \
+                squeue:slurm-wlm sbatch:slurm-wlm ip:iproute2 nsenter:util-linux unshare:util-linux \
+                node:nodejs npm:npm openssl:openssl
 
 .PHONY: lab test test-quick docs screenshots install install-test install-proxy install-ecosystem install-mpi4jax install-mpis profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
 
@@ -86,15 +89,18 @@ $(PROFILE_STAMP): $(RUNTIME_STAMP)
 # A quick check each time (no stamp: a removed package is noticed); apt-get runs only when
 # something is missing.
 system-packages:
-	@export PATH="$$PATH:/usr/sbin:/sbin"; missing=""; \
-	for prog in $(SYSTEM_PROGRAMS); do command -v $$prog >/dev/null 2>&1 || missing="$$missing $$prog"; done; \
+	@export PATH="$$PATH:/usr/sbin:/sbin"; missing=""; packages=""; \
+	for need in $(SYSTEM_NEEDS); do prog=$${need%%:*}; package=$${need#*:}; \
+	  if ! command -v $$prog >/dev/null 2>&1; then missing="$$missing $$prog"; \
+	    case " $$packages " in *" $$package "*) ;; *) packages="$$packages $$package";; esac; fi; \
+	done; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ]; then \
-	  echo "missing:$$missing; installing $(SYSTEM_PACKAGES)"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PACKAGES) >/dev/null; \
+	  echo "missing:$$missing; installing$$packages"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$packages >/dev/null; \
 	else \
 	  echo "The test suite needs Debian packages that are missing (programs:$$missing). Install them with:" >&2; \
-	  echo "  sudo sh -c 'apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $(SYSTEM_PACKAGES)'" >&2; \
+	  echo "  sudo sh -c 'apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y$$packages'" >&2; \
 	  exit 1; \
 	fi
 
