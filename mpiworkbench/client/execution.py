@@ -333,12 +333,15 @@ def _hold(world, ar) -> None:
 
 
 def _finished(ar) -> None:
+    """Give *ar*'s turn back, once. Both callers (the I/O thread's callback and the waiting
+    thread) return only once it is given back: the waiting thread must not return from a call
+    while the other is still releasing (``wb.state`` read right after would say "busy")."""
     held = getattr(ar, "_wb_release", None)
     if held is None or not ar.done():
         return
     world, once = held
     with once:
-        if getattr(ar, "_wb_release", None) is None:
+        if getattr(ar, "_wb_released", False):
             return
-        ar._wb_release = None
-    world.release(id(ar))
+        world.release(id(ar))
+        ar._wb_released = True

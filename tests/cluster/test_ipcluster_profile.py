@@ -189,7 +189,8 @@ def test_ipcluster_runs_the_slurm_profile_as_one_slurm_job(slurm, tmp_path, monk
             assert wb.launcher == "slurm" and wb.n == 2 and not wb.owns_cluster
             drive_solvers(wb, steps=3)
             wb.restart()  # a new batch job, submitted from this process
-            assert len(set(wb.run(os.getpid))) == 2 and wb.state == "running"
+            assert len(set(wb.run(os.getpid))) == 2
+            assert wb.state == "running", (wb.state, wb.clients())
             assert not list(notebooks.iterdir()), f"left in the notebook's directory: {list(notebooks.iterdir())}"
         finally:
             assert "detached" in wb.stop()
