@@ -168,7 +168,7 @@ def forget(client, ar) -> None:
         output = client._output_futures.pop(msg_id, None)
         if output is not None and not output.done():
             output.set_result(None)
-    for key in _copies(client, ar):
+    for key in copies(client, ar):
         client.metadata.pop(key, None)
 
 
@@ -178,14 +178,14 @@ def failures(client, ar) -> dict[int, dict[str, Any]]:
     with contextlib.suppress(Exception):
         client.spin()  # take in what has arrived
     found = {}
-    for key in _copies(client, ar):
+    for key in copies(client, ar):
         notice = ((client.metadata.get(key) or {}).get("data") or {}).get(FAILED_KEY)
         if notice is not None:
             found[int(notice["rank"])] = notice
     return found
 
 
-def _copies(client, ar) -> list[str]:
+def copies(client, ar) -> list[str]:
     """The client's metadata keys of the engines' copies of the coalesced call *ar*."""
     prefixes = tuple(f"{msg_id}_" for msg_id in getattr(ar, "msg_ids", ()))
     while True:

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from mpiworkbench.client import leftovers
+from mpiworkbench.client import broadcast, leftovers
 from mpiworkbench.client.caches import forget
 from mpiworkbench.client.errors import ExecutionTimeout
 from mpiworkbench.trace import hang, recorder
@@ -169,6 +169,8 @@ def _published(wb, ar, key: str = hang.REPORT_KEY) -> dict[int, dict[str, Any]]:
     # publishes after its part has finished (a rank that failed, then waits) lands in a new one
     metadata = list(getattr(ar, "_metadata", None) or [])
     metadata += [wb.client.metadata.get(m) for m in getattr(ar, "msg_ids", ())]
+    # a coalesced broadcast call (wb.run): each engine's copy of it has an id of its own
+    metadata += [wb.client.metadata.get(m) for m in broadcast.copies(wb.client, ar)]
     found = {}
     for md in metadata:
         report = ((md or {}).get("data") or {}).get(key)
