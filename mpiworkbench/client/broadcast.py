@@ -98,18 +98,20 @@ def call(func: Callable[..., Any], args: tuple, kwargs: dict) -> tuple:
         _finished_here()
 
 
-_last_finished: list[str] = [""]
+_last_finished: list[tuple[str, float]] = [("", 0.0)]
 
 
 def _finished_here() -> None:
-    """Remember the id of the coalesced call this engine has just finished (see :func:`last_finished`)."""
+    """Remember the id of the coalesced call this engine has just finished, and when (epoch
+    seconds: see :func:`last_finished`)."""
     kernel = getattr(_shell(), "kernel", None)
     parent = kernel.get_parent("shell") if kernel is not None else None
-    _last_finished[0] = ((parent or {}).get("metadata") or {}).get("original_msg_id", "")
+    _last_finished[0] = (((parent or {}).get("metadata") or {}).get("original_msg_id", ""), time.time())
 
 
-def last_finished() -> str:
-    """On an engine: the id of the last coalesced call it finished (what a probe asks)."""
+def last_finished() -> tuple[str, float]:
+    """On an engine: the id of the last coalesced call it finished and when, in epoch seconds
+    (what a probe asks)."""
     return _last_finished[0]
 
 
@@ -216,7 +218,8 @@ def wait(client, ar, ranks: dict[int, int], timeout: float | None, grace: float,
         return
     waited = time.monotonic() - start
     failed = failures(client, ar)
-    done = finished_ranks(probe, ranks, ar.msg_ids[0]) if probe is not None else set()
+    gave_up = time.time()
+    done = finished_ranks(probe, ranks, ar.msg_ids[0], gave_up) if probe is not None else set()
     statuses = [RankStatus(rank, engine, "failed", failed[rank]["error"], failed[rank]["traceback"]) if rank in failed
                 else RankStatus(rank, engine, "ok" if rank in done else "running") for engine, rank in ranks.items()]
     raise ExecutionTimeout(statuses, detail=f"(waited {waited:.1f} s, timeout {timeout} s)")
@@ -226,15 +229,17 @@ def wait(client, ar, ranks: dict[int, int], timeout: float | None, grace: float,
 PROBE_S = 1.0
 
 
-def finished_ranks(dview, ranks: dict[int, int], msg_id: str) -> set[int]:
+def finished_ranks(dview, ranks: dict[int, int], msg_id: str, by: float) -> set[int]:
     """The ranks whose engines answer within :data:`PROBE_S` that the last coalesced call they
-    finished is *msg_id* (a rank blocked in it cannot answer; its probe waits in its queue)."""
+    finished is *msg_id*, finished by *by* (epoch seconds: when the wait gave up). A rank blocked
+    in it cannot answer (its probe waits in its queue); one still computing at *by* answers once
+    done, and counts as running then."""
     ar = dview.apply_async(last_finished)
     ar.add_done_callback(lambda _f: forget_history(ar, (dview.client.history, dview.history)))
     ar.wait(PROBE_S)
     done = set()
     for engine, part in zip(ar._targets, ar.split()):
-        if part.done() and part.exception() is None and part.get() == msg_id:
+        if part.done() and part.exception() is None and part.get()[0] == msg_id and part.get()[1] <= by:
             done.add(ranks.get(engine, engine))
     return done
 
