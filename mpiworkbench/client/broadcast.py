@@ -190,6 +190,8 @@ def failures(client, ar) -> dict[int, dict[str, Any]]:
 def copies(client, ar) -> list[str]:
     """The client's metadata keys of the engines' copies of the coalesced call *ar*."""
     prefixes = tuple(f"{msg_id}_" for msg_id in getattr(ar, "msg_ids", ()))
+    if not prefixes:  # not a call (an execution's stand-in): no copies to look for
+        return []
     while True:
         try:  # the client's I/O thread may add a key meanwhile: read again
             return [key for key in list(client.metadata) if str(key).startswith(prefixes)]
