@@ -54,7 +54,7 @@ def open_kernel() -> dict[str, Any]:
 
         app.ip = _own_address(engine.registration_url)
         engine.bind_kernel()
-        with _quiet():
+        with contextlib.suppress(OSError):
             Path(app.abs_connection_file).unlink()  # ipyparallel's copy; the client writes its own
         # the debugger writes the cells it is shown (dumpCell) there, and never removes them
         atexit.register(shutil.rmtree, get_tmp_directory(), ignore_errors=True)
@@ -80,13 +80,6 @@ def _own_address(url: str) -> str:
         probe.connect((host, 9))
         return probe.getsockname()[0]
 
-
-class _quiet:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return exc[0] is not None and issubclass(exc[0], OSError)
 
 
 # ---------------------------------------------------------------------------- connection files
@@ -140,7 +133,7 @@ def remove_connection_files(wb) -> None:
     """Remove the files :func:`connection_files` wrote (the session stops or its world ends)."""
     known = wb.__dict__.pop("_rank_kernels", None)
     for path in (known[2].values() if known else ()):
-        with _quiet():
+        with contextlib.suppress(OSError):
             path.unlink()
 
 
@@ -232,10 +225,9 @@ class Debugging:
             d._drain(0)
             if d.stopped is not None:
                 frame = d.stack()[0]
-                path = (frame.get("source") or {}).get("path", "")
-                key = (f"cell line {frame['line']}" if Path(path).parent.name.startswith("ipykernel_")
-                       else f"{Path(path).name} line {frame['line']}, in {frame['name']}")
-                groups.setdefault(key, []).append(d.rank)
+                where = {"file": (frame.get("source") or {}).get("path", ""), "line": frame["line"],
+                         "function": frame["name"]}
+                groups.setdefault(stops.where_text({"where": where}), []).append(d.rank)
         return groups
 
     def continue_(self, ranks: Iterable[int] | None = None) -> None:
@@ -308,6 +300,7 @@ class RankDebugging:
         processes = getattr(self, "_rank_processes", {}) or {}
         here = socket.gethostname()
         records = _stop_records(self)
+        activity = "running" if self.state in ("busy", "debugging", "blocked") else "idle"
         lines = []
         for rank in sorted(set(self.ranks.values())):
             stop = records.get(rank)
@@ -319,7 +312,7 @@ class RankDebugging:
             if inflight is not None and inflight.call is not None:
                 lines.append(f"rank {rank} waiting in {inflight.describe()}")
             else:
-                lines.append(f"rank {rank} " + ("running" if self.state in ("busy", "debugging", "blocked") else "idle"))
+                lines.append(f"rank {rank} {activity}")
         return lines
 
 
