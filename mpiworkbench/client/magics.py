@@ -34,6 +34,10 @@ from mpiworkbench.client.waiting import rank_statuses
 #: Up to this many ranks ``%%px`` streams output as it comes, engine by engine (ipyparallel's
 #: way); beyond, it shows every rank's output grouped when the cell ends (``--stream`` streams).
 STREAM_UP_TO = 8
+#: Seconds a finished cell waits for its ranks' output: it travels on IOPub, apart from the
+#: replies, and may arrive after them (under load, seconds after); each engine's idle status on
+#: IOPub says its output is complete, and ends the wait at once.
+OUTPUT_WAIT_S = 30.0
 
 
 class WorkbenchMagics(ParallelMagics):
@@ -109,6 +113,9 @@ class WorkbenchMagics(ParallelMagics):
         try:
             with result.stream_output() if stream_output else nullcontext():
                 statuses = wb.wait_explained(result, wb.timeout, raise_failures=False)
+                if stream_output and result.ready():
+                    # streamed only while this block runs: the output that trails the replies too
+                    result.wait_for_output(OUTPUT_WAIT_S)
                 if stream_output:  # the tracebacks were streamed: ipyparallel's short note
                     try:
                         result.get()
@@ -167,7 +174,7 @@ def show_grouped(result, rank_of) -> GroupedOutput:
     for engine, part in zip(result._targets if isinstance(result._targets, list) else [result._targets], parts):
         if not part.ready():
             continue
-        part.wait_for_output(1)
+        part.wait_for_output(OUTPUT_WAIT_S)
         rank = rank_of.get(engine, engine)
         found = part.execute_result
         data = (found or {}).get("data") or {}

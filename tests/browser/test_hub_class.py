@@ -85,9 +85,6 @@ def nodes():
     yield from simulated_cluster(compute=2, cpus=2)
 
 
-@pytest.mark.skip(reason="failed in the full browser tier of 2026-11-26 (the student's page did not show in "
-                         "Chromium while their server's job ran; it passed run alone): not yet understood, "
-                         "issue 39 stays open")
 def test_a_student_logs_in_in_chromium_and_runs_a_world_inside_their_job(nodes, tmp_path):
     import nbformat
 
