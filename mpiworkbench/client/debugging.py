@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from mpiworkbench.client import kernel_relay
 from mpiworkbench.client.rank_debugger import REQUEST_TIMEOUT_S, DebuggerError, RankDebugger
 from mpiworkbench.trace import hang, stops
 
@@ -38,34 +39,43 @@ KERNEL_NAME = "python3"
 
 
 # ---------------------------------------------------------------------------- on the engines
-def open_kernel() -> dict[str, Any]:
-    """On an engine: bind its kernel's sockets for Jupyter clients (once) and return the
-    connection information. The sockets listen on loopback when the controller is reached
-    through loopback, else on the address this host reaches the controller from."""
+def open_kernel(bind: bool = True) -> dict[str, Any]:
+    """On an engine: make its kernel's debugger startable (once) and, with *bind*, bind the
+    kernel's sockets for Jupyter clients (once); return the connection information (without
+    *bind*: whether the rank is debuggable, and its process). The sockets listen on loopback
+    when the controller is reached through loopback, else on the address this host reaches
+    the controller from. Unbound, the rank is reached through the controller
+    (:mod:`mpiworkbench.client.kernel_relay`)."""
     from ipyparallel.engine.app import IPEngine
 
     engine = IPEngine.instance()
     app = engine.kernel_app
-    if not engine._kernel_bound:
+    kernel = engine.kernel
+    if bind and not engine._kernel_bound:
+        app.ip = _own_address(engine.registration_url)
+        engine.bind_kernel()
+        with contextlib.suppress(OSError):
+            Path(app.abs_connection_file).unlink()  # ipyparallel's copy; the client writes its own
+    shell = getattr(kernel, "debug_shell_socket", None)
+    if shell is not None and not getattr(kernel, "_wb_debug_shell", False):
         import atexit
         import shutil
 
         from ipykernel.compiler import get_tmp_directory
 
-        app.ip = _own_address(engine.registration_url)
-        engine.bind_kernel()
-        with contextlib.suppress(OSError):
-            Path(app.abs_connection_file).unlink()  # ipyparallel's copy; the client writes its own
+        # how the debugger starts debugpy: an execute_request to the kernel's own shell, over a
+        # link inside the process (nothing listens on the network for it)
+        address = f"inproc://mpiworkbench-debug-shell-{os.getpid()}"
+        engine.shell_socket.bind(address)
+        shell.connect(address)
+        kernel._wb_debug_shell = True
         # the debugger writes the cells it is shown (dumpCell) there, and never removes them
         atexit.register(shutil.rmtree, get_tmp_directory(), ignore_errors=True)
-    kernel = engine.kernel
-    shell = getattr(kernel, "debug_shell_socket", None)
-    if shell is not None and not getattr(kernel, "_wb_debug_shell", False):
-        shell.connect(f"{app.transport}://{app.ip}:{app.shell_port}")  # how the debugger starts debugpy
-        kernel._wb_debug_shell = True
-    info = dict(app.get_connection_info())
-    key = info.get("key", b"")
-    info["key"] = key.decode() if isinstance(key, bytes) else key
+    info = {}
+    if bind:
+        info = dict(app.get_connection_info())
+        key = info.get("key", b"")
+        info["key"] = key.decode() if isinstance(key, bytes) else key
     info["kernel_name"] = KERNEL_NAME
     info["debuggable"] = shell is not None and getattr(kernel, "debugger", None) is not None
     info["pid"] = os.getpid()
@@ -92,49 +102,53 @@ def kernels_directory() -> Path:
     return Path(jupyter_runtime_dir()) / "external_kernels"
 
 
-#: Why the ranks of a cluster secured with CurveZMQ cannot be debugged (yet).
-NOT_UNDER_CURVE = (
-    "the ranks of this cluster cannot be debugged yet: its messages are encrypted with CurveZMQ (its "
-    "engines connect from other hosts), which Jupyter's kernel protocol, the debugger's, does not speak, "
-    "and under CurveZMQ ipyparallel signs messages with no key, so a rank's kernel opened to Jupyter "
-    "clients would run anyone's code. Debug on a cluster whose ranks run on this host: Workbench(n=...) "
-    "or a profile of the local mpi launcher.")
+def relayed(wb, relay: bool | None = None) -> bool:
+    """Whether *wb*'s ranks are reached through the controller (:mod:`.kernel_relay`) rather
+    than bound for Jupyter clients: always on a cluster secured with CurveZMQ (its engines
+    connect from other hosts; Jupyter's protocol does not speak CurveZMQ, and such a cluster
+    signs its messages with no key, so a bound kernel would run anyone's code), else as asked."""
+    return bool(getattr(wb.client, "curve_serverkey", None)) or bool(relay)
 
 
-def connection_files(wb, ranks: Iterable[int] | None = None) -> dict[int, Path]:
+def connection_files(wb, ranks: Iterable[int] | None = None, relay: bool | None = None) -> dict[int, Path]:
     """Rank → its kernel's connection file, for every rank or *ranks*: the ranks' kernels are
     opened the first time (per engine set), a file is written for each rank asked for (a lab
-    lists just those). Files are readable by their owner only: they hold the cluster's key.
+    lists just those). Files are readable by their owner only: they hold a key.
 
-    Refused (:class:`DebuggerError`, :data:`NOT_UNDER_CURVE`) for a cluster secured with CurveZMQ."""
-    if getattr(wb.client, "curve_serverkey", None):
-        raise DebuggerError(NOT_UNDER_CURVE)
-    key = (id(wb.client), tuple(sorted(wb.ranks.items())))
+    A rank's kernel is bound on its host and signed with the cluster's key, or, on a cluster
+    secured with CurveZMQ (or with *relay*), reached through a relay on this host's loopback
+    that carries its messages over the cluster's own channels (:func:`relayed`)."""
+    through = relayed(wb, relay)
+    key = (id(wb.client), tuple(sorted(wb.ranks.items())), through)
     known = wb.__dict__.get("_rank_kernels")
     if not known or known[0] != key:
         remove_connection_files(wb)  # of a world restarted meanwhile
-        known = wb.__dict__["_rank_kernels"] = (key, wb.run(open_kernel), {})
+        known = wb.__dict__["_rank_kernels"] = (key, wb.run(open_kernel, not through), {})
     _, infos, files = known
     cluster = getattr(wb.cluster, "cluster_id", "") or "cluster"
     wanted = range(len(infos)) if ranks is None else list(ranks)
+    relays = kernel_relay.open_relays(wb, wanted) if through else {}
     for rank in wanted:
-        if rank not in files or not files[rank].exists():
+        if rank not in files or not files[rank].exists() or rank in relays:
+            info = {**infos[rank], **relays[rank].info} if rank in relays else infos[rank]
             directory = kernels_directory()
             directory.mkdir(parents=True, exist_ok=True)
             path = directory / f"mpiworkbench-{cluster}-rank{rank}.json"
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as f:
-                json.dump(infos[rank], f, indent=1)
+                json.dump(info, f, indent=1)
             files[rank] = path
     return {rank: files[rank] for rank in wanted}
 
 
 def remove_connection_files(wb) -> None:
-    """Remove the files :func:`connection_files` wrote (the session stops or its world ends)."""
+    """Remove the files :func:`connection_files` wrote, and end the relays it started (the
+    session stops or its world ends)."""
     known = wb.__dict__.pop("_rank_kernels", None)
     for path in (known[2].values() if known else ()):
         with contextlib.suppress(OSError):
             path.unlink()
+    kernel_relay.close_relays(wb)
 
 
 # ---------------------------------------------------------------------------- all ranks
@@ -271,19 +285,22 @@ class RankDebugging:
     """Debugging the ranks of a started session (mixed into
     :class:`~mpiworkbench.client.session.Session`)."""
 
-    def connection_file(self, rank: int) -> Path:
+    def connection_file(self, rank: int, relay: bool | None = None) -> Path:
         """The Jupyter connection file of *rank*'s kernel: any Jupyter client (a console,
         ``jupyter console --existing FILE``, JupyterLab's running kernels when started by
-        ``mpiworkbench lab``) can use the rank through it, and JupyterLab's debugger debug it."""
+        ``mpiworkbench lab``) can use the rank through it, and JupyterLab's debugger debug it.
+        With *relay* (always on a cluster secured with CurveZMQ), the rank is reached through
+        the controller from this host's loopback (:mod:`mpiworkbench.client.kernel_relay`)."""
         self._engine_of(rank)  # says which ranks exist
-        return connection_files(self, [rank])[rank]
+        return connection_files(self, [rank], relay)[rank]
 
-    def debug(self, ranks: Iterable[int] | None = None) -> Debugging:
+    def debug(self, ranks: Iterable[int] | None = None, relay: bool | None = None) -> Debugging:
         """Start the debugger on every rank (or *ranks*): see :class:`Debugging`. Leave the
-        ``with`` block (or call ``close()``) to continue every rank and detach."""
+        ``with`` block (or call ``close()``) to continue every rank and detach. *relay*: see
+        :meth:`connection_file`."""
         for rank in ranks or ():
             self._engine_of(rank)  # says which ranks exist
-        return Debugging(connection_files(self, ranks), session=self)
+        return Debugging(connection_files(self, ranks, relay), session=self)
 
     def stops(self) -> dict[int, dict[str, Any]]:
         """Rank → its stop record (where it stopped), for the ranks stopped in a debugger now
@@ -317,7 +334,8 @@ class RankDebugging:
 
 
 def _stop_records(wb) -> dict[int, dict[str, Any]]:
-    """Rank → the stop record of each rank on this host that has one."""
+    """Rank → the stop record of each rank that has one: the rank's own for a rank on this
+    host, else what its relay saw (:meth:`.kernel_relay.KernelRelay.stop_record`)."""
     processes = getattr(wb, "_rank_processes", {}) or {}
     here = socket.gethostname()
     found = {}
@@ -326,6 +344,8 @@ def _stop_records(wb) -> dict[int, dict[str, Any]]:
             stop = stops.read(info["pid"])
             if stop is not None:
                 found[rank] = stop
+    for rank, relay in kernel_relay.relays_of(wb).items():
+        found.setdefault(rank, relay.stop_record())
     return found
 
 

@@ -50,6 +50,8 @@ LAUNCHERS: dict[str, list[str]] = {
         "# a notebook would otherwise write it into the notebook's directory).",
         "import os",
         'c.SlurmEngineSetLauncher.batch_file_name = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log", "slurm_engine.sbatch")',
+        "# each rank: ipengine, started by mpiworkbench.client.engine_start (its kernel debuggable)",
+        "c.SlurmEngineSetLauncher.engine_cmd = {engine_cmd!r}",
         "# every rank runs with mpiworkbench's MPI interposer preloaded (traces, hang reports);",
         "# its library must be readable at the same path on the compute nodes",
         'c.SlurmEngineSetLauncher.batch_template = """#!/bin/sh',

@@ -57,8 +57,14 @@ def _main_frame_where() -> dict[str, Any] | None:
     return None
 
 
+#: The key of a ``stopped`` event's body under which a rank's kernel tells where its user's code
+#: stopped (:func:`record`): what a client that sees only the events (a relay) shows.
+WHERE_KEY = "mpiworkbenchWhere"
+
+
 def record(event: dict[str, Any]) -> None:
-    """In a rank's kernel: note a DAP ``stopped`` or ``continued`` event (others are ignored)."""
+    """In a rank's kernel: note a DAP ``stopped`` or ``continued`` event (others are ignored);
+    a ``stopped`` event's body gets where the user's code stopped (:data:`WHERE_KEY`)."""
     kind = event.get("event")
     if kind not in ("stopped", "continued"):
         return
@@ -68,6 +74,8 @@ def record(event: dict[str, Any]) -> None:
             if _state["stopped_since"] is None:
                 _state["stopped_since"] = now
             _state["where"] = _main_frame_where()
+            if isinstance(event.get("body"), dict):
+                event["body"][WHERE_KEY] = _state["where"]
             _state["reason"] = (event.get("body") or {}).get("reason")
         else:
             if _state["stopped_since"] is not None:
@@ -120,7 +128,7 @@ def where_text(stop: dict[str, Any]) -> str:
     """``cell line 4`` / ``halo.py line 52, in exchange``: where a stopped rank is."""
     where = stop.get("where") or {}
     if not where:
-        return "an unknown line"
+        return "its line: ask its debugger"
     name = Path(where.get("file", "?")).name
     # ipykernel's cells are files named by their code's hash in /tmp/ipykernel_<pid>/
     if Path(where.get("file", "")).parent.name.startswith("ipykernel_") or where.get("file", "").startswith("<"):

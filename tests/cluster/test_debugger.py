@@ -6,6 +6,7 @@ stopping, one rank stepping while the others wait, and a world being debugged ne
 from __future__ import annotations
 
 import json
+import queue
 import threading
 import time
 
@@ -74,16 +75,24 @@ def _wait_until(condition, what: str, limit: float = 60):
         time.sleep(0.05)
 
 
+@pytest.mark.parametrize("relay", [False, True], ids=["bound", "relayed"])
 @pytest.mark.parametrize("fresh_wb", [2, 3], indirect=True, ids=["2ranks", "3ranks"])
-def test_breakpoint_in_a_px_cell_stops_every_rank_one_steps_all_continue(shell, fresh_wb, runtime_dir):
+def test_breakpoint_in_a_px_cell_stops_every_rank_one_steps_all_continue(shell, fresh_wb, runtime_dir, relay):
+    """Each rank's kernel bound for Jupyter clients, or reached through the controller from a
+    relay on loopback (what a cluster across hosts, secured with CurveZMQ, always uses)."""
     wb = fresh_wb  # (the shell first: starting the workbench registers %%px on it)
-    files = {rank: wb.connection_file(rank) for rank in range(wb.n)}
-    for rank, path in files.items():  # a Jupyter connection file, signed with the cluster's key
+    files = {rank: wb.connection_file(rank, relay=relay) for rank in range(wb.n)}
+    keys = set()
+    for rank, path in files.items():  # a Jupyter connection file, signed with a key
         info = json.loads(path.read_text())
         assert path.parent == runtime_dir / "external_kernels" and path.stat().st_mode & 0o077 == 0
         assert info["key"] and info["ip"] == "127.0.0.1" and info["debuggable"], info
+        keys.add(info["key"])
+    # bound: the cluster's key; relayed: a key of each relay's own, not the cluster's
+    cluster_key = wb.client.session.key.decode()
+    assert keys == ({cluster_key} if not relay else keys - {cluster_key}) and len(keys) == (wb.n if relay else 1)
 
-    with wb.debug() as dbg:
+    with wb.debug(relay=relay) as dbg:
         taken = dbg.break_in_cell(CELL, STOP)
         assert taken == {rank: [STOP] for rank in range(wb.n)}
         cell = Cell(shell, CELL)
@@ -105,6 +114,31 @@ def test_breakpoint_in_a_px_cell_stops_every_rank_one_steps_all_continue(shell, 
     assert cell.result.error_in_exec is None, cell.result.error_in_exec
     assert _pulled(wb, "total") == [sum(10 * r + 1 for r in range(wb.n))] * wb.n
     assert wb.stops() == {} and wb.state == "running"
+    if relay:
+        _a_wrong_key_runs_nothing(wb, files[0])
+
+
+def _a_wrong_key_runs_nothing(wb, path):
+    """A client signing with another key than the relay's file holds is refused: its request is
+    dropped (counted), never reaches the rank, and gets no reply."""
+    from jupyter_client import BlockingKernelClient
+
+    from mpiworkbench.client.kernel_relay import relays_of
+
+    relay = relays_of(wb)[0]
+    before = relay.dropped
+    forger = BlockingKernelClient(connection_file=str(path))
+    forger.load_connection_file()
+    forger.session.key = b"not-the-key"
+    forger.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
+    try:
+        forger.execute("import os; os._exit(3)")  # would end the rank if it ran
+        _wait_until(lambda: relay.dropped > before, "the relay to refuse the forged request")
+        with pytest.raises(queue.Empty):  # nothing came back
+            forger.get_shell_msg(timeout=1)
+    finally:
+        forger.stop_channels()
+    assert wb.run(lambda: 1) == [1] * wb.n  # every rank is alive
 
 
 def _pulled(wb, name: str) -> list:

@@ -109,17 +109,8 @@ def two_nodes_cluster(tmp_path_factory):
 ORDER = [p for p in ALL if p.stem != "00_start_here"] + [p for p in ALL if p.stem == "00_start_here"]
 
 
-#: Notebooks that cannot run on this cluster yet, and why (said in the test report).
-NOT_ACROSS_HOSTS = {
-    "15_debugging_ranks": "debugging ranks is not supported yet on a cluster secured with CurveZMQ, as this "
-                          "one across hosts is (mpiworkbench.client.debugging.NOT_UNDER_CURVE; docs/debugging.md)",
-}
-
-
 @pytest.mark.parametrize("path", ORDER, ids=[p.stem for p in ORDER])
 def test_notebook_runs_attached_to_ranks_on_two_nodes(path: Path, two_nodes_cluster, tmp_path: Path):
-    if path.stem in NOT_ACROSS_HOSTS:
-        pytest.skip(NOT_ACROSS_HOSTS[path.stem])
     nodes, env, ipcluster = two_nodes_cluster
     if path.stem == "00_start_here":  # it restarts the engines: not within ipcluster's first 30 s
         wait_until(lambda: "Engines appear to have started successfully" in ipcluster.log.read_text(),

@@ -33,14 +33,33 @@ def test_the_default_stop_is_the_first_statement():
         first_code_line("# nothing\n\n")
 
 
-def test_a_curve_secured_cluster_is_refused_with_the_reason():
+def test_a_curve_secured_cluster_is_always_reached_through_the_relay():
     from types import SimpleNamespace
 
-    from mpiworkbench.client.debugging import DebuggerError, connection_files
+    from mpiworkbench.client.debugging import relayed
 
-    wb = SimpleNamespace(client=SimpleNamespace(curve_serverkey=b"x" * 40))
-    with pytest.raises(DebuggerError, match="CurveZMQ.*Debug on a cluster whose ranks run on this host"):
-        connection_files(wb)
+    curve = SimpleNamespace(client=SimpleNamespace(curve_serverkey=b"x" * 40))
+    plain = SimpleNamespace(client=SimpleNamespace(curve_serverkey=None))
+    assert relayed(curve) and relayed(curve, relay=False)  # its ranks' kernels are never bound
+    assert not relayed(plain) and relayed(plain, relay=True)
+
+
+def test_a_stop_event_tells_where_the_users_code_stopped():
+    """What a relay, seeing only the events of a rank on another host, shows."""
+    from mpiworkbench.trace import stops
+
+    import threading
+
+    event = {"event": "stopped", "body": {"reason": "breakpoint", "threadId": 1}}
+    recorder = threading.Thread(target=stops.record, args=(event,))  # as the kernel's control thread does
+    recorder.start()
+    recorder.join()  # (the main thread: in this function, waiting)
+    try:
+        where = event["body"][stops.WHERE_KEY]
+        assert where["file"] == __file__ and where["function"] == "test_a_stop_event_tells_where_the_users_code_stopped"
+    finally:
+        stops.record({"event": "continued", "body": {}})
+        stops._remove(stops.stop_path(__import__("os").getpid()))
 
 
 def test_stop_records_count_only_the_pauses_inside_a_window():
