@@ -173,4 +173,4 @@ bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info test-artifacts docs/_build
+	rm -rf $(VENV) build *.egg-info docs/_build

@@ -31,9 +31,9 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 # At session start the checkout's `git status` is recorded (with each listed path's mtime and
 # size, so rewriting an already-modified file counts too); at session end any path listed that
 # is new or changed fails the session. Several tiers in a row are independent sessions; under mpiexec
-# only rank 0 checks. Paths git ignores (.venv/, test-artifacts/, caches) never show up.
+# only rank 0 checks. Paths git ignores (.venv/, caches) never show up.
 # Editing files yourself while tests run trips it too: MPIWORKBENCH_TREE_CHECK=0 turns it off.
-_TREE_IGNORED = (".venv/", "test-artifacts/")
+_TREE_IGNORED = (".venv/",)
 _TREE_BEFORE: dict[str, tuple] | None = None
 _TREE_ROOT: str | None = None
 

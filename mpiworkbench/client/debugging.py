@@ -117,10 +117,13 @@ def connection_files(wb, ranks: Iterable[int] | None = None, relay: bool | None 
 
     A rank's kernel is bound on its host and signed with the cluster's key, or, on a cluster
     secured with CurveZMQ (or with *relay*), reached through a relay on this host's loopback
-    that carries its messages over the cluster's own channels (:func:`relayed`)."""
+    that carries its messages over the cluster's own channels (:func:`relayed`). Without
+    *relay*, the way the session's ranks were opened before is kept."""
+    known = wb.__dict__.get("_rank_kernels")
+    if relay is None and known:  # as the session's ranks were opened (%%px --debug after relay=True)
+        relay = known[0][2]
     through = relayed(wb, relay)
     key = (id(wb.client), tuple(sorted(wb.ranks.items())), through)
-    known = wb.__dict__.get("_rank_kernels")
     if not known or known[0] != key:
         remove_connection_files(wb)  # of a world restarted meanwhile
         known = wb.__dict__["_rank_kernels"] = (key, wb.run(open_kernel, not through), {})

@@ -10,7 +10,8 @@ lab_server
 page
     A fresh Chromium page (headless); ``open_notebook(page, lab_server, name)`` opens a
     notebook and ``run_cells(page, k)`` runs the next *k* cells with Shift+Enter.
-Screenshots go to ``test-artifacts/``.
+Screenshots go to :data:`ARTIFACTS`, outside the checkout (``mpiworkbench-test-artifacts`` in the
+system's temporary directory, or ``$MPIWORKBENCH_ARTIFACTS``): no test writes into the working tree.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -33,7 +35,9 @@ import pytest
 from mpiworkbench.cli.lab import lab_command, lab_settings
 
 REPO = Path(__file__).resolve().parents[2]
-ARTIFACTS = REPO / "test-artifacts"
+#: Where screenshots go (a failing test's too): outside the checkout, kept after the run.
+ARTIFACTS = Path(os.environ.get("MPIWORKBENCH_ARTIFACTS")
+                 or Path(tempfile.gettempdir()) / f"mpiworkbench-test-artifacts-{os.getuid()}")
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -190,7 +194,7 @@ def wait_idle(page, timeout_ms: int = 300_000) -> None:
 
 
 def screenshot(page, name: str) -> Path:
-    ARTIFACTS.mkdir(exist_ok=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / name
     page.screenshot(path=str(path), full_page=False)
     return path

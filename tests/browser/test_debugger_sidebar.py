@@ -11,12 +11,15 @@ import shutil
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from tests.browser.conftest import screenshot, write_notebook
 from tests.browser.widgets_support import LIMIT_MS, cell_output, kernel_session, open_fresh, wait_kernel_idle
 
 STOP = 4
 CELLS = [
-    "from mpiworkbench import Workbench\nwb = Workbench(n=2).start()\nprint('kernel file:', wb.connection_file(1).name)",
+    "from mpiworkbench import Workbench\nwb = Workbench(n=2).start()\n"
+    "print('kernel file:', wb.connection_file(1, relay=RELAY).name)",
     f"%%px --debug 1 --break {STOP}\n"
     "from mpi4py import MPI\ncomm = MPI.COMM_WORLD\nrank = comm.Get_rank()\nx = rank * 10\ny = x + 1\n"
     "total = comm.allreduce(y)\nprint('total', total)",
@@ -38,8 +41,12 @@ def _wait(page, predicate_js: str, arg=None, timeout_ms: int = LIMIT_MS):
     return page.wait_for_function(predicate_js, arg=arg, timeout=timeout_ms)
 
 
-def test_debugger_sidebar_shows_rank_1_stopped_in_a_px_cell_and_continues(page, lab_server):
-    name = write_notebook(lab_server, "browser_debugger.ipynb", CELLS)
+@pytest.mark.parametrize("relay", [False, True], ids=["bound", "relayed"])
+def test_debugger_sidebar_shows_rank_1_stopped_in_a_px_cell_and_continues(page, lab_server, relay):
+    """Rank 1's kernel bound for Jupyter clients, or reached through the controller from the
+    notebook's relay (how ranks on other hosts are debugged): the lab and its sidebar alike."""
+    cells = [CELLS[0].replace("RELAY", str(relay)), *CELLS[1:]]
+    name = write_notebook(lab_server, f"browser_debugger_{'relayed' if relay else 'bound'}.ipynb", cells)
     with kernel_session(page, lab_server, "debugger"):
         open_fresh(page, lab_server, name, workspace="mpiwb-debugger")
         page.keyboard.press("Shift+Enter")  # start the world, open rank 1's kernel
@@ -86,10 +93,10 @@ def test_debugger_sidebar_shows_rank_1_stopped_in_a_px_cell_and_continues(page, 
             const at = lines.indexOf('rank');
             return at >= 0 && lines[at + 1] === '1';
         }""")
-        shot = screenshot(page, "debugger_sidebar.png")
+        shot = screenshot(page, f"debugger_sidebar{'_relayed' if relay else ''}.png")
         assert shot.stat().st_size > 10_000
         target = os.environ.get("MPIWORKBENCH_SCREENSHOT_DIR")
-        if target:  # `make screenshots`: the docs page's picture
+        if target and not relay:  # `make screenshots`: the docs page's picture
             shutil.copyfile(shot, Path(target) / "debugger_sidebar.png")
 
         # Continue: rank 1 runs on, the allreduce completes, the cell finishes
