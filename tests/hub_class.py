@@ -23,7 +23,7 @@ from tests.cluster.slurm import processes_with_env, wait_until
 LIMIT = 180
 PYTHON = sys.executable
 #: The course's accounts (uids far above the machine's own).
-STUDENTS = ("student1", "student2")
+STUDENTS = ("student1", "student2", "student3")
 TEACHER = "teacher1"
 FIRST_UID = 47101
 

@@ -1,7 +1,7 @@
 """``mpiworkbench hub``: a JupyterHub for a class on the simulated cluster, each student's
 JupyterLab a Slurm job of theirs on a compute node, their MPI world inside that job.
 
-The simulated nodes (``tests/multinode.py``) get the course's accounts — a teacher and two
+The simulated nodes (``tests/multinode.py``) get the course's accounts — a teacher and three
 students, each with a home and a password — inside their own mount namespaces only (a
 ``passwd``, ``group`` and ``shadow`` of the test's bind-mounted over the machine's there: no
 account is added to the machine). ``mpiworkbench hub write`` writes the hub's directory; ``hub
@@ -9,9 +9,11 @@ start`` runs it on the head node as root, the proxy on head's loopback, the hub'
 cluster address. A client on head then logs each student in through the proxy (JupyterHub's login
 form: PAM against the test's ``shadow``), starts their server (the hub's REST API, with the
 student's own token), and, once their JupyterLab answers, runs ``Workbench()`` in a kernel there
-(Jupyter's kernel protocol over the server's websocket). Both servers must be Slurm jobs of their
-student on a compute node, each world of two ranks inside its job, its hosts the job's node. When
-the hub stops, it cancels the jobs: nothing of the class may be left (job, process, /dev/shm file).
+(Jupyter's kernel protocol over the server's websocket). Every server must be a Slurm job of its
+student on a compute node of its own, each world of two ranks inside its job, its hosts the job's
+node, and no student may signal another's processes, read their environment or list their home.
+Two answers are right, the third deadlocks: scores 1, 1 and 0. When the hub stops, it cancels the
+jobs: nothing of the class may be left (job, process, /dev/shm file).
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ pytestmark = pytest.mark.timeout(600)
 REPO = Path(__file__).resolve().parents[2]
 
 #: Run on head: argv[1] is the proxy, argv[2] a JSON plan: student → password and the code to run in
-#: a kernel of their server (it prints FACTS + JSON), and their token once they have one. A student
+#: a kernel of their server (it prints FACTS + JSON; "keep": the kernel is left running) or the
+#: "cells" to run one by one in one (kept) kernel, and their token once they have one. A student
 #: without a token logs in through the proxy's login form, asks for a token and starts their server;
 #: one JSON line with what each saw (and their token, for the next plan).
 CLASS_CLIENT = r'''
@@ -57,36 +60,50 @@ def until(what, condition, limit=240):
         time.sleep(0.25)
 
 
-def run_in_kernel(session, server, token, code):
+def run_cells(session, server, token, cells, keep=True):
+    """Run *cells* one by one in a new kernel: for each, its stdout, stderr, error (the ename,
+    evalue and traceback the notebook shows) and how long it ran. A kept kernel keeps its world
+    running until the hub stops (its job ends)."""
     headers = {"Authorization": f"token {token}"}
     kernel = session.post(f"{server}api/kernels", headers=headers, json={"name": "python3"}, timeout=60)
     kernel.raise_for_status()
     kid = kernel.json()["id"]
     ws = websocket.create_connection(f"{server.replace('http', 'ws', 1)}api/kernels/{kid}/channels",
-                                     header=[f"Authorization: token {token}"], timeout=200)
-    msg_id = uuid.uuid4().hex
-    ws.send(json.dumps({"header": {"msg_id": msg_id, "username": "test", "session": uuid.uuid4().hex,
-                                   "msg_type": "execute_request", "version": "5.3"},
-                        "parent_header": {}, "metadata": {}, "channel": "shell",
-                        "content": {"code": code, "silent": False, "store_history": False,
-                                    "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}}))
-    out, error = "", None
-    while True:
-        msg = json.loads(ws.recv())
-        if msg.get("parent_header", {}).get("msg_id") != msg_id:
-            continue
-        kind = msg["msg_type"]
-        if kind == "stream":
-            out += msg["content"]["text"]
-        elif kind == "error":
-            error = "\n".join(msg["content"]["traceback"])
-        elif kind == "status" and msg["content"]["execution_state"] == "idle":
-            break
+                                     header=[f"Authorization: token {token}"], timeout=600)
+    seen = []
+    for code in cells:
+        msg_id, began = uuid.uuid4().hex, time.monotonic()
+        ws.send(json.dumps({"header": {"msg_id": msg_id, "username": "test", "session": uuid.uuid4().hex,
+                                       "msg_type": "execute_request", "version": "5.3"},
+                            "parent_header": {}, "metadata": {}, "channel": "shell",
+                            "content": {"code": code, "silent": False, "store_history": True,
+                                        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}}))
+        cell = {"stdout": "", "stderr": "", "error": None}
+        while True:
+            msg = json.loads(ws.recv())
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            kind = msg["msg_type"]
+            if kind == "stream":
+                cell[msg["content"]["name"]] += msg["content"]["text"]
+            elif kind == "error":
+                cell["error"] = {k: msg["content"][k] for k in ("ename", "evalue", "traceback")}
+            elif kind == "status" and msg["content"]["execution_state"] == "idle":
+                break
+        cell["seconds"] = time.monotonic() - began
+        seen.append(cell)
     ws.close()
-    session.delete(f"{server}api/kernels/{kid}", headers=headers, timeout=60)
-    if error:
-        raise SystemExit(f"the cell failed:\n{error}\n{out}")
-    return json.loads(out.split("FACTS", 1)[1].strip().splitlines()[0])
+    if not keep:
+        session.delete(f"{server}api/kernels/{kid}", headers=headers, timeout=60)
+    return seen
+
+
+def run_in_kernel(session, server, token, code, keep=False):
+    """Run *code* (it prints FACTS + JSON) in a new kernel; what it printed after FACTS."""
+    cell, = run_cells(session, server, token, [code], keep)
+    if cell["error"]:
+        raise SystemExit("the cell failed:\n" + "\n".join(cell["error"]["traceback"]) + "\n" + cell["stdout"])
+    return json.loads(cell["stdout"].split("FACTS", 1)[1].strip().splitlines()[0])
 
 
 def log_in_and_spawn(s, name, password, names):
@@ -116,9 +133,10 @@ def log_in_and_spawn(s, name, password, names):
     seen["lab_s"] = time.monotonic() - began
     seen["lab_page"] = "JupyterLab" in lab.text
     # another student's server, asked with this student's token
-    other = next(other for other in names if other != name)
-    seen["other_students_server"] = requests.get(f"{base}/user/{other}/api/status", headers=api,
-                                                 allow_redirects=False, timeout=60).status_code
+    other = next((other for other in names if other != name), None)
+    if other is not None:
+        seen["other_students_server"] = requests.get(f"{base}/user/{other}/api/status", headers=api,
+                                                     allow_redirects=False, timeout=60).status_code
     # and this student's server without any login: the proxy sends it to the hub's login
     seen["anonymous"] = requests.get(f"{server}api/status", allow_redirects=False, timeout=60).status_code
     seen["token"] = token
@@ -135,7 +153,10 @@ for name, student in plan.items():
     if token is None:
         seen.update(log_in_and_spawn(s, name, student["password"], names))
         token = seen["token"]
-    seen["kernel"] = run_in_kernel(s, server, token, student["code"])
+    if "cells" in student:
+        seen["cells"] = run_cells(s, server, token, student["cells"])
+    else:
+        seen["kernel"] = run_in_kernel(s, server, token, student["code"], keep=student.get("keep", False))
     seen["token"] = token
     report[name] = seen
 print(json.dumps(report), flush=True)
@@ -143,7 +164,12 @@ print(json.dumps(report), flush=True)
 
 #: What each student does in a kernel of their server, first: fetch notebook 00 (nbgrader, with the
 #: settings the hub gave the server), answer its exercise (ANSWER: "solution" or "deadlock") and
-#: submit; then start a world of their job's allocation and say what it is.
+#: submit; then start a world of their job's allocation, say what it is, and what of the other
+#: students (OTHERS: uid -> home) this student can reach while the earlier students' worlds run:
+#: their processes are listed in /proc (one machine's pids), but none may be signalled (kill with
+#: signal 0 asks without sending) or have its environment read, and no home (IPython profiles,
+#: connection files) may be listed. The world is left running: the kernel is kept until the hub
+#: stops, so the later students' probes meet it.
 WORK = """
 import json, os, subprocess, time
 
@@ -173,7 +199,28 @@ wb = Workbench(activate=False, timeout=120).start()
 facts = {"ready_s": time.monotonic() - began, "n": wb.n, "hosts": sorted(wb.hosts.values()),
          "info": wb.run(rank_info), "job": os.environ.get("SLURM_JOB_ID"), "user": os.environ.get("USER"),
          "kernel_host": os.uname().nodename, "uid": os.getuid(), "course": course}
-wb.stop()
+reach = {"processes": [], "signalled": [], "environ_read": [], "homes_listed": []}
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        if os.stat(f"/proc/{pid}").st_uid not in OTHERS:
+            continue
+        reach["processes"].append(int(pid))
+        os.kill(int(pid), 0)
+        reach["signalled"].append(int(pid))
+    except OSError:
+        pass
+    try:
+        open(f"/proc/{pid}/environ", "rb").read()
+        reach["environ_read"].append(int(pid))
+    except OSError:
+        pass
+for home in OTHERS.values():
+    try:
+        os.listdir(home)
+        reach["homes_listed"].append(home)
+    except OSError:
+        pass
+facts["reach"] = reach
 print("FACTS" + json.dumps(facts))
 """
 #: ... and once the teacher has released the feedback: fetch it, and read it.
@@ -185,14 +232,14 @@ pages = sorted(glob.glob(os.path.expanduser("~/00_start_here/feedback/*/00_start
 print("FACTS" + json.dumps({"fetch": [done.returncode, (done.stdout + done.stderr)[-3000:]],
                             "feedback": open(pages[-1]).read() if pages else None}))
 """
-#: The answers: the first student's right, the second's deadlocks.
-ANSWERS = dict(zip(STUDENTS, ("solution", "deadlock")))
+#: The answers: the first two students' right, the third's deadlocks.
+ANSWERS = dict(zip(STUDENTS, ("solution", "solution", "deadlock")))
 
 
 @pytest.fixture(scope="module")
 def nodes():
-    """Head and node1, node2 of two Slurm CPUs each: one student's job per node."""
-    yield from simulated_cluster(compute=2, cpus=2)
+    """Head and node1, node2, node3 of two Slurm CPUs each: one student's job per node."""
+    yield from simulated_cluster(compute=3, cpus=2)
 
 
 def _plan(path: Path, students: dict) -> str:
@@ -214,8 +261,9 @@ def test_a_class_on_the_hub_each_server_a_slurm_job_graded_through_nbgrader(node
                     str(REPO / "notebooks"), "--timeout", str(TIMEOUT_S), "--cell-timeout", "300", cwd=tmp_path)
         hub.teacher(nbgrader, "generate_assignment", ASSIGNMENT, cwd=course)
         hub.teacher(nbgrader, "release_assignment", ASSIGNMENT, cwd=course)
-        work = {name: {"password": hub.accounts.passwords[name],
-                       "code": f"ANSWER = {kind!r}\nDEADLOCK = {DEADLOCK!r}\n{WORK}"} for name, kind in ANSWERS.items()}
+        work = {name: {"password": hub.accounts.passwords[name], "keep": True,
+                       "code": f"ANSWER = {kind!r}\nDEADLOCK = {DEADLOCK!r}\nOTHERS = {_others(hub, name)!r}\n{WORK}"}
+                for name, kind in ANSWERS.items()}
         client = nodes.on(nodes.head, PYTHON, "-c", CLASS_CLIENT, hub.base, _plan(tmp_path / "work.json", work),
                           env=hub.env, cwd=tmp_path, check=False, timeout=3 * LIMIT)
         if client.returncode != 0:
@@ -256,10 +304,14 @@ def test_a_class_on_the_hub_each_server_a_slurm_job_graded_through_nbgrader(node
             assert [info["rank"] for info in world["info"]] == [0, 1], world
             assert world["course"]["fetch"][0] == 0 and world["course"]["submit"][0] == 0, world["course"]
             assert feedback[name]["fetch"][0] == 0 and feedback[name]["feedback"], feedback[name]
-        assert report[STUDENTS[0]]["kernel"]["job"] != report[STUDENTS[1]]["kernel"]["job"], report
+            reach = world["reach"]  # nothing of another student's world is this student's to touch
+            assert reach["signalled"] == reach["environ_read"] == reach["homes_listed"] == [], reach
+        # the last student met the earlier students' running worlds (and servers) and could not touch them
+        assert report[STUDENTS[-1]]["kernel"]["reach"]["processes"], report[STUDENTS[-1]]["kernel"]["reach"]
+        assert len({report[name]["kernel"]["job"] for name in STUDENTS}) == len(STUDENTS), report
         assert collected == sorted(STUDENTS), collected
-        assert _scores(course) == {STUDENTS[0]: 1.0, STUDENTS[1]: 0.0}
-        stuck = feedback[STUDENTS[1]]["feedback"]  # the deadlock's feedback holds the hang report
+        assert _scores(course) == {STUDENTS[0]: 1.0, STUDENTS[1]: 1.0, STUDENTS[2]: 0.0}
+        stuck = feedback[STUDENTS[2]]["feedback"]  # the deadlock's feedback holds the hang report
         assert "Where each rank is:" in stuck and "blocked in MPI_" in stuck, stuck[-3000:]
         print(f"\nhub up {hub.up_seconds:.1f} s; " + "; ".join(
             f"{name}: spawn to lab page {report[name]['lab_s']:.1f} s, world ready {report[name]['kernel']['ready_s']:.1f} s"
@@ -267,6 +319,11 @@ def test_a_class_on_the_hub_each_server_a_slurm_job_graded_through_nbgrader(node
     finally:
         hub.stop()
         hub.accounts.remove()
+
+
+def _others(hub: ClassHub, name: str) -> dict[int, str]:
+    """The other students of the class: uid -> home."""
+    return {hub.accounts.uids[other]: str(hub.accounts.home(other)) for other in STUDENTS if other != name}
 
 
 def _scores(course: Path) -> dict[str, float]:
