@@ -7,7 +7,9 @@ the world's size is the job's task count unless asked otherwise, and the ranks a
 Slurm on the job's nodes — the implementation's ``mpiexec`` (MPICH's Hydra) reads the
 allocation and starts its proxies with ``srun`` inside the job. The controller runs in the
 kernel's process, inside the job too; nothing is started outside it, and when the job ends
-(``scancel``, its time limit) Slurm ends the whole world with it.
+(``scancel``, its time limit) Slurm ends the whole world with it. In a notebook, the world is
+stopped a minute before the job's time limit, the running cell ending with a message that says
+so (:mod:`~mpiworkbench.client.time_limit`).
 
 Across several nodes the engines must reach the controller: it listens on this host's address
 on the job's network (what its hostname resolves to) instead of loopback, with the traffic

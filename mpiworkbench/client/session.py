@@ -13,7 +13,7 @@ import os
 import uuid
 from typing import Any, Iterator, Self
 
-from mpiworkbench.client import allocation, clusters, health, owners, restarts
+from mpiworkbench.client import allocation, clusters, health, owners, restarts, time_limit
 from mpiworkbench.client.connection import Connection
 from mpiworkbench.client.debugging import RankDebugging, remove_connection_files
 from mpiworkbench.client.execution import DEFAULT_TIMEOUT_S, REFUSE_AFTER_HANG_VARIABLE, Execution
@@ -331,6 +331,7 @@ class Session(Execution, RankDebugging):
         except BaseException:
             self.stop()
             raise
+        time_limit.watch(self, allocation.current())  # inside a Slurm job: stopped before its time limit
         return self
 
     def _open_world(self) -> World:
@@ -415,6 +416,7 @@ class Session(Execution, RankDebugging):
             What was done, in a sentence.
         """
         connection, self._connection = self._connection, None
+        time_limit.forget(self)
         remove_connection_files(self)
         if connection is None:
             return "not running"
