@@ -163,7 +163,8 @@ docs: $(TEST_STAMP)
 # test), docs/speedup_factors.png (docs/tracing.md) the same figure for a traced wave sweep at
 # 1-3 ranks on this machine, drawn by the CLI that the panel's driver runs. docs/debugger_sidebar.png
 # (docs/debugging.md) is JupyterLab's Debugger sidebar on rank 1 stopped in a %%px --debug cell. docs/hub_class_lab.png
-# (docs/course_on_cluster.md) is a student's JupyterLab in the class on the simulated cluster (as root).
+# and docs/hub_time_limit.png (docs/course_on_cluster.md) are a student's JupyterLab in the class on the
+# simulated cluster and its last cell a minute before the job's time limit (as root).
 screenshots: $(TEST_STAMP) system-packages
 	MPIWORKBENCH_TREE_CHECK=0 MPIWORKBENCH_SCREENSHOT_DIR=$(abspath docs) $(BIN)/python -m pytest tests/browser/test_start_here.py tests/browser/test_widget_speedup.py tests/browser/test_debugger_sidebar.py tests/browser/test_hub_class.py
 	$(BIN)/mpiworkbench speedup wave --np 1,2,3 --mesh 65 --steps 10 --repeats 3 --trace --plot docs/speedup_factors.png

@@ -35,7 +35,9 @@ def register(subparsers) -> None:
     write.add_argument("--hub-port", type=int, default=8081)
     write.add_argument("--proxy-api-port", type=int, default=8001)
     write.add_argument("--ranks", type=int, default=2, help="Slurm tasks per server: the ranks of each user's world")
-    write.add_argument("--runtime", default="01:00:00", help="each server's time limit (sbatch --time)")
+    write.add_argument("--runtime", default="01:00:00",
+                       help="each server's time limit (sbatch --time); a notebook's MPI world is stopped a "
+                       "minute before it, the running cell saying so")
     write.add_argument("--memory", default="", help="each server's memory (sbatch --mem), e.g. 4G")
     write.add_argument("--partition", default="", help="the Slurm partition of the servers")
     write.add_argument("--idle-minutes", type=int, default=30,

@@ -1,11 +1,13 @@
 """A student of the class in Chromium: the hub's login page, their JupyterLab started as a Slurm
 job on a compute node of the simulated cluster, a notebook there whose ``Workbench()`` runs a
-2-rank world inside that job.
+2-rank world inside that job. The job's time limit is three minutes: the notebook's last cell,
+which would run for an hour, must end a minute before it with the workbench's message.
 
 The cluster, the course's accounts and ``mpiworkbench hub`` are ``tests/hub_class.py``'s. The hub
 listens on the head node's loopback, so the browser runs there too: a Playwright script started
 inside head's namespaces drives Debian's Chromium (headless) and prints what it saw as JSON.
-Screenshots: ``test-artifacts/hub_login.png`` and ``test-artifacts/hub_class_lab.png``.
+Screenshots (in the browser tier's ``ARTIFACTS`` directory): ``hub_login.png``, ``hub_class_lab.png``
+and ``hub_time_limit.png``.
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ CELLS = [
     "import os, json\nprint('FACTS' + json.dumps({'n': wb.n, 'hosts': sorted(wb.hosts.values()), "
     "'job': os.environ['SLURM_JOB_ID'], 'user': os.environ['USER']}))",
     "%%px\nprint(f'rank {MPI.COMM_WORLD.rank} of {MPI.COMM_WORLD.size} on {MPI.Get_processor_name()}')",
-    "print(wb.stop())",
+    "%%px\nimport time\ntime.sleep(3600)",  # outlives the job: ends a minute before its time limit
 ]
+#: The servers' time limit (minutes): long enough to reach the last cell, short enough to wait for.
+RUNTIME_MIN = 3
 
 #: Run inside head: argv = hub URL, student, password, screenshot directory, Chromium's arguments.
 BROWSER_CLIENT = r'''
@@ -71,7 +75,9 @@ with sync_playwright() as p:
         page.get_by_text("rank 0 of 2").wait_for()
         seen["news_popup"] = page.get_by_text("official Jupyter news").count()
         page.screenshot(path=f"{shots}/hub_class_lab.png")
-        run_cells(page, 1)
+        run_cells(page, 1, timeout_ms=600_000)  # the cell that would outlive the job
+        page.get_by_text("JobTimeLimit: your Slurm job").wait_for()
+        page.screenshot(path=f"{shots}/hub_time_limit.png")
         seen["outputs"] = page.locator(".jp-NotebookPanel .jp-OutputArea-output").all_inner_texts()
     finally:
         browser.close()
@@ -90,7 +96,7 @@ def test_a_student_logs_in_in_chromium_and_runs_a_world_inside_their_job(nodes, 
 
     if shutil.which("chromium") is None:
         pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
-    hub = ClassHub(nodes, tmp_path / "hub.log", ranks=2)
+    hub = ClassHub(nodes, tmp_path / "hub.log", ranks=2, runtime=str(RUNTIME_MIN))
     name = STUDENTS[0]
     try:
         hub.start()
@@ -122,12 +128,15 @@ def test_a_student_logs_in_in_chromium_and_runs_a_world_inside_their_job(nodes, 
         # %%px's output, one block per engine ("[stdout:0] rank 0 of 2 on node1")
         ranks = sorted(line.split("] ", 1)[-1] for text in outputs for line in text.splitlines() if "] rank " in line)
         assert ranks == [f"rank 0 of 2 on {node}", f"rank 1 of 2 on {node}"], outputs
-        assert "stopped" in outputs[-1], outputs
+        # the last cell, a minute before the job's time limit: the workbench's message, not a frozen tab
+        assert outputs[-1].startswith(f"JobTimeLimit: your Slurm job {job} reaches its time limit ({RUNTIME_MIN}:00)"), outputs
+        assert "the MPI world was stopped; save your notebook now" in outputs[-1], outputs
         assert seen["news_popup"] == 0, "the class's JupyterLab asks no questions of its students"
-        # `make screenshots`: the student's JupyterLab becomes the docs' picture of the class
+        # `make screenshots`: the student's JupyterLab and the time limit's message become the docs' pictures
         target = os.environ.get("MPIWORKBENCH_SCREENSHOT_DIR")
         if target:
-            shutil.copyfile(ARTIFACTS / "hub_class_lab.png", Path(target) / "hub_class_lab.png")
+            for picture in ("hub_class_lab.png", "hub_time_limit.png"):
+                shutil.copyfile(ARTIFACTS / picture, Path(target) / picture)
         print(f"\nhub up {hub.up_seconds:.1f} s; in Chromium: login to JupyterLab {seen['lab_s']:.1f} s "
               f"(the server's Slurm job included), Workbench().start() cell {seen['world_s']:.1f} s")
     finally:
