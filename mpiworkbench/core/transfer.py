@@ -2,42 +2,126 @@
 and ``wb.collect`` run on the ranks after one transfer between the notebook and one rank.
 
 Through the controller, pushing an array to *n* ranks sends it *n* times from the notebook's
-process; here it leaves the notebook once (to rank 0) and MPI spreads it (``Bcast``, or
-``Scatterv`` by rows), and ``Gatherv`` brings rows back to rank 0, which answers once.
-Plain mpi4py on any communicator.
+process; here it leaves the notebook once (to rank 0) and MPI spreads it, and ``Gatherv`` brings
+rows back to rank 0, which answers once. Plain mpi4py on any communicator.
+
+An array is written once per host (:func:`bcast_value`): by the root on its host, received by
+``Bcast`` between one rank per host on the others, and every rank maps its host's copy as its own
+writable array, copy-on-write (:mod:`mpiworkbench.core.hostcopy`). With more ranks than cores (MPICH's ranks busy-poll while
+they wait), a rank that waits here sleeps instead (:func:`meet_asleep`), leaving the cores to the
+ranks that copy.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
 
-from mpiworkbench.core import mpi
+from mpiworkbench.core import hostcopy, mpi
+
+#: Sleep between tests of a waiting rank's ``Ibarrier`` (seconds): short against a copy of megabytes.
+MEET_POLL_S = 0.001
+
+
+def meet_asleep(comm, poll_s: float = MEET_POLL_S) -> None:
+    """Collective: return when every rank of *comm* has arrived, sleeping meanwhile (an
+    ``Ibarrier`` tested every *poll_s* seconds) instead of spinning as a blocking ``Barrier``
+    does under MPICH."""
+    request = comm.Ibarrier()
+    while not request.Test():
+        time.sleep(poll_s)
 
 
 def _is_array(value: Any) -> bool:
     return isinstance(value, np.ndarray) and value.dtype != object
 
 
-def bcast_value(value: Any, comm, root: int = 0) -> Any:
-    """*value* of *root* on every rank of *comm*: a NumPy array by ``Bcast`` (its shape and
-    dtype first), anything else pickled (``bcast``)."""
-    header, out = None, None
+def bcast_value(value: Any, comm, root: int = 0, host: int | None = None) -> Any:
+    """*value* of *root* on every rank of *comm*, each rank its own writable copy: a NumPy array
+    written once per host (:func:`_spread_by_host`), anything else pickled (``bcast``).
+
+    *host*: this rank's host number, to simulate hosts in tests (default: the ranks that share
+    memory, ``Split_type(COMM_TYPE_SHARED)``)."""
+    header, copy = None, None
+    by_host = comm.size > 1 and hostcopy.available()
     if comm.rank == root:
-        header = ("array", value.shape, value.dtype.str) if _is_array(value) else ("object", value)
-        # a fresh, writable array in native order (an array received through ipyparallel is
-        # read-only, and its buffer may say '=d', which mpi4py does not map), copied before the
-        # ranks meet: the others wait (busy-polling, with MPICH) while the root works
-        out = np.array(value, dtype=value.dtype.newbyteorder("=")) if header[0] == "array" else None
+        if not _is_array(value):
+            header = ("object", value)
+        else:
+            header = ("array", value.shape, value.dtype.str, None)
+            native = value.dtype.newbyteorder("=")
+            if by_host and value.nbytes:  # written before the ranks meet (the others sleep meanwhile)
+                copy = hostcopy.HostCopy(value.nbytes, native, value.shape)
+                copy.array[...] = value  # the one write on the root (its read-only, any-order value converted)
+                header = (*header[:3], copy.where())
+    meet_asleep(comm)  # the ranks arrive one by one: those waiting sleep, not spin
     header = comm.bcast(header, root)
     if header[0] == "object":
         return header[1]
-    _kind, shape, dtype = header
-    if comm.rank != root:
-        out = np.empty(shape, np.dtype(dtype).newbyteorder("="))
-    comm.Bcast([out, _datatype(dtype)], root)
-    return out
+    _kind, shape, dtype, where = header
+    native = np.dtype(dtype).newbyteorder("=")
+    if where is None:  # one rank, nothing to copy, or no memory files: every rank a fresh array
+        out = np.array(value, dtype=native) if comm.rank == root else np.empty(shape, native)
+        if comm.size > 1 and out.nbytes:
+            comm.Bcast([out.reshape(-1).view(np.uint8), out.nbytes, mpi.MPI().BYTE], root)
+        return out
+    return _spread_by_host(copy, where, shape, native, comm, root, host)
+
+
+def _spread_by_host(copy, where: tuple, shape: tuple, native: np.dtype, comm, root: int, host: int | None) -> np.ndarray:
+    """The root's host copy (*copy* there, found at *where*) on every rank: on the root's host
+    each rank maps it as its own; every other host gets its own copy by ``Bcast`` between one
+    rank per host (:func:`hosts`), which its ranks then map (:func:`~mpiworkbench.core.hostcopy.share`)."""
+    MPI = mpi.MPI()
+    node, leaders, root_here = hosts(comm, root, host)
+    nbytes = native.itemsize * int(np.prod(shape, dtype=np.int64))
+    if not root_here:
+        if node.rank == 0:
+            copy = hostcopy.HostCopy(nbytes, native, shape)
+        if leaders != MPI.COMM_NULL:
+            leaders.Bcast([copy.array.reshape(-1).view(np.uint8), nbytes, MPI.BYTE], 0)
+        meet_asleep(node)  # this host's copy is full (its other ranks waited asleep)
+        where = node.bcast(copy.where() if node.rank == 0 else None, 0)
+    elif leaders != MPI.COMM_NULL and leaders.size > 1:
+        leaders.Bcast([copy.array.reshape(-1).view(np.uint8), nbytes, MPI.BYTE], 0)  # to the other hosts
+    return hostcopy.share(copy, where, node, nbytes, native, shape)
+
+
+_HOSTS_KEY: list[int] = []
+
+
+def hosts(comm, root: int = 0, host: int | None = None) -> tuple:
+    """``(node, leaders, root_here)`` of *comm*: the ranks of this rank's host (rank 0 the root on
+    its host, else the lowest rank), one rank per host (``COMM_NULL`` on the others; the root is
+    its rank 0) and whether the root is on this host. Made once per communicator, root and *host*
+    (a simulated host number: see :func:`bcast_value`), and kept as an attribute of *comm*: freed
+    with it."""
+    MPI = mpi.MPI()
+    if not _HOSTS_KEY:
+        _HOSTS_KEY.append(MPI.Comm.Create_keyval(delete_fn=lambda _comm, _key, made: _free_hosts(made)))
+    made = comm.Get_attr(_HOSTS_KEY[0])
+    if made is None:
+        made = {}
+        comm.Set_attr(_HOSTS_KEY[0], made)
+    # (every rank must find or make the same entry: a simulation is named by every rank's host)
+    entry = (root, None if host is None else tuple(comm.allgather(host)))
+    if entry not in made:
+        key = 0 if comm.rank == root else comm.rank + 1
+        node = comm.Split_type(MPI.COMM_TYPE_SHARED, key) if host is None else comm.Split(host, key)
+        leaders = comm.Split(0 if node.rank == 0 else MPI.UNDEFINED, key)
+        made[entry] = (node, leaders, node.bcast(comm.rank == root, 0))
+    return made[entry]
+
+
+def _free_hosts(made: dict) -> None:
+    if mpi.MPI().Is_finalized():
+        return
+    for node, leaders, _root_here in made.values():
+        node.Free()
+        if leaders != mpi.MPI().COMM_NULL:
+            leaders.Free()
 
 
 def row_counts(rows: int, size: int) -> list[int]:
@@ -53,6 +137,7 @@ def scatter_rows(array: np.ndarray | None, comm, root: int = 0) -> np.ndarray:
         if not _is_array(array) or array.ndim == 0:
             raise ValueError(f"scatter needs a NumPy array of at least one dimension; got {type(array).__name__}")
         header = (array.shape, array.dtype.str)
+    meet_asleep(comm)
     shape, dtype = comm.bcast(header, root)
     counts = row_counts(shape[0], comm.size)
     row = int(np.prod(shape[1:], dtype=np.int64))
@@ -69,6 +154,7 @@ def gather_rows(local: np.ndarray, comm, root: int = 0) -> np.ndarray | None:
     """Every rank's rows joined on *root* in rank order (``Gatherv``); None on the other ranks.
     The rows must agree in everything but their number."""
     local = np.ascontiguousarray(local, dtype=local.dtype.newbyteorder("="))
+    meet_asleep(comm)
     counts = comm.gather(local.shape[0], root)
     if comm.rank != root:
         comm.Gatherv([local, _datatype(local.dtype.str)], None, root)

@@ -94,6 +94,16 @@ def _held(name: str):
     return value.shape, str(value.dtype), float(value.sum()), bytes(value.tobytes()[:64])
 
 
+def _write_own_row(name: str) -> tuple[bool, int]:
+    from IPython import get_ipython
+    from mpi4py import MPI
+
+    value, comm = get_ipython().user_ns[name], MPI.COMM_WORLD
+    value[comm.rank % len(value)] = -1e300
+    comm.Barrier()
+    return bool(value.flags.writeable), int((value == -1e300).all(axis=1).sum())
+
+
 def test_push_scatter_collect_through_mpi(big):
     import numpy as np
 
@@ -104,5 +114,7 @@ def test_push_scatter_collect_through_mpi(big):
     shapes = wb.scatter("rows", data)  # uneven: 100 rows over 32 ranks
     assert [s[0] for s in shapes] == [4] * 4 + [3] * 28 and all(s[1:] == (3,) for s in shapes)
     assert np.array_equal(wb.collect("rows"), data)
+    # each rank's copy is its own and writable: a rank's write is seen by no other rank
+    assert wb.run(_write_own_row, "pushed") == [(True, 1)] * N
     wb.push("config", {"steps": 3})  # not an array: pickled once, broadcast
     assert wb.run(_held, "config") == [{"steps": 3}] * N
