@@ -3,6 +3,7 @@
 Run on demand (not part of ``make test``)::
 
     .venv/bin/python benchmarks/registration_storm.py --engines 256
+    .venv/bin/python benchmarks/registration_storm.py --stand-ins 256
     .venv/bin/python benchmarks/registration_storm.py --controller-sweep 2,16,64
 
 ``--engines N`` (the storm): one controller with the workbench's hub settings (250 ms heartbeat,
@@ -11,6 +12,13 @@ launcher; plain engines, not MPI ranks: an MPI world of 256 ranks does not fit t
 machine, and registration does not involve MPI). Reported: when the first and the last engine
 registered, engines lost (not registered 300 s after the start), time per extra engine
 (the last registration over *N*), and the engines' memory (resident, summed).
+
+``--stand-ins N [--per-process K] [--hold S]``: the same storm with *N* **engine stand-ins**
+instead of engines (``benchmarks/engine_standins.py``: ipyparallel's registration request and
+heartbeats, no kernel, *K* to a process), for more engines than memory holds (a real engine takes
+~100 MB). Reported as for engines, plus how many the hub still holds *S* seconds later (past the
+missed heartbeats it tolerates); stand-ins answer no call. Every process started is stopped by
+its pid at the end, also on a failure or Ctrl-C.
 
 ``--controller-sweep`` (schedulers as processes, ipyparallel's default, against threads,
 ``IPController.use_threads``): for each engine count and both ways, alternately in one run: the
@@ -117,6 +125,56 @@ def storm(n: int) -> str:
             f"{last / n:.3f} | {answers} | {memory:.0f} |")
 
 
+def stand_in_storm(n: int, per_process: int, hold_s: float) -> str:
+    """The storm with *n* engine **stand-ins** (``benchmarks/engine_standins.py``: registration
+    and heartbeats, no kernel), *per_process* to a process, all started at once; then *hold_s*
+    seconds later, how many the hub still holds (longer than it tolerates missed heartbeats)."""
+    import subprocess
+
+    from mpiworkbench.client import clusters
+
+    cluster = _cluster(threads=False)
+    cluster.start_controller_sync()
+    client = cluster.connect_client_sync()
+    hosts: list[subprocess.Popen] = []
+    try:
+        engine_json = Path(cluster.profile_dir) / "security" / f"ipcontroller-{cluster.cluster_id}-engine.json"
+        t0 = time.perf_counter()
+        for start in range(0, n, per_process):
+            hosts.append(subprocess.Popen([sys.executable, str(Path(__file__).with_name("engine_standins.py")),
+                                           str(engine_json), str(min(per_process, n - start))],
+                                          stdout=subprocess.DEVNULL))
+        seen: list[float] = []
+        while len(seen) < n and time.perf_counter() < t0 + REGISTER_LIMIT_S:
+            count = len(client.ids)  # takes in the controller's registration notices
+            seen.extend([time.perf_counter() - t0] * (count - len(seen)))
+            time.sleep(0.05)
+        memory = _rss_mb([h.pid for h in hosts])
+        time.sleep(hold_s)  # past the hub's tolerance of missed heartbeats
+        client.spin()
+        held = len(client.ids)
+    finally:
+        for host in hosts:  # each by its pid, also on a failure or Ctrl-C
+            host.terminate()
+        for host in hosts:
+            try:
+                host.wait(10)
+            except subprocess.TimeoutExpired:
+                host.kill()
+                host.wait()
+        client.close()
+        cluster.stop_cluster_sync()
+    last = seen[-1] if seen else float("nan")
+    tolerated = clusters.HEARTBEAT_MS * clusters.HEARTBEAT_MISSES / 1000
+    return (f"| engine STAND-INS started (protocol-level, not engines) | processes | registered | lost | first s | "
+            f"last s | s per extra stand-in | still held after {hold_s:g} s | stand-ins' memory MB |\n"
+            f"|---|---|---|---|---|---|---|---|---|\n"
+            f"| {n} | {len(hosts)} | {len(seen)} | {n - len(seen)} | {seen[0] if seen else float('nan'):.2f} | "
+            f"{last:.2f} | {last / n:.4f} | {held} | {memory:.0f} |\n"
+            f"(stand-ins register and answer heartbeats only: no kernel, no call answered; the hub drops an "
+            f"engine after {tolerated:g} s of missed heartbeats)")
+
+
 def controller_point(n: int, threads: bool, calls: int) -> dict:
     t0 = time.perf_counter()
     cluster = _cluster(threads)
@@ -159,13 +217,20 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--engines", type=int, help="the storm: start this many engines at once")
     parser.add_argument("--controller-sweep", help="engine counts (comma separated): processes vs threads")
+    parser.add_argument("--stand-ins", type=int,
+                        help="the storm with this many protocol-level engine stand-ins (not engines)")
+    parser.add_argument("--per-process", type=int, default=32, help="stand-ins per process")
+    parser.add_argument("--hold", type=float, default=40.0, help="seconds to hold the stand-ins registered")
     parser.add_argument("--calls", type=int, default=20, help="round trips per point (controller sweep)")
     args = parser.parse_args(argv)
     if args.engines:
         print(storm(args.engines))
+    if args.stand_ins:
+        print(stand_in_storm(args.stand_ins, args.per_process, args.hold))
     if args.controller_sweep:
         print(controller_sweep([int(x) for x in args.controller_sweep.split(",")], args.calls))
-    print("(plain ipyparallel engines on 2 cores: oversubscribed beyond 2 engines)")
+    if args.engines or args.controller_sweep:
+        print("(plain ipyparallel engines on 2 cores: oversubscribed beyond 2 engines)")
     return 0
 
 
