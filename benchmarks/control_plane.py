@@ -5,6 +5,7 @@ n replies, each engine's IOPub) against the broadcast path with coalescing repli
 Run on demand (not part of ``make test``)::
 
     .venv/bin/python benchmarks/control_plane.py --sweep 2,8,16,32,64 --calls 20 [--json FILE]
+    .venv/bin/python benchmarks/control_plane.py --sweep "" --threads 2,64 --calls 200
 
 For each world size it starts one ``Workbench(n, oversubscribe=True)`` and measures, per call and
 for each path, alternately in rounds of ``--calls`` calls:
@@ -17,6 +18,10 @@ for each path, alternately in rounds of ``--calls`` calls:
   thread too); controller CPU: the controller process and its children (the schedulers)
   (``psutil`` CPU times); messages: what the client's session sent (``Session.send``) and took in
   (``Session.feed_identities``: replies, IOPub, notifications); wall: the median round trip.
+
+``--threads`` (where the client's CPU per ``wb.run`` goes): for each world size, one start and
+``--calls`` calls of ``wb.run`` of a no-op; the CPU per call of each thread of this process (from
+``/proc/self/task/*/stat``: the calling thread, ipyparallel's I/O thread, libzmq's). Linux only.
 
 The machine has 2 cores: beyond 2 engines every figure is oversubscribed (MPICH ranks busy-poll
 while they wait, which mostly hits the wall-clock round trip); compare the paths within a row.
@@ -127,13 +132,60 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
+def _thread_cpu_s() -> dict[int, float]:
+    """Each thread of this process (by its native id) → its CPU seconds so far."""
+    import os
+
+    tick, found = os.sysconf("SC_CLK_TCK"), {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # (a thread that ended meanwhile)
+            continue
+        found[int(tid)] = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+    return found
+
+
+def threads_point(n: int, calls: int) -> dict[str, float]:
+    """Thread name → its CPU ms per ``wb.run`` at *n* engines (threads above 0.01 ms)."""
+    import threading
+
+    from mpiworkbench import Workbench
+
+    wb = Workbench(n=n, oversubscribe=True, timeout=600, activate=False).start()
+    try:
+        for _ in range(5):
+            wb.run(noop)  # warm-up
+        before = _thread_cpu_s()
+        for _ in range(calls):
+            wb.run(noop)
+        after = _thread_cpu_s()
+        names = {t.native_id: t.name for t in threading.enumerate()}
+    finally:
+        wb.stop()
+    per_call = {}
+    for tid, cpu in after.items():
+        ms = (cpu - before.get(tid, 0.0)) / calls * 1e3
+        if ms > 0.01:
+            name = names.get(tid) or "libzmq or other native thread"
+            per_call[name] = per_call.get(name, 0.0) + ms
+    return per_call
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sweep", default="2,8,16,32,64", help="world sizes (comma separated)")
     parser.add_argument("--calls", type=int, default=20, help="calls per measured round")
     parser.add_argument("--rounds", type=int, default=3, help="alternated rounds per path (medians)")
     parser.add_argument("--json", help="write the results here too")
+    parser.add_argument("--threads", default="", help="world sizes (comma separated): CPU per wb.run by thread")
     args = parser.parse_args(argv)
+    for n in (int(x) for x in args.threads.split(",") if x):
+        for name, ms in sorted(threads_point(n, args.calls).items(), key=lambda item: -item[1]):
+            print(f"| {n} | {name} | {ms:.2f} |")
+    if not args.sweep:
+        return 0
     results = {}
     for n in (int(x) for x in args.sweep.split(",")):
         results[n] = sweep_point(n, args.calls, args.rounds)

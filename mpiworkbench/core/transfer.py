@@ -7,9 +7,9 @@ rows back to rank 0, which answers once. Plain mpi4py on any communicator.
 
 An array is written once per host (:func:`bcast_value`): by the root on its host, received by
 ``Bcast`` between one rank per host on the others, and every rank maps its host's copy as its own
-writable array, copy-on-write (:mod:`mpiworkbench.core.hostcopy`). With more ranks than cores (MPICH's ranks busy-poll while
-they wait), a rank that waits here sleeps instead (:func:`meet_asleep`), leaving the cores to the
-ranks that copy.
+writable array, copy-on-write (:mod:`mpiworkbench.core.hostcopy`). With more ranks than cores
+(MPICH's ranks busy-poll while they wait), a rank that waits here sleeps instead
+(:func:`meet_asleep`), leaving the cores to the rank that writes.
 """
 
 from __future__ import annotations
