@@ -162,6 +162,10 @@ def threads_point(n: int, calls: int) -> dict[str, float]:
             wb.run(noop)
         after = _thread_cpu_s()
         names = {t.native_id: t.name for t in threading.enumerate()}
+        names[threading.main_thread().native_id] = "calling thread"
+        io_thread = getattr(wb.client, "_io_thread", None)  # (ipyparallel's, private)
+        if io_thread is not None:
+            names[io_thread.native_id] = "ipyparallel's I/O thread"
     finally:
         wb.stop()
     per_call = {}
