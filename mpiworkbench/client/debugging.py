@@ -132,23 +132,23 @@ def connection_files(wb, ranks: Iterable[int] | None = None, relay: bool | None 
     wanted = range(len(infos)) if ranks is None else list(ranks)
     relays = kernel_relay.open_relays(wb, wanted) if through else {}
     for rank in wanted:
-        if rank not in files or not files[rank].exists() or rank in relays:
-            info = {**infos[rank], **relays[rank].info} if rank in relays else infos[rank]
+        info = {**infos[rank], **relays[rank].info} if rank in relays else infos[rank]
+        if rank not in files or files[rank][1] != info or not files[rank][0].exists():
             directory = kernels_directory()
             directory.mkdir(parents=True, exist_ok=True)
             path = directory / f"mpiworkbench-{cluster}-rank{rank}.json"
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as f:
                 json.dump(info, f, indent=1)
-            files[rank] = path
-    return {rank: files[rank] for rank in wanted}
+            files[rank] = (path, info)
+    return {rank: files[rank][0] for rank in wanted}
 
 
 def remove_connection_files(wb) -> None:
     """Remove the files :func:`connection_files` wrote, and end the relays it started (the
     session stops or its world ends)."""
     known = wb.__dict__.pop("_rank_kernels", None)
-    for path in (known[2].values() if known else ()):
+    for path, _info in (known[2].values() if known else ()):
         with contextlib.suppress(OSError):
             path.unlink()
     kernel_relay.close_relays(wb)

@@ -197,20 +197,21 @@ class Relays:
         relays: list[KernelRelay] = []
         try:
             while not self._stopping.is_set():
-                with self._lock:
-                    added, self._added = self._added, []
-                    current = set(self.ranks.values())
-                for relay in added:
-                    relays.append(relay)
-                    for sock, handler in relay.handlers().items():
-                        handlers[sock] = (relay, *handler)
-                        poller.register(sock, zmq.POLLIN)
-                for relay in [r for r in relays if r not in current]:  # replaced (a restarted world)
-                    relays.remove(relay)
-                    for sock in relay.handlers():
-                        poller.unregister(sock)
-                        handlers.pop(sock, None)
-                    relay.close()
+                if self._added:  # (only open() adds: a relay new, or replacing one of a restarted world)
+                    with self._lock:
+                        added, self._added = self._added, []
+                        current = set(self.ranks.values())
+                    for relay in [r for r in relays if r not in current]:
+                        relays.remove(relay)
+                        for sock in relay.handlers():
+                            poller.unregister(sock)
+                            handlers.pop(sock, None)
+                        relay.close()
+                    for relay in added:
+                        relays.append(relay)
+                        for sock, handler in relay.handlers().items():
+                            handlers[sock] = (relay, *handler)
+                            poller.register(sock, zmq.POLLIN)
                 for sock, _ in poller.poll(POLL_S * 1000):
                     relay, handle, channel = handlers[sock]
                     try:

@@ -16,15 +16,10 @@ from __future__ import annotations
 
 import mmap
 import os
-import time
 
 import numpy as np
 
 from mpiworkbench.core import mpi
-
-#: Sleep between tests of a waiting rank's request (seconds).
-SLEEP_S = 0.001
-
 
 class HostCopy:
     """The host's copy of an array of *nbytes*, writable, held by the host's writer (rank 0 of
@@ -78,15 +73,13 @@ def share(copy: HostCopy | None, where: tuple[int, int, int], node, nbytes: int,
     except OSError:
         mine = None
     unmapped = np.array([mine is None], np.int64)
-    request = node.Iallreduce(MPI.IN_PLACE, unmapped, MPI.SUM)
-    while not request.Test():
-        time.sleep(SLEEP_S)
+    mpi.wait_asleep(node.Iallreduce(MPI.IN_PLACE, unmapped, MPI.SUM))
     if unmapped[0]:  # every rank that could not map it, and rank 0, which holds it
         missing = node.Split(0 if mine is None or node.rank == 0 else MPI.UNDEFINED, node.rank)
         if missing != MPI.COMM_NULL:
             if mine is None:
                 mine = np.empty(shape, dtype)
-            missing.Bcast([(copy.array if node.rank == 0 else mine).reshape(-1).view(np.uint8), nbytes, MPI.BYTE], 0)
+            mpi.bcast_bytes(missing, copy.array if node.rank == 0 else mine)
             missing.Free()
     if copy is not None:
         copy.close()

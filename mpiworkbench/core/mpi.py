@@ -49,6 +49,31 @@ def MPI():
     return _MPI
 
 
+#: Sleep between tests of a request waited for asleep (seconds): short against a point or a copy.
+ASLEEP_POLL_S = 0.001
+
+
+def wait_asleep(request, poll_s: float = ASLEEP_POLL_S) -> None:
+    """Wait for the nonblocking *request* sleeping between tests, instead of spinning as a
+    blocking call does under MPICH: with more ranks than cores, a waiting rank leaves its core
+    to the ranks that work."""
+    import time
+
+    while not request.Test():
+        time.sleep(poll_s)
+
+
+def meet_asleep(comm, poll_s: float = ASLEEP_POLL_S) -> None:
+    """Collective: return when every rank of *comm* has arrived, asleep meanwhile (``Ibarrier``)."""
+    wait_asleep(comm.Ibarrier(), poll_s)
+
+
+def bcast_bytes(comm, array, root: int = 0) -> None:
+    """``Bcast`` of a contiguous NumPy *array*'s bytes from *root* into every rank's *array* of the
+    same size (any dtype, any byte order: no MPI datatype is derived from it)."""
+    comm.Bcast([array.reshape(-1).view("u1"), array.nbytes, MPI().BYTE], root)
+
+
 def world():
     """``MPI.COMM_WORLD``."""
     return MPI().COMM_WORLD

@@ -9,30 +9,17 @@ An array is written once per host (:func:`bcast_value`): by the root on its host
 ``Bcast`` between one rank per host on the others, and every rank maps its host's copy as its own
 writable array, copy-on-write (:mod:`mpiworkbench.core.hostcopy`). With more ranks than cores
 (MPICH's ranks busy-poll while they wait), a rank that waits here sleeps instead
-(:func:`meet_asleep`), leaving the cores to the rank that writes.
+(:func:`mpiworkbench.core.mpi.meet_asleep`), leaving the cores to the rank that writes.
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
 
 from mpiworkbench.core import hostcopy, mpi
-
-#: Sleep between tests of a waiting rank's ``Ibarrier`` (seconds): short against a copy of megabytes.
-MEET_POLL_S = 0.001
-
-
-def meet_asleep(comm, poll_s: float = MEET_POLL_S) -> None:
-    """Collective: return when every rank of *comm* has arrived, sleeping meanwhile (an
-    ``Ibarrier`` tested every *poll_s* seconds) instead of spinning as a blocking ``Barrier``
-    does under MPICH."""
-    request = comm.Ibarrier()
-    while not request.Test():
-        time.sleep(poll_s)
-
+from mpiworkbench.core.mpi import meet_asleep
 
 def _is_array(value: Any) -> bool:
     return isinstance(value, np.ndarray) and value.dtype != object
@@ -65,7 +52,7 @@ def bcast_value(value: Any, comm, root: int = 0, host: int | None = None) -> Any
     if where is None:  # one rank, nothing to copy, or no memory files: every rank a fresh array
         out = np.array(value, dtype=native) if comm.rank == root else np.empty(shape, native)
         if comm.size > 1 and out.nbytes:
-            comm.Bcast([out.reshape(-1).view(np.uint8), out.nbytes, mpi.MPI().BYTE], root)
+            mpi.bcast_bytes(comm, out, root)
         return out
     return _spread_by_host(copy, where, shape, native, comm, root, host)
 
@@ -81,11 +68,11 @@ def _spread_by_host(copy, where: tuple, shape: tuple, native: np.dtype, comm, ro
         if node.rank == 0:
             copy = hostcopy.HostCopy(nbytes, native, shape)
         if leaders != MPI.COMM_NULL:
-            leaders.Bcast([copy.array.reshape(-1).view(np.uint8), nbytes, MPI.BYTE], 0)
+            mpi.bcast_bytes(leaders, copy.array)
         meet_asleep(node)  # this host's copy is full (its other ranks waited asleep)
         where = node.bcast(copy.where() if node.rank == 0 else None, 0)
     elif leaders != MPI.COMM_NULL and leaders.size > 1:
-        leaders.Bcast([copy.array.reshape(-1).view(np.uint8), nbytes, MPI.BYTE], 0)  # to the other hosts
+        mpi.bcast_bytes(leaders, copy.array)  # to the other hosts
     return hostcopy.share(copy, where, node, nbytes, native, shape)
 
 

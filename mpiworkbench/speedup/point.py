@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 import socket
-import time
 from typing import Any
 
 import numpy as np
@@ -41,12 +40,6 @@ __all__ = ["IDLE_POLL_S", "TRACE_KEY", "placement", "run_point"]
 
 #: Sleep between tests of the idle ranks' Ibarrier (seconds): short against any point.
 IDLE_POLL_S = 0.002
-
-
-def _wait_asleep(comm) -> None:
-    request = comm.Ibarrier()
-    while not request.Test():
-        time.sleep(IDLE_POLL_S)
 
 
 def _time_kernel(sub, kernel, repeats: int, warmup: int) -> tuple[list[float], dict[str, list[float]] | None]:
@@ -193,7 +186,7 @@ work), ``verify`` (the kernel's check on rank 0), the ``placement``, ``oversubsc
             if kernel is not None:
                 kernel.close()
             sub.Free()
-    _wait_asleep(comm)
+    mpi.meet_asleep(comm, IDLE_POLL_S)
     mpi.raise_on_all_ranks(comm, error)
     where = placement(comm, active)
     record = comm.bcast(record, root=0)
