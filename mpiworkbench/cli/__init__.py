@@ -46,10 +46,33 @@ def main(argv: list[str] | None = None) -> int:
         check_outputs(args)  # before any MPI job runs: a run must not end in a path it cannot write
         return int(args.func(args) or 0)
     except (ValueError, FileNotFoundError, NotImplementedError) as exc:
-        # Bad input raises on every rank (no hang); saying so once is enough.
-        if _launcher_rank() == 0:
-            print(f"mpiworkbench {args.command}: error: {exc}", file=sys.stderr)
+        report_error(args.command, exc)
         return 2
+
+
+#: Seconds the ranks of a job that failed wait for each other before they exit (see
+#: :func:`report_error`): those that failed together meet within milliseconds.
+ERROR_MEET_S = 10.0
+
+
+def report_error(command: str, exc: BaseException) -> None:
+    """Say *exc* once, on stderr, before the job's ranks exit with an error.
+
+    Bad input raises on every rank (:func:`mpiworkbench.core.mpi.checked`): rank 0 says it. In
+    an MPI world, a rank that exits with an error ends the world (``python -m mpi4py`` calls
+    ``MPI_Abort``), which could kill rank 0 before it has written a word: so the ranks first
+    meet (rank 0 after writing), within :data:`ERROR_MEET_S`. A rank whose error the others did
+    not share (they did not come) says its own, naming its rank.
+    """
+    from mpiworkbench.core import mpi
+
+    rank = _launcher_rank()
+    if rank == 0:
+        print(f"mpiworkbench {command}: error: {exc}", file=sys.stderr, flush=True)
+    if not mpi.world_running():
+        return
+    if not mpi.meet_within(mpi.world(), ERROR_MEET_S) and rank != 0:
+        print(f"mpiworkbench {command}: error on rank {rank}: {exc}", file=sys.stderr, flush=True)
 
 
 #: The options that name a file a command writes (``-`` is stdout).

@@ -68,6 +68,30 @@ def meet_asleep(comm, poll_s: float = ASLEEP_POLL_S) -> None:
     wait_asleep(comm.Ibarrier(), poll_s)
 
 
+def meet_within(comm, seconds: float, poll_s: float = ASLEEP_POLL_S) -> bool:
+    """Collective with a limit: whether every rank of *comm* arrived within *seconds*
+    (``Ibarrier``, asleep meanwhile). ``False`` when some did not: they are elsewhere (a failure
+    on some ranks only); the caller is about to end the world, so the request is left pending."""
+    import time
+
+    request = comm.Ibarrier()
+    deadline = time.monotonic() + seconds
+    while not request.Test():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll_s)
+    return True
+
+
+def world_running() -> bool:
+    """Whether this process has an MPI world that is initialised and not finalised, without
+    initialising one (nothing imported ``mpi4py.MPI``: no world)."""
+    import sys
+
+    module = sys.modules.get("mpi4py.MPI")
+    return module is not None and module.Is_initialized() and not module.Is_finalized()
+
+
 def bcast_bytes(comm, array, root: int = 0) -> None:
     """``Bcast`` of a contiguous NumPy *array*'s bytes from *root* into every rank's *array* of the
     same size (any dtype, any byte order: no MPI datatype is derived from it)."""
