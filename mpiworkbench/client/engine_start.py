@@ -159,6 +159,64 @@ class ForkedNanny:
         return self.returncode
 
 
+#: Seconds an engine waits for its shell and IOPub connections to the controller before it
+#: starts its heart anyway (see :func:`connected_before_registered`).
+CONNECT_WAIT_S = 60.0
+
+
+def connected_before_registered(engine_class: type, limit_s: float = CONNECT_WAIT_S) -> None:
+    """Make *engine_class* (ipyparallel's ``IPEngine``) start its heart beating only once its
+    shell socket has completed the ZeroMQ handshake with every queue it connects to (the
+    controller's ``mux``, ``task`` and its broadcast scheduler) and its IOPub socket with the
+    controller's: at most *limit_s* seconds.
+
+    The controller counts an engine registered at its first heartbeat, and clients then send
+    to it. A queue is a ZeroMQ ROUTER, which silently drops a message for an engine whose
+    connection to it is not yet made. The broadcast schedulers (``wb.run``'s path) are
+    processes the controller starts last, while the engines already connect: an engine that
+    tried before one bound waits out ZeroMQ's reconnect interval, and a first ``wb.run`` sent
+    then reached every rank but that one, which the others then waited for in a collective
+    (seen in the test suite under load: rank 1 in ``MPI_Barrier``, rank 0 idle, no request).
+    Each connection is watched from before it is made (a socket monitor), so no handshake is
+    missed; past *limit_s* the engine starts its heart as ipyparallel would, and logs which
+    connections were not made."""
+    import zmq
+    from zmq.utils.monitor import recv_monitor_message
+
+    original_complete, original_heart = engine_class.complete_registration, engine_class.start_heartbeat
+
+    async def complete_registration(self, msg, connect, maybe_tunnel):
+        pending: dict[Any, tuple[Any, list]] = {}  # socket -> (its monitor, the endpoints it connects to)
+
+        def watched(sock, url, *args, **kwargs):
+            if sock.type in (zmq.ROUTER, zmq.PUB, zmq.XPUB) and sock not in pending:
+                pending[sock] = (sock.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED), [])
+            if sock in pending:
+                pending[sock][1].append(url)
+            return connect(sock, url, *args, **kwargs)
+
+        self._wb_pending_connections = pending
+        return await original_complete(self, msg, watched, maybe_tunnel)
+
+    def start_heartbeat(self, *args, **kwargs):
+        pending = getattr(self, "_wb_pending_connections", {})
+        deadline = time.monotonic() + limit_s
+        for sock, (monitor, endpoints) in pending.items():
+            made = 0  # (counted, not matched by name: an endpoint may be reported resolved)
+            while made < len(endpoints) and monitor.poll(max(0, int(1000 * (deadline - time.monotonic())))):
+                made += recv_monitor_message(monitor)["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED
+            if made < len(endpoints):
+                self.log.warning("only %d of the connections to %s made within %g s: starting the heart anyway",
+                                 made, ", ".join(endpoints), limit_s)
+            sock.disable_monitor()
+            monitor.close(linger=0)
+        pending.clear()
+        return original_heart(self, *args, **kwargs)
+
+    # in place, not a subclass: ipyparallel's ``main`` is ``IPEngine.launch_instance``, bound at import
+    engine_class.complete_registration, engine_class.start_heartbeat = complete_registration, start_heartbeat
+
+
 #: Set to ``0`` in the environment a cluster starts in, its engines' kernels are ipyparallel's
 #: own, without the debugger's sockets (what ``benchmarks/debugger_cost.py`` compares against).
 DEBUGGER_VARIABLE = "MPIWORKBENCH_DEBUGGER"
@@ -215,6 +273,7 @@ def main() -> None:
 
     if os.environ.get(DEBUGGER_VARIABLE, "1") != "0":
         app.Kernel = debuggable(app.Kernel)
+    connected_before_registered(app.IPEngine)
 
     # An engine that never asks for its nanny (it failed before registering) exits and so
     # closes the nanny's stdin: the nanny then ends too.
