@@ -41,11 +41,6 @@ def _wait(page, predicate_js: str, arg=None, timeout_ms: int = LIMIT_MS):
     return page.wait_for_function(predicate_js, arg=arg, timeout=timeout_ms)
 
 
-@pytest.mark.skip(reason="issue 36 open: since the evening of 2026-11-26 the Debugger sidebar stays on the "
-                         "notebook when the console on rank 1 is focused again (its header never names the "
-                         "console; seen bound and relayed, even before the %%px --debug cell runs), though "
-                         "both passed at 19:45 that day; cause not found yet. The protocol-level debugger "
-                         "tests (tests/cluster/test_debugger.py) pass.")
 @pytest.mark.parametrize("relay", [False, True], ids=["bound", "relayed"])
 def test_debugger_sidebar_shows_rank_1_stopped_in_a_px_cell_and_continues(page, lab_server, relay):
     """Rank 1's kernel bound for Jupyter clients, or reached through the controller from the
@@ -78,14 +73,13 @@ def test_debugger_sidebar_shows_rank_1_stopped_in_a_px_cell_and_continues(page, 
         _wait(page, "() => document.querySelector('.jp-ConsolePanel .jp-DebuggerBugButton')"
                     ".getAttribute('aria-pressed') === 'true'")
 
-        # run the %%px --debug cell in the notebook (it waits for rank 1), back to the console
-        page.locator(".lm-TabBar-tab", has_text=name).first.click()
-        page.locator(".jp-NotebookPanel .jp-Cell").nth(1).click()
-        page.keyboard.press("Escape")
-        page.keyboard.press("Shift+Enter")
-        page.locator(".lm-TabBar-tab", has_text="Console").first.click()
-        console.locator(".jp-CodeConsole-promptCell").click()  # focus: the sidebar follows it
-        _wait(page, "() => /console/i.test(document.querySelector('.jp-DebuggerSidebar').innerText.split('\\n')[0])")
+        # run the %%px --debug cell in the notebook (its active cell since Shift+Enter above)
+        # without leaving the console: JupyterLab's Debugger keeps one session and moves it to
+        # whichever notebook or console is focused; moving it to the notebook and back while
+        # the notebook's kernel turns busy was seen to start the *notebook's* debugger instead
+        # and leave the sidebar there (a race of JupyterLab's handler: about one run in three
+        # here; what a user can do then: docs/debugging.md).
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-cell', {activate: false}); }")  # (not awaited: the cell waits for rank 1)
 
         # the sidebar: rank 1 stopped at the cell's line 4, its variables shown
         _wait(page, """() => {
