@@ -14,6 +14,7 @@ import pkgutil
 import sys
 
 import mpiworkbench
+from mpiworkbench.core import mpi  # (cheap: mpi4py is imported only when a command uses MPI)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,8 +65,6 @@ def report_error(command: str, exc: BaseException) -> None:
     meet (rank 0 after writing), within :data:`ERROR_MEET_S`. A rank whose error the others did
     not share (they did not come) says its own, naming its rank.
     """
-    from mpiworkbench.core import mpi
-
     rank = _launcher_rank()
     if rank == 0:
         print(f"mpiworkbench {command}: error: {exc}", file=sys.stderr, flush=True)
