@@ -18,8 +18,10 @@ The engines start together with the controller (:func:`mpiworkbench.client.clust
 and read its connection file, which the controller writes in place: an engine could read it
 half-written. :func:`wait_for_connection_file` waits until it parses.
 
-Should the forked nanny fail, ipyparallel's own is started instead. Nothing else of the
-engine changes.
+Should the forked nanny fail, ipyparallel's own is started instead. Two more changes: the
+kernel gets the sockets ipykernel's debugger needs (:func:`debuggable`), and the engine's heart,
+by which the controller counts it registered, starts only once its sockets are connected to the
+controller's queues (:func:`connected_before_registered`: a queue drops what it cannot deliver).
 
 This file is run by path (:data:`ENGINE_CMD`), never imported by the engines as part of
 :mod:`mpiworkbench.client`, whose import cost every rank would pay. It imports nothing of
