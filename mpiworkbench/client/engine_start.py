@@ -167,10 +167,10 @@ CONNECT_WAIT_S = 60.0
 
 
 def connected_before_registered(engine_class: type, limit_s: float = CONNECT_WAIT_S) -> None:
-    """Make *engine_class* (ipyparallel's ``IPEngine``) start its heart beating only once its
-    shell socket has completed the ZeroMQ handshake with every queue it connects to (the
-    controller's ``mux``, ``task`` and its broadcast scheduler) and its IOPub socket with the
-    controller's: at most *limit_s* seconds.
+    """Make *engine_class* (ipyparallel's ``IPEngine``) start its heart beating only once every
+    socket it connects at registration has completed the ZeroMQ handshake: its shell with each
+    queue (the controller's ``mux``, ``task`` and its broadcast scheduler), its control socket
+    with the nanny and its IOPub with the controller's: at most *limit_s* seconds.
 
     The controller counts an engine registered at its first heartbeat, and clients then send
     to it. A queue is a ZeroMQ ROUTER, which silently drops a message for an engine whose
@@ -191,9 +191,9 @@ def connected_before_registered(engine_class: type, limit_s: float = CONNECT_WAI
         pending: dict[Any, tuple[Any, list]] = {}  # socket -> (its monitor, the endpoints it connects to)
 
         def watched(sock, url, *args, **kwargs):
-            if sock.type in (zmq.ROUTER, zmq.PUB, zmq.XPUB) and sock not in pending:
-                pending[sock] = (sock.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED), [])
-            if sock in pending:
+            if sock.type in (zmq.ROUTER, zmq.PUB, zmq.XPUB):  # (not the heart's: it starts later)
+                if sock not in pending:  # watched from before its first connect
+                    pending[sock] = (sock.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED), [])
                 pending[sock][1].append(url)
             return connect(sock, url, *args, **kwargs)
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from mpiworkbench.core import mpi
 
+
 class HostCopy:
     """The host's copy of an array of *nbytes*, writable, held by the host's writer (rank 0 of
     *node*): fill :attr:`array`, then every rank of the host calls :meth:`share` (collective)."""

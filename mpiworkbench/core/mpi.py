@@ -53,14 +53,19 @@ def MPI():
 ASLEEP_POLL_S = 0.001
 
 
-def wait_asleep(request, poll_s: float = ASLEEP_POLL_S) -> None:
+def wait_asleep(request, poll_s: float = ASLEEP_POLL_S, limit_s: float | None = None) -> bool:
     """Wait for the nonblocking *request* sleeping between tests, instead of spinning as a
     blocking call does under MPICH: with more ranks than cores, a waiting rank leaves its core
-    to the ranks that work."""
+    to the ranks that work. Whether it completed: ``False`` once *limit_s* seconds passed
+    without (the request is then left pending)."""
     import time
 
+    deadline = None if limit_s is None else time.monotonic() + limit_s
     while not request.Test():
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
         time.sleep(poll_s)
+    return True
 
 
 def meet_asleep(comm, poll_s: float = ASLEEP_POLL_S) -> None:
@@ -72,15 +77,7 @@ def meet_within(comm, seconds: float, poll_s: float = ASLEEP_POLL_S) -> bool:
     """Collective with a limit: whether every rank of *comm* arrived within *seconds*
     (``Ibarrier``, asleep meanwhile). ``False`` when some did not: they are elsewhere (a failure
     on some ranks only); the caller is about to end the world, so the request is left pending."""
-    import time
-
-    request = comm.Ibarrier()
-    deadline = time.monotonic() + seconds
-    while not request.Test():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(poll_s)
-    return True
+    return wait_asleep(comm.Ibarrier(), poll_s, seconds)
 
 
 def world_running() -> bool:

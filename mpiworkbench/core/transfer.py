@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from mpiworkbench.core import hostcopy, mpi
-from mpiworkbench.core.mpi import meet_asleep
+
 
 def _is_array(value: Any) -> bool:
     return isinstance(value, np.ndarray) and value.dtype != object
@@ -43,7 +43,7 @@ def bcast_value(value: Any, comm, root: int = 0, host: int | None = None) -> Any
                 copy = hostcopy.HostCopy(value.nbytes, native, value.shape)
                 copy.array[...] = value  # the one write on the root (its read-only, any-order value converted)
                 header = (*header[:3], copy.where())
-    meet_asleep(comm)  # the ranks arrive one by one: those waiting sleep, not spin
+    mpi.meet_asleep(comm)  # the ranks arrive one by one: those waiting sleep, not spin
     header = comm.bcast(header, root)
     if header[0] == "object":
         return header[1]
@@ -69,7 +69,7 @@ def _spread_by_host(copy, where: tuple, shape: tuple, native: np.dtype, comm, ro
             copy = hostcopy.HostCopy(nbytes, native, shape)
         if leaders != MPI.COMM_NULL:
             mpi.bcast_bytes(leaders, copy.array)
-        meet_asleep(node)  # this host's copy is full (its other ranks waited asleep)
+        mpi.meet_asleep(node)  # this host's copy is full (its other ranks waited asleep)
         where = node.bcast(copy.where() if node.rank == 0 else None, 0)
     elif leaders != MPI.COMM_NULL and leaders.size > 1:
         mpi.bcast_bytes(leaders, copy.array)  # to the other hosts
@@ -124,7 +124,7 @@ def scatter_rows(array: np.ndarray | None, comm, root: int = 0) -> np.ndarray:
         if not _is_array(array) or array.ndim == 0:
             raise ValueError(f"scatter needs a NumPy array of at least one dimension; got {type(array).__name__}")
         header = (array.shape, array.dtype.str)
-    meet_asleep(comm)
+    mpi.meet_asleep(comm)
     shape, dtype = comm.bcast(header, root)
     counts = row_counts(shape[0], comm.size)
     row = int(np.prod(shape[1:], dtype=np.int64))
@@ -141,7 +141,7 @@ def gather_rows(local: np.ndarray, comm, root: int = 0) -> np.ndarray | None:
     """Every rank's rows joined on *root* in rank order (``Gatherv``); None on the other ranks.
     The rows must agree in everything but their number."""
     local = np.ascontiguousarray(local, dtype=local.dtype.newbyteorder("="))
-    meet_asleep(comm)
+    mpi.meet_asleep(comm)
     counts = comm.gather(local.shape[0], root)
     if comm.rank != root:
         comm.Gatherv([local, _datatype(local.dtype.str)], None, root)

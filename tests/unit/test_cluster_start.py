@@ -5,13 +5,17 @@ mislead them; each engine's nanny is forked from it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import os
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
+import zmq
 
 from mpiworkbench.client import clusters, engine_start
 
@@ -204,73 +208,65 @@ class _Engine:
     a registration that connects a shell socket to a queue, then starts the heart."""
 
     def __init__(self, url: str) -> None:
-        import logging
-
         self.url, self.log, self.heart_started_after = url, logging.getLogger("test-engine"), None
+        self.connecting = threading.Event()
 
     async def complete_registration(self, msg, connect, maybe_tunnel):
-        import zmq
-
         self.shell = zmq.Context.instance().socket(zmq.ROUTER)
         self.shell.linger = 0
         connect(self.shell, self.url)
+        self.connecting.set()
         self.start_heartbeat()
 
     def start_heartbeat(self):
         self.heart_started_after = getattr(self, "bound", None)
 
 
+def _free_url() -> str:
+    """A loopback endpoint nothing listens on (yet)."""
+    probe = zmq.Context.instance().socket(zmq.ROUTER)
+    port = probe.bind_to_random_port("tcp://127.0.0.1")
+    probe.close(linger=0)
+    return f"tcp://127.0.0.1:{port}"
+
+
+def _register(engine) -> None:
+    try:
+        asyncio.run(engine.complete_registration({}, lambda sock, url: sock.connect(url), None))
+    finally:
+        engine.shell.close(linger=0)
+
+
 def test_an_engines_heart_starts_only_once_its_queues_are_connected():
     # the queue binds only after the engine connected to it (a broadcast scheduler started
     # late): the heart must wait for the handshake, not start at once
-    import asyncio
-    import threading
-
-    import zmq
-
-    context = zmq.Context.instance()
-    probe = context.socket(zmq.ROUTER)
-    port = probe.bind_to_random_port("tcp://127.0.0.1")
-    probe.close(linger=0)  # a free port, bound again below only after the engine connected
     engine_class = type("Engine", (_Engine,), {})  # patched in place: a class of this test's own
     engine_start.connected_before_registered(engine_class, limit_s=60)
-    engine = engine_class(f"tcp://127.0.0.1:{port}")
-    queue = context.socket(zmq.ROUTER)
+    engine = engine_class(_free_url())
+    queue = zmq.Context.instance().socket(zmq.ROUTER)
     queue.linger = 0
 
     def bind_later():
-        while not hasattr(engine, "shell"):  # the engine has connected (its socket exists)
-            threading.Event().wait(0.01)
-        threading.Event().wait(0.5)  # its first connect is refused: ZeroMQ retries on its own
+        engine.connecting.wait(60)
+        threading.Event().wait(0.5)  # the scenario, not a wait: its first connect is refused, ZeroMQ retries
         engine.bound = True
         queue.bind(engine.url)
 
     binder = threading.Thread(target=bind_later)
     binder.start()
     try:
-        asyncio.run(engine.complete_registration({}, lambda sock, url: sock.connect(url), None))
+        _register(engine)
     finally:
         binder.join()
-        engine.shell.close(linger=0)
         queue.close(linger=0)
     assert engine.heart_started_after is True
 
 
 def test_an_engine_whose_queue_never_comes_starts_its_heart_at_the_limit(caplog):
-    import asyncio
-
-    import zmq
-
-    probe = zmq.Context.instance().socket(zmq.ROUTER)
-    port = probe.bind_to_random_port("tcp://127.0.0.1")
-    probe.close(linger=0)
     engine_class = type("Engine", (_Engine,), {})
     engine_start.connected_before_registered(engine_class, limit_s=0.3)
-    engine = engine_class(f"tcp://127.0.0.1:{port}")
+    engine = engine_class(_free_url())
     engine.bound = "never"
-    try:
-        asyncio.run(engine.complete_registration({}, lambda sock, url: sock.connect(url), None))
-    finally:
-        engine.shell.close(linger=0)
+    _register(engine)
     assert engine.heart_started_after == "never"
     assert "only 0 of the connections to tcp://127.0.0.1" in caplog.text
