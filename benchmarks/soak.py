@@ -576,6 +576,8 @@ def wait_for(condition: Callable[[], Any], what: str, limit: float, quiet: bool 
 # ----------------------------------------------------------------- the driver's watching
 #: Environment variables that give an MPI process its rank (MPICH, Open MPI, PMIx).
 RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
+#: In the command line of an engine's nanny (ipyparallel starts it as ``python -m`` this).
+NANNY = "ipyparallel.engine.nanny"
 
 
 def _rank_of(process) -> int | None:
@@ -592,13 +594,17 @@ def _rank_of(process) -> int | None:
     return None
 
 
-def process_groups(client_pids: dict[int, int]) -> dict[str, list]:
+def process_groups(client_pids: dict[int, int], rank_children: set | None = None) -> dict[str, list]:
     """The soak's processes by role: ``client K`` (each alone), ``controller`` (all its
     processes), ``rank R`` (the engine that is rank R) and ``launch`` (``mpiexec``, its proxy,
     the nannies, the watchdog, …): everything below the clients. A rank's children (its nanny,
-    forked, with the rank's environment) are launch processes."""
+    started with the rank's environment) are launch processes, also once their rank is gone:
+    a restart kills the ranks first, and their nannies, reparented to the launcher for the
+    moment until they see it and exit, would otherwise read as a new world. *rank_children*
+    (identities, kept by the caller from one look to the next) remembers them."""
     import psutil
 
+    known = rank_children if rank_children is not None else set()
     groups: dict[str, list] = {}
     for client, pid in client_pids.items():
         try:
@@ -614,9 +620,15 @@ def process_groups(client_pids: dict[int, int]) -> dict[str, list]:
             except psutil.Error:
                 continue
             rank = _rank_of(process)
+            below_a_rank = parent is not None and _rank_of(parent) is not None
+            if rank is not None and below_a_rank:
+                who = Identity.of(process.pid)
+                if who is not None:
+                    known.add(who)
             if "ipyparallel.controller" in line:
                 groups.setdefault("controller", []).append(process)
-            elif rank is not None and (parent is None or _rank_of(parent) is None):
+            elif (rank is not None and not below_a_rank and NANNY not in line
+                  and Identity.of(process.pid) not in known):
                 groups.setdefault(f"rank {rank}", []).append(process)
             else:
                 groups.setdefault("launch", []).append(process)
@@ -676,6 +688,7 @@ class Watcher:
         self.worlds: list[dict[str, Any]] = []
         self.controllers: list[dict[str, Any]] = []
         self.rank_pids: set[int] = set()
+        self.rank_children: set = set()  # core.processes.Identity of every rank's child seen
         self.our_files: set[str] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -700,7 +713,7 @@ class Watcher:
         """Look once (see the class); returns :func:`process_groups`."""
         from mpiworkbench.core import shm
 
-        groups = process_groups(self.client_pids)
+        groups = process_groups(self.client_pids, self.rank_children)
         now = time.time()
         with self._lock:
             for role, processes in groups.items():
