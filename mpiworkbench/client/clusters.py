@@ -169,7 +169,7 @@ def profiles(ipython_dir_: str | None = None) -> list[str]:
     return sorted(p.name[len("profile_"):] for p in root.glob("profile_*") if (p / "ipcluster_config.py").exists())
 
 
-def _alive(process: Any) -> bool:
+def alive(process: Any) -> bool:
     """Whether a launcher's local process (a ``psutil.Process``) still runs."""
     try:
         return process.is_running() and process.status() != "zombie"
@@ -180,7 +180,7 @@ def _alive(process: Any) -> bool:
 def controller_alive(cluster) -> bool:
     process = getattr(cluster.controller, "process", None)
     if process is not None:
-        return _alive(process)
+        return alive(process)
     return getattr(cluster.controller, "state", None) == "running"
 
 
@@ -347,7 +347,7 @@ def drop_ended_engine_sets(cluster) -> None:
     restarted the world: the new engines are not in this cluster object), so that they do not
     make :func:`engines_exited` read the new world as dead."""
     for key, process in local_processes(cluster).items():
-        if not _alive(process):
+        if not alive(process):
             cluster.engines.pop(key, None)
 
 
@@ -357,7 +357,7 @@ def engines_exited(cluster) -> bool:
     Batch launchers (Slurm) have no local process; for them this is ``False`` and the
     session relies on the engines' registrations instead.
     """
-    return any(not _alive(process) for process in local_processes(cluster).values())
+    return any(not alive(process) for process in local_processes(cluster).values())
 
 
 @contextlib.contextmanager

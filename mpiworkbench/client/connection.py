@@ -11,8 +11,8 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from mpiworkbench.client import clusters
-from mpiworkbench.client.errors import WorldBusy
+from mpiworkbench.client import clusters, health
+from mpiworkbench.client.errors import EnginesNotStarted, WorldBusy
 from mpiworkbench.client.watchdog import stop_watchdog
 from mpiworkbench.client.world import World, exclusive_use
 
@@ -115,6 +115,8 @@ class Connection:
         ------
         WorldBusy
             The ranks did not answer in time (busy with someone's work, or blocked in MPI).
+        EnginesNotStarted
+            The engines of a cluster this session started did not all register in time.
         """
         try:
             with exclusive_use(self.world, "connecting to the ranks", limit):
@@ -122,6 +124,13 @@ class Connection:
         except TimeoutError as exc:
             if isinstance(exc, WorldBusy):
                 raise
+            registered = len(self.client.ids)
+            if self.owns_cluster and registered < n:  # nobody's work: the launch went wrong
+                raise EnginesNotStarted(
+                    f"{registered} of the {n} engines registered with the controller within {limit} s "
+                    f"(Cluster.engine_timeout).\n{health.launcher_report(self.cluster)}\nThe engines' output above "
+                    "says why when they failed; on a machine this loaded they may only be slow: start again, "
+                    "or with fewer ranks") from None
             holder = self.world.holder() if self.world is not None else None
             raise WorldBusy(
                 f"the MPI ranks did not answer within {limit} s ({exc}): they are busy with "

@@ -175,6 +175,11 @@ class WorldBusy(WorkbenchError, TimeoutError):
     Nothing was sent to the ranks."""
 
 
+class EnginesNotStarted(WorkbenchError, TimeoutError):
+    """The engines of a cluster the session started did not all register in time: a failed
+    launch (the message shows ``mpiexec``'s state and the engines' last output), not busy ranks."""
+
+
 class WorldBlocked(WorkbenchError):
     """The client holding the shared MPI world reported its work as blocked (it outlived its
     timeout): every call would wait behind it. Nothing was sent to the ranks."""

@@ -5,7 +5,9 @@ rather than dumped into the notebook."""
 
 from __future__ import annotations
 
+import contextlib
 import time
+from pathlib import Path
 
 from mpiworkbench.client import clusters
 
@@ -94,3 +96,30 @@ def world_died(cluster, client, n: int) -> bool:
         return len(client.ids) < n
     except Exception:  # noqa: BLE001 - the client lost its controller
         return True
+
+
+#: Lines of an engine launcher's output a failed start shows (:func:`launcher_report`).
+REPORT_LINES = 15
+
+
+def launcher_report(cluster, lines: int = REPORT_LINES) -> str:
+    """What *cluster*'s engine launchers say, for an error message: each one's ``mpiexec``
+    (running, or ended with its code) and the last *lines* lines of its output (the engines'
+    log), read from its file as it is now."""
+    said = []
+    for key, launcher in (cluster.engines or {}).items():
+        process = getattr(launcher, "process", None)
+        if process is None:
+            state = "no local process (a batch job)"
+        elif clusters.alive(process):
+            state = f"mpiexec (pid {process.pid}) running"
+        else:
+            code = getattr(launcher, "stop_data", None) or {}
+            state = f"mpiexec (pid {process.pid}) ended" + (f" with {code.get('exit_code')}" if code else "")
+        text = ""
+        with contextlib.suppress(OSError, TypeError):  # (no output file: a batch job's own)
+            text = Path(launcher.output_file).read_text(errors="replace")
+        tail = text.rstrip().splitlines()[-lines:]
+        said.append(f"engine set {key}: {state}; " + ("its last output:\n    " + "\n    ".join(tail) if tail
+                                                       else "no output"))
+    return "\n".join(said) or "no engine set was started"
