@@ -8,7 +8,13 @@ Run on demand (not part of ``make test``)::
     .venv/bin/python benchmarks/control_plane.py --sweep "" --threads 2,64 --calls 200
 
 For each world size it starts one ``Workbench(n, oversubscribe=True)`` and measures, per call and
-for each path, alternately in rounds of ``--calls`` calls:
+for each path, alternately in rounds of ``--calls`` calls (each round begun by another path; a
+round starts once no message has come in for 0.3 s and ends once its own late messages are in,
+the client's idle CPU during that wait subtracted, so that the ``DirectView``'s late IOPub is
+counted with it, not with the path that follows it). The smallest world of the sweep is started
+first and kept: every other size's rounds alternate with the same rounds on it, and the ratio of
+client CPU (larger / smallest) is the median of the rounds' ratios, so that the machine's load,
+which changes from minute to minute on a shared machine, falls on both sides of each ratio alike:
 
 * ``wb.run`` of a no-op function (old: what ``wb.run`` did before, ``view.apply_async`` on the
   DirectView through the same world turn and waits; new: ``wb.run``, the broadcast path);
@@ -61,26 +67,39 @@ def controller_cpu(wb) -> float:
     return total
 
 
-def measure(wb, counter, call, calls: int) -> dict:
-    wb.client.spin()
-    time.sleep(0.2)  # measurement only: let late IOPub (idle statuses) of the previous round land
-    wb.client.spin()
+def idle_cpu_ms_per_s(counter, seconds: float = 2.0) -> float:
+    """The client's CPU per second while no call runs (its threads' own upkeep), measured once a
+    world is up: what each round's quiet wait costs besides the calls, subtracted from it."""
+    counter.wait_quiet()
+    cpu, t0 = time.process_time(), time.monotonic()
+    time.sleep(seconds)  # measurement only: the idle rate
+    return (time.process_time() - cpu) / (time.monotonic() - t0) * 1e3
+
+
+def measure(wb, counter, call, calls: int, idle_ms_per_s: float) -> dict:
+    """One round of *calls* calls: it starts once nothing has come in for a while and ends
+    once the round's own late messages (a DirectView's idle statuses) are in, so that no path's
+    traffic is counted in the next path's round; the idle CPU of that wait is subtracted."""
+    counter.wait_quiet()
     sent, received = counter.sent, counter.received
-    cpu, ctl = time.process_time(), controller_cpu(wb)
+    cpu, ctl, t0 = time.process_time(), controller_cpu(wb), time.monotonic()
     walls = []
     for _ in range(calls):
-        t0 = time.perf_counter()
+        t = time.perf_counter()
         call()
-        walls.append(time.perf_counter() - t0)
-    time.sleep(0.2)  # the same for this round's late IOPub, counted with it
-    wb.client.spin()
-    return {"client_cpu_ms": (time.process_time() - cpu) / calls * 1e3,
+        walls.append(time.perf_counter() - t)
+    calls_end = time.monotonic()
+    if not counter.wait_quiet():
+        print("warning: messages still coming in 30 s after a round", file=sys.stderr)
+    idle_ms = (time.monotonic() - calls_end) * idle_ms_per_s
+    return {"client_cpu_ms": ((time.process_time() - cpu) * 1e3 - idle_ms) / calls,
             "controller_cpu_ms": (controller_cpu(wb) - ctl) / calls * 1e3,
             "sent": (counter.sent - sent) / calls, "received": (counter.received - received) / calls,
             "wall_ms": statistics.median(walls) * 1e3}
 
 
 def paths(wb, shell):
+    """Path name → one call of it on *wb*'s world (``%%px`` through *shell*, on *wb*'s magics)."""
     def run_old():  # what wb.run did before: the DirectView, through the same world turn and waits
         ar = wb.submit("bench: DirectView run", lambda: wb.view.apply_async(noop))
         wb.wait_explained(ar, wb.timeout)
@@ -98,37 +117,92 @@ def paths(wb, shell):
             "%%px old (DirectView)": px_old, "%%px new (broadcast)": px_new}
 
 
-def sweep_point(n: int, calls: int, rounds: int) -> dict:
-    from IPython.core.interactiveshell import InteractiveShell
+class World:
+    """One started world of the sweep: its workbench, message counter, paths and idle CPU."""
 
-    from mpiworkbench import Workbench
-    from mpiworkbench.client import broadcast
+    def __init__(self, n: int, shell):
+        from mpiworkbench import Workbench
+        from mpiworkbench.client import broadcast
 
-    shell = InteractiveShell.instance()
-    wb = Workbench(n=n, oversubscribe=True, timeout=600).start()
-    try:
-        counter = broadcast.MessageCounter(wb.client.session)
-        calls_of = paths(wb, shell)
-        for call in calls_of.values():  # warm-up: imports, pickling caches, the engines' first apply
+        self.n, self.shell = n, shell
+        self.wb = Workbench(n=n, oversubscribe=True, timeout=600).start()
+        self.counter = broadcast.MessageCounter(self.wb.client.session)
+        self.calls = paths(self.wb, shell)
+        self.use()
+        for call in self.calls.values():  # warm-up: imports, pickling caches, the engines' first apply
             for _ in range(3):
                 call()
-        found = {name: [] for name in calls_of}
-        for _ in range(rounds):  # alternated, so that the machine's noise falls on both alike
-            for name, call in calls_of.items():
-                found[name].append(measure(wb, counter, call, calls))
-        return {name: {key: statistics.median(r[key] for r in runs) for key in runs[0]} for name, runs in found.items()}
+        self.idle = idle_cpu_ms_per_s(self.counter)
+        print(f"{n} engines: the client's idle CPU {self.idle:.2f} ms/s", file=sys.stderr, flush=True)
+
+    def use(self) -> None:
+        """Make ``%%px`` this world's (each workbench registers its magics when it starts)."""
+        self.shell.magics_manager.register(self.wb._magics)
+
+    def measure(self, name: str, calls: int) -> dict:
+        self.use()
+        return measure(self.wb, self.counter, self.calls[name], calls, self.idle)
+
+    def stop(self) -> None:
+        self.wb.stop()
+
+
+def sweep_point(world: World, reference: World | None, calls: int, rounds: int) -> dict:
+    """Rounds of *calls* calls of every path on *world*, alternated with the same on *reference*
+    (the smallest world, kept running through the sweep) when given: the ratio of the two in each
+    round is what the machine's changing load (other work, CPU frequency) falls on alike. Path
+    name → medians over the rounds, with ``reference_cpu_ms`` and ``ratio`` (of the client CPU)."""
+    names = list(world.calls)
+    steps = [(world, name) for name in names] + ([(reference, name) for name in names] if reference else [])
+    found: dict[tuple[int, str], list[dict]] = {}
+    for r in range(rounds):  # alternated, each round begun by another step
+        for who, name in steps[r % len(steps):] + steps[:r % len(steps)]:
+            found.setdefault((id(who), name), []).append(who.measure(name, calls))
+    point = {}
+    for name in names:
+        runs = found[(id(world), name)]
+        point[name] = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+        if reference:
+            ref = [run["client_cpu_ms"] for run in found[(id(reference), name)]]
+            point[name]["reference_cpu_ms"] = statistics.median(ref)
+            point[name]["ratio"] = statistics.median(run["client_cpu_ms"] / r for run, r in zip(runs, ref))
+        else:
+            point[name]["reference_cpu_ms"], point[name]["ratio"] = point[name]["client_cpu_ms"], 1.0
+    return point
+
+
+def sweep(sizes: list[int], calls: int, rounds: int) -> dict:
+    """Every size of *sizes* against the smallest (started first and kept until the end)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    smallest, results = min(sizes), {}
+    reference = World(smallest, shell)
+    try:
+        for n in sizes:
+            if n == smallest:
+                results[n] = sweep_point(reference, None, calls, rounds)
+            else:
+                world = World(n, shell)
+                try:
+                    results[n] = sweep_point(world, reference, calls, rounds)
+                finally:
+                    world.stop()
+            print(f"{n} engines done", file=sys.stderr, flush=True)
     finally:
-        wb.stop()
+        reference.stop()
         InteractiveShell.clear_instance()
+    return results
 
 
 def table(results: dict) -> str:
-    head = "| engines | path | client CPU ms/call | controller CPU ms/call | msgs out/call | msgs in/call | wall ms (oversubscribed > 2) |"
-    lines = [head, "|---|---|---|---|---|---|---|"]
+    head = ("| engines | path | client CPU ms/call | the smallest world's, same rounds | ratio | "
+            "controller CPU ms/call | msgs out/call | msgs in/call | wall ms (oversubscribed > 2) |")
+    lines = [head, "|---|---|---|---|---|---|---|---|---|"]
     for n, point in results.items():
         for name, r in point.items():
-            lines.append(f"| {n} | {name} | {r['client_cpu_ms']:.2f} | {r['controller_cpu_ms']:.2f} | {r['sent']:.1f} | "
-                         f"{r['received']:.1f} | {r['wall_ms']:.1f} |")
+            lines.append(f"| {n} | {name} | {r['client_cpu_ms']:.2f} | {r['reference_cpu_ms']:.2f} | {r['ratio']:.2f} | "
+                         f"{r['controller_cpu_ms']:.2f} | {r['sent']:.1f} | {r['received']:.1f} | {r['wall_ms']:.1f} |")
     return "\n".join(lines)
 
 
@@ -190,15 +264,12 @@ def main(argv=None) -> int:
             print(f"| {n} | {name} | {ms:.2f} |")
     if not args.sweep:
         return 0
-    results = {}
-    for n in (int(x) for x in args.sweep.split(",")):
-        results[n] = sweep_point(n, args.calls, args.rounds)
-        print(f"{n} engines done", file=sys.stderr, flush=True)
+    results = sweep([int(x) for x in args.sweep.split(",")], args.calls, args.rounds)
     print(table(results))
     first, last = min(results), max(results)
-    for name in results[first]:
-        ratio = results[last][name]["client_cpu_ms"] / results[first][name]["client_cpu_ms"]
-        print(f"client CPU per call, {name}: {last} engines / {first} engines = {ratio:.2f}x")
+    for name in results[last]:
+        print(f"client CPU per call, {name}: {last} engines / {first} engines = {results[last][name]['ratio']:.2f}x "
+              f"(median of the rounds' ratios)")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

@@ -151,7 +151,6 @@ def stand_in_storm(n: int, per_process: int, hold_s: float) -> str:
             time.sleep(0.05)
         memory = _rss_mb([h.pid for h in hosts])
         time.sleep(hold_s)  # past the hub's tolerance of missed heartbeats
-        client.spin()
         held = len(client.ids)
     finally:
         for host in hosts:  # each by its pid, also on a failure or Ctrl-C

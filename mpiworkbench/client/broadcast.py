@@ -176,9 +176,8 @@ def forget(client, ar) -> None:
 
 def failures(client, ar) -> dict[int, dict[str, Any]]:
     """Rank → the failure it published during the coalesced call *ar* (before the reply: the
-    controller gives each engine's copy of the request an id that extends the call's own)."""
-    with contextlib.suppress(Exception):
-        client.spin()  # take in what has arrived
+    controller gives each engine's copy of the request an id that extends the call's own; the
+    client's I/O thread takes them in as they come)."""
     found = {}
     for key in copies(client, ar):
         notice = ((client.metadata.get(key) or {}).get("data") or {}).get(FAILED_KEY)
@@ -289,3 +288,16 @@ class MessageCounter:
             return feed(*args, **kwargs)
 
         session.send, session.feed_identities = counted_send, counted_feed
+
+    def wait_quiet(self, quiet_s: float = 0.3, limit_s: float = 30.0, poll_s: float = 0.02) -> bool:
+        """Wait until no message has come in for *quiet_s* seconds (what arrives late for calls
+        already returned: a DirectView's idle statuses), at most *limit_s*; whether it did."""
+        deadline = time.monotonic() + limit_s
+        last, since = self.received, time.monotonic()
+        while time.monotonic() < deadline:
+            time.sleep(poll_s)
+            if self.received != last:
+                last, since = self.received, time.monotonic()
+            elif time.monotonic() - since >= quiet_s:
+                return True
+        return False

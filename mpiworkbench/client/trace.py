@@ -162,8 +162,6 @@ def published(wb, ar, wanted: set[int] = frozenset(), timeout: float = REPORT_WA
 
 
 def _published(wb, ar, key: str = hang.REPORT_KEY) -> dict[int, dict[str, Any]]:
-    with contextlib.suppress(Exception):
-        wb.client.spin()  # take in what has arrived
     # the execution's own metadata (what the client's IOPub handler updates) and the client's
     # table: that one may have handed its entries over to the result already, and what a rank
     # publishes after its part has finished (a rank that failed, then waits) lands in a new one

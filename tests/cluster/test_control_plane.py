@@ -35,11 +35,11 @@ def big():
 
 def _per_call(wb, counter, action, calls: int = 5) -> tuple[float, float]:
     action()  # warm-up (the engines' first broadcast installs the quiet statuses)
-    wb.client.spin()
+    assert counter.wait_quiet(), "messages kept coming in after the warm-up"
     sent, received = counter.sent, counter.received
     for _ in range(calls):
         action()
-    wb.client.spin()
+    assert counter.wait_quiet(), "messages kept coming in after the calls"  # late ones count too
     return (counter.sent - sent) / calls, (counter.received - received) / calls
 
 
