@@ -82,7 +82,7 @@ def measure(wb, counter, call, calls: int, idle_ms_per_s: float) -> dict:
     traffic is counted in the next path's round; the idle CPU of that wait is subtracted."""
     counter.wait_quiet()
     sent, received = counter.sent, counter.received
-    cpu, ctl, t0 = time.process_time(), controller_cpu(wb), time.monotonic()
+    cpu, ctl = time.process_time(), controller_cpu(wb)
     walls = []
     for _ in range(calls):
         t = time.perf_counter()
@@ -124,7 +124,7 @@ class World:
         from mpiworkbench import Workbench
         from mpiworkbench.client import broadcast
 
-        self.n, self.shell = n, shell
+        self.shell = shell
         self.wb = Workbench(n=n, oversubscribe=True, timeout=600).start()
         self.counter = broadcast.MessageCounter(self.wb.client.session)
         self.calls = paths(self.wb, shell)
@@ -165,7 +165,7 @@ def sweep_point(world: World, reference: World | None, calls: int, rounds: int) 
         if reference:
             ref = [run["client_cpu_ms"] for run in found[(id(reference), name)]]
             point[name]["reference_cpu_ms"] = statistics.median(ref)
-            point[name]["ratio"] = statistics.median(run["client_cpu_ms"] / r for run, r in zip(runs, ref))
+            point[name]["ratio"] = statistics.median(run["client_cpu_ms"] / same for run, same in zip(runs, ref))
         else:
             point[name]["reference_cpu_ms"], point[name]["ratio"] = point[name]["client_cpu_ms"], 1.0
     return point

@@ -594,17 +594,16 @@ def _rank_of(process) -> int | None:
     return None
 
 
-def process_groups(client_pids: dict[int, int], rank_children: set | None = None) -> dict[str, list]:
+def process_groups(client_pids: dict[int, int], rank_children: set) -> dict[str, list]:
     """The soak's processes by role: ``client K`` (each alone), ``controller`` (all its
     processes), ``rank R`` (the engine that is rank R) and ``launch`` (``mpiexec``, its proxy,
     the nannies, the watchdog, …): everything below the clients. A rank's children (its nanny,
     started with the rank's environment) are launch processes, also once their rank is gone:
     a restart kills the ranks first, and their nannies, reparented to the launcher for the
     moment until they see it and exit, would otherwise read as a new world. *rank_children*
-    (identities, kept by the caller from one look to the next) remembers them."""
+    (identities, kept by the caller from one look to the next) remembers them; it is added to."""
     import psutil
 
-    known = rank_children if rank_children is not None else set()
     groups: dict[str, list] = {}
     for client, pid in client_pids.items():
         try:
@@ -620,15 +619,13 @@ def process_groups(client_pids: dict[int, int], rank_children: set | None = None
             except psutil.Error:
                 continue
             rank = _rank_of(process)
+            who = Identity.of(process.pid) if rank is not None else None
             below_a_rank = parent is not None and _rank_of(parent) is not None
-            if rank is not None and below_a_rank:
-                who = Identity.of(process.pid)
-                if who is not None:
-                    known.add(who)
+            if who is not None and below_a_rank:
+                rank_children.add(who)
             if "ipyparallel.controller" in line:
                 groups.setdefault("controller", []).append(process)
-            elif (rank is not None and not below_a_rank and NANNY not in line
-                  and Identity.of(process.pid) not in known):
+            elif rank is not None and not below_a_rank and NANNY not in line and who not in rank_children:
                 groups.setdefault(f"rank {rank}", []).append(process)
             else:
                 groups.setdefault("launch", []).append(process)
