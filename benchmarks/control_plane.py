@@ -22,7 +22,7 @@ which changes from minute to minute on a shared machine, falls on both sides of 
   new: ``%%px --no-stream --broadcast``, the default above 8 ranks);
 * client CPU: this process's CPU clock (``time.process_time``: every thread, so ipyparallel's I/O
   thread too); controller CPU: the controller process and its children (the schedulers)
-  (``psutil`` CPU times); messages: what the client's session sent (``Session.send``) and took in
+  (from ``/proc``: ``core.processes.cpu_seconds``); messages: what the client's session sent (``Session.send``) and took in
   (``Session.feed_identities``: replies, IOPub, notifications); wall: the median round trip.
 
 ``--threads`` (where the client's CPU per ``wb.run`` goes): for each world size, one start and
@@ -54,17 +54,9 @@ CELL = "x = 1"
 
 
 def controller_cpu(wb) -> float:
-    import psutil
+    from mpiworkbench.core import processes
 
-    process = psutil.Process(wb.cluster.controller.process.pid)
-    total = 0.0
-    for p in [process, *process.children(recursive=True)]:
-        try:
-            times = p.cpu_times()
-            total += times.user + times.system
-        except psutil.NoSuchProcess:
-            pass
-    return total
+    return processes.cpu_seconds(wb.cluster.controller.process.pid)
 
 
 def idle_cpu_ms_per_s(counter, seconds: float = 2.0) -> float:

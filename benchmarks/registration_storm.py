@@ -24,7 +24,9 @@ its pid at the end, also on a failure or Ctrl-C.
 ``IPController.use_threads``): for each engine count and both ways, alternately in one run: the
 controller's start time (until its connection file is written and a client connects), its memory
 (the controller and its children, resident, summed), the time to register the engines, and the
-median round trip of a no-op through a ``DirectView``.
+median round trip of a no-op through a ``DirectView`` and through the coalescing broadcast view
+(what ``wb.run`` uses), alternated call by call. The threaded controller is ipyparallel's with one
+bug mended (``benchmarks/threaded_controller.py``: without it a coalescing call never returns).
 
 The machine has 2 cores: every figure beyond 2 engines is oversubscribed.
 """
@@ -43,6 +45,7 @@ sys.path.insert(0, str(ROOT))
 #: Memory an engine takes at most, for the check before a storm (measured with this script: see docs/scale.md).
 ENGINE_MB = 100
 REGISTER_LIMIT_S = 300.0
+CALL_LIMIT_S = 120.0
 
 
 def noop() -> None:
@@ -51,16 +54,19 @@ def noop() -> None:
 
 def _cluster(threads: bool):
     import ipyparallel as ipp
+    from traitlets.config import Config
 
     from mpiworkbench.client import clusters
 
     args = [f"--HeartMonitor.period={clusters.HEARTBEAT_MS}",
             f"--HeartMonitor.max_heartmonitor_misses={clusters.HEARTBEAT_MISSES}",
             *(f"--DictDB.{k}={v}" for k, v in clusters.hub_database_settings().items())]
+    config = Config()
     if threads:
         args.append("--IPController.use_threads=True")
+        config.LocalControllerLauncher.controller_cmd = [sys.executable, str(ROOT / "benchmarks" / "threaded_controller.py")]
     return ipp.Cluster(engines="local", n=0, controller_ip="127.0.0.1", controller_args=args, delay=0,
-                       cluster_id=f"storm-{time.time_ns()}", log_level=40)
+                       cluster_id=f"storm-{time.time_ns()}", log_level=40, config=config)
 
 
 def _rss_mb(pids) -> float:
@@ -175,6 +181,8 @@ def stand_in_storm(n: int, per_process: int, hold_s: float) -> str:
 
 
 def controller_point(n: int, threads: bool, calls: int) -> dict:
+    from mpiworkbench.core.processes import cpu_seconds
+
     t0 = time.perf_counter()
     cluster = _cluster(threads)
     cluster.start_controller_sync()
@@ -184,17 +192,20 @@ def controller_point(n: int, threads: bool, calls: int) -> dict:
         seen, _ = _register(cluster, client, n)
         assert len(seen) == n, f"{n - len(seen)} engines did not register"
         memory = _rss_mb([cluster.controller.process.pid])
-        # (the coalescing broadcast view is not measured here: in a first run its first call did
-        # not return with the schedulers as threads, 2 engines; not investigated yet)
-        rounds = {}
-        for name, view in (("DirectView", client[:]),):
-            view.apply_sync(noop)
-            walls = []
-            for _ in range(calls):
-                t = time.perf_counter()
-                view.apply_sync(noop)
-                walls.append(time.perf_counter() - t)
-            rounds[name] = statistics.median(walls) * 1e3
+        views = {"DirectView": client[:], "broadcast": client.broadcast_view(is_coalescing=True)}
+        walls: dict[str, list[float]] = {name: [] for name in views}
+        cpu = dict.fromkeys(views, 0.0)
+        controller = cluster.controller.process.pid
+        for view in views.values():
+            assert view.apply_async(noop).get(timeout=CALL_LIMIT_S) == [None] * n
+        for _ in range(calls):  # alternated call by call
+            for name, view in views.items():
+                before, t = cpu_seconds(controller), time.perf_counter()
+                view.apply_async(noop).get(timeout=CALL_LIMIT_S)
+                walls[name].append(time.perf_counter() - t)
+                cpu[name] += cpu_seconds(controller) - before
+        rounds = {name: statistics.median(w) * 1e3 for name, w in walls.items()}
+        rounds |= {f"{name}_cpu": used / calls * 1e3 for name, used in cpu.items()}
     finally:
         client.close()
         cluster.stop_cluster_sync()
@@ -202,13 +213,15 @@ def controller_point(n: int, threads: bool, calls: int) -> dict:
 
 
 def controller_sweep(sizes: list[int], calls: int) -> str:
-    lines = ["| engines | schedulers | controller start s | controller memory MB | register s | DirectView ms |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| engines | schedulers | controller start s | controller memory MB | register s | DirectView ms | "
+             "broadcast ms | controller CPU ms per DirectView call | per broadcast call |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for n in sizes:
         for threads in (False, True):  # alternated within each size
             r = controller_point(n, threads, calls)
             lines.append(f"| {n} | {'threads' if threads else 'processes'} | {r['start_s']:.2f} | {r['memory_mb']:.0f} | "
-                         f"{r['register_s']:.2f} | {r['DirectView_ms']:.1f} |")
+                         f"{r['register_s']:.2f} | {r['DirectView_ms']:.1f} | {r['broadcast_ms']:.1f} | "
+                         f"{r['DirectView_cpu_ms']:.1f} | {r['broadcast_cpu_ms']:.1f} |")
     return "\n".join(lines)
 
 

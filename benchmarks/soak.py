@@ -70,6 +70,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from mpiworkbench.client import controller
 from mpiworkbench.core.processes import Identity, cmdline, end
 
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -623,7 +624,7 @@ def process_groups(client_pids: dict[int, int], rank_children: set) -> dict[str,
             below_a_rank = parent is not None and _rank_of(parent) is not None
             if who is not None and below_a_rank:
                 rank_children.add(who)
-            if "ipyparallel.controller" in line:
+            if "ipyparallel.controller" in line or controller.FILE in line:
                 groups.setdefault("controller", []).append(process)
             elif rank is not None and not below_a_rank and NANNY not in line and who not in rank_children:
                 groups.setdefault(f"rank {rank}", []).append(process)

@@ -7,8 +7,9 @@ import os
 import time
 from pathlib import Path
 
-from mpiworkbench.core.processes import alive, cmdline, descendants as _descendants
+from mpiworkbench.client import controller
 from mpiworkbench.core import shm
+from mpiworkbench.core.processes import alive, cmdline, descendants as _descendants
 
 
 def descendants(pid: int | None = None) -> list[int]:
@@ -16,7 +17,7 @@ def descendants(pid: int | None = None) -> list[int]:
 
 
 #: Command-line fragments of the processes a cluster or a lab server consists of.
-CLUSTER_PARTS = ("ipengine", "ipcontroller", "ipyparallel.engine", "ipyparallel.controller",
+CLUSTER_PARTS = ("ipengine", "ipcontroller", "ipyparallel.engine", "ipyparallel.controller", controller.FILE,
                  "ipyparallel.cluster", "mpiexec", "hydra_pmi_proxy", "jupyter", "jupyterlab",
                  "ipykernel", "chromium", "chrome")
 

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from mpiworkbench.client import allocation, leftovers
+from mpiworkbench.client import allocation, controller, leftovers
 from mpiworkbench.client.caches import forget
 from mpiworkbench.client.engine_start import CONNECTION_FILE_VARIABLE, ENGINE_CMD
 from mpiworkbench.client.watchdog import connection_file, end_cluster, engine_state_file
@@ -104,7 +104,8 @@ def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", threa
                 log_level: int = 30, yield_while_waiting: bool | None = None, mpi: str | None = None):
     """A (not yet started) :class:`ipyparallel.Cluster` of *n* MPI engines on this machine:
     the mpiexec of MPI implementation *mpi* (:mod:`mpiworkbench.core.implementations`; default:
-    this process's), one BLAS thread per rank, a fast heartbeat.
+    this process's), one BLAS thread per rank, a fast heartbeat, a controller in one process
+    (:mod:`~mpiworkbench.client.controller`).
     *yield_while_waiting*: MPICH ranks yield their core while waiting
     (:data:`mpiworkbench.core.launch.YIELD_WHILE_WAITING`; default from
     ``$MPIWORKBENCH_YIELD_WHILE_WAITING``), for more ranks than cores.
@@ -115,6 +116,7 @@ def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", threa
     job = allocation.current()
     controller_ip = allocation.controller_address(controller_ip, job)
     config = engine_config(n, thread_level, yield_while_waiting, mpi)
+    config.LocalControllerLauncher.controller_cmd = list(controller.COMMAND)  # one process, schedulers as threads
     cluster = ipp.Cluster(
         config=config,
         engines="mpi",
@@ -122,6 +124,7 @@ def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", threa
         cluster_id=cluster_id,
         controller_ip=controller_ip,
         controller_args=[
+            *controller.ARGS,
             f"--HeartMonitor.period={HEARTBEAT_MS}",
             f"--HeartMonitor.max_heartmonitor_misses={HEARTBEAT_MISSES}",
             *(f"--DictDB.{name}={value}" for name, value in hub_database_settings().items()),

@@ -14,6 +14,7 @@ import shlex
 import warnings
 from pathlib import Path
 
+from mpiworkbench.client import controller
 from mpiworkbench.client.clusters import (HEARTBEAT_MISSES, HEARTBEAT_MS, engine_heartbeat_misses, hub_database_settings,
                                           ipython_dir)
 from mpiworkbench.client.engine_start import ENGINE_CMD
@@ -134,6 +135,9 @@ def create_profile(name: str = "mpi", launcher: str = "mpi", ip: str = "127.0.0.
     (profile / "ipcluster_config.py").write_text(
         _HEADER + "c = get_config()  # noqa: F821\n" + launcher_lines + "\n"
         "c.Cluster.delay = 0\n"
+        "# the controller in one process, its schedulers as threads (mpiworkbench.client.controller)\n"
+        f"c.LocalControllerLauncher.controller_cmd = {list(controller.COMMAND)!r}\n"
+        f"c.LocalControllerLauncher.controller_args = {list(controller.ARGS)!r}\n"
     )
     (profile / "ipcontroller_config.py").write_text(
         _HEADER + "c = get_config()  # noqa: F821\n"

@@ -67,6 +67,19 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU seconds (user and system) that *pid* and every process below it have used so far
+    (a process that exits meanwhile counts nothing): a controller and its schedulers, say."""
+    total = 0
+    for each in [pid, *descendants(pid)]:
+        try:
+            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (stat fields 14 and 15)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def tree(roots: Iterable[Identity]) -> list[Identity]:
     """The *roots* that still run and every process below them, as identities (taken now: once
     a parent dies its children are re-parented and could no longer be found from it)."""
