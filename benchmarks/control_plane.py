@@ -22,7 +22,7 @@ which changes from minute to minute on a shared machine, falls on both sides of 
   new: ``%%px --no-stream --broadcast``, the default above 8 ranks);
 * client CPU: this process's CPU clock (``time.process_time``: every thread, so ipyparallel's I/O
   thread too); controller CPU: the controller process and its children (the schedulers)
-  (from ``/proc``: ``core.processes.cpu_seconds``); messages: what the client's session sent (``Session.send``) and took in
+  (from ``/proc``, ``core.processes.cpu_seconds``); messages: what the client's session sent (``Session.send``) and took in
   (``Session.feed_identities``: replies, IOPub, notifications); wall: the median round trip.
 
 ``--threads`` (where the client's CPU per ``wb.run`` goes): for each world size, one start and
@@ -53,10 +53,12 @@ def noop() -> None:
 CELL = "x = 1"
 
 
-def controller_cpu(wb) -> float:
-    from mpiworkbench.core import processes
+def controller_pids(wb) -> list[int]:
+    """The controller's process and its children (its schedulers, its heart monitor), found once."""
+    from mpiworkbench.core.processes import descendants
 
-    return processes.cpu_seconds(wb.cluster.controller.process.pid)
+    pid = wb.cluster.controller.process.pid
+    return [pid, *descendants(pid)]
 
 
 def idle_cpu_ms_per_s(counter, seconds: float = 2.0) -> float:
@@ -68,13 +70,16 @@ def idle_cpu_ms_per_s(counter, seconds: float = 2.0) -> float:
     return (time.process_time() - cpu) / (time.monotonic() - t0) * 1e3
 
 
-def measure(wb, counter, call, calls: int, idle_ms_per_s: float) -> dict:
+def measure(controller: list[int], counter, call, calls: int, idle_ms_per_s: float) -> dict:
     """One round of *calls* calls: it starts once nothing has come in for a while and ends
     once the round's own late messages (a DirectView's idle statuses) are in, so that no path's
-    traffic is counted in the next path's round; the idle CPU of that wait is subtracted."""
+    traffic is counted in the next path's round; the idle CPU of that wait is subtracted.
+    *controller*: the pids of the controller's processes (:func:`controller_pids`)."""
+    from mpiworkbench.core.processes import cpu_seconds
+
     counter.wait_quiet()
     sent, received = counter.sent, counter.received
-    cpu, ctl = time.process_time(), controller_cpu(wb)
+    cpu, ctl = time.process_time(), cpu_seconds(controller)
     walls = []
     for _ in range(calls):
         t = time.perf_counter()
@@ -85,7 +90,7 @@ def measure(wb, counter, call, calls: int, idle_ms_per_s: float) -> dict:
         print("warning: messages still coming in 30 s after a round", file=sys.stderr)
     idle_ms = (time.monotonic() - calls_end) * idle_ms_per_s
     return {"client_cpu_ms": ((time.process_time() - cpu) * 1e3 - idle_ms) / calls,
-            "controller_cpu_ms": (controller_cpu(wb) - ctl) / calls * 1e3,
+            "controller_cpu_ms": (cpu_seconds(controller) - ctl) / calls * 1e3,
             "sent": (counter.sent - sent) / calls, "received": (counter.received - received) / calls,
             "wall_ms": statistics.median(walls) * 1e3}
 
@@ -119,6 +124,7 @@ class World:
         self.shell = shell
         self.wb = Workbench(n=n, oversubscribe=True, timeout=600).start()
         self.counter = broadcast.MessageCounter(self.wb.client.session)
+        self.controller = controller_pids(self.wb)
         self.calls = paths(self.wb, shell)
         self.use()
         for call in self.calls.values():  # warm-up: imports, pickling caches, the engines' first apply
@@ -133,7 +139,7 @@ class World:
 
     def measure(self, name: str, calls: int) -> dict:
         self.use()
-        return measure(self.wb, self.counter, self.calls[name], calls, self.idle)
+        return measure(self.controller, self.counter, self.calls[name], calls, self.idle)
 
     def stop(self) -> None:
         self.wb.stop()

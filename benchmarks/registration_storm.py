@@ -25,8 +25,9 @@ its pid at the end, also on a failure or Ctrl-C.
 controller's start time (until its connection file is written and a client connects), its memory
 (the controller and its children, resident, summed), the time to register the engines, and the
 median round trip of a no-op through a ``DirectView`` and through the coalescing broadcast view
-(what ``wb.run`` uses), alternated call by call. The threaded controller is ipyparallel's with one
-bug mended (``benchmarks/threaded_controller.py``: without it a coalescing call never returns).
+(what ``wb.run`` uses), alternated call by call. The threaded controller is the workbench's
+(``mpiworkbench.client.controller``: ipyparallel's with one bug mended, without which a coalescing
+call never returns); the other is ipyparallel's as it is.
 
 The machine has 2 cores: every figure beyond 2 engines is oversubscribed.
 """
@@ -56,15 +57,12 @@ def _cluster(threads: bool):
     import ipyparallel as ipp
     from traitlets.config import Config
 
-    from mpiworkbench.client import clusters
+    from mpiworkbench.client import clusters, controller
 
-    args = [f"--HeartMonitor.period={clusters.HEARTBEAT_MS}",
-            f"--HeartMonitor.max_heartmonitor_misses={clusters.HEARTBEAT_MISSES}",
-            *(f"--DictDB.{k}={v}" for k, v in clusters.hub_database_settings().items())]
-    config = Config()
+    args, config = clusters.hub_args(), Config()
     if threads:
-        args.append("--IPController.use_threads=True")
-        config.LocalControllerLauncher.controller_cmd = [sys.executable, str(ROOT / "benchmarks" / "threaded_controller.py")]
+        args += controller.ARGS
+        config.LocalControllerLauncher.controller_cmd = controller.COMMAND
     return ipp.Cluster(engines="local", n=0, controller_ip="127.0.0.1", controller_args=args, delay=0,
                        cluster_id=f"storm-{time.time_ns()}", log_level=40, config=config)
 
@@ -181,7 +179,7 @@ def stand_in_storm(n: int, per_process: int, hold_s: float) -> str:
 
 
 def controller_point(n: int, threads: bool, calls: int) -> dict:
-    from mpiworkbench.core.processes import cpu_seconds
+    from mpiworkbench.core.processes import cpu_seconds, descendants
 
     t0 = time.perf_counter()
     cluster = _cluster(threads)
@@ -195,7 +193,7 @@ def controller_point(n: int, threads: bool, calls: int) -> dict:
         views = {"DirectView": client[:], "broadcast": client.broadcast_view(is_coalescing=True)}
         walls: dict[str, list[float]] = {name: [] for name in views}
         cpu = dict.fromkeys(views, 0.0)
-        controller = cluster.controller.process.pid
+        controller = [cluster.controller.process.pid, *descendants(cluster.controller.process.pid)]  # found once
         for view in views.values():
             assert view.apply_async(noop).get(timeout=CALL_LIMIT_S) == [None] * n
         for _ in range(calls):  # alternated call by call

@@ -57,6 +57,13 @@ def hub_database_settings() -> dict[str, int]:
     return {"record_limit": HUB_RECORDS, "size_limit": HUB_BYTES}
 
 
+def hub_args() -> list[str]:
+    """The controller's options for the workbench's hub: its heartbeat and its task database's
+    bounds (every cluster's, and the controller benchmarks')."""
+    return [f"--HeartMonitor.period={HEARTBEAT_MS}", f"--HeartMonitor.max_heartmonitor_misses={HEARTBEAT_MISSES}",
+            *(f"--DictDB.{name}={value}" for name, value in hub_database_settings().items())]
+
+
 def engine_heartbeat_args() -> list[str]:
     """The ``ipengine`` options that set :data:`ENGINE_PATIENCE_S` (ipyparallel counts an engine's
     checks, one per heartbeat period + 500 ms)."""
@@ -116,7 +123,7 @@ def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", threa
     job = allocation.current()
     controller_ip = allocation.controller_address(controller_ip, job)
     config = engine_config(n, thread_level, yield_while_waiting, mpi)
-    config.LocalControllerLauncher.controller_cmd = list(controller.COMMAND)  # one process, schedulers as threads
+    config.LocalControllerLauncher.controller_cmd = controller.COMMAND  # one process, schedulers as threads
     cluster = ipp.Cluster(
         config=config,
         engines="mpi",
@@ -125,9 +132,7 @@ def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", threa
         controller_ip=controller_ip,
         controller_args=[
             *controller.ARGS,
-            f"--HeartMonitor.period={HEARTBEAT_MS}",
-            f"--HeartMonitor.max_heartmonitor_misses={HEARTBEAT_MISSES}",
-            *(f"--DictDB.{name}={value}" for name, value in hub_database_settings().items()),
+            *hub_args(),
             # beyond loopback (a job's nodes), encrypted as a profile with --ip is
             *(["--IPController.enable_curve=True"] if controller_ip not in allocation.LOOPBACK else []),
         ],

@@ -136,8 +136,8 @@ def create_profile(name: str = "mpi", launcher: str = "mpi", ip: str = "127.0.0.
         _HEADER + "c = get_config()  # noqa: F821\n" + launcher_lines + "\n"
         "c.Cluster.delay = 0\n"
         "# the controller in one process, its schedulers as threads (mpiworkbench.client.controller)\n"
-        f"c.LocalControllerLauncher.controller_cmd = {list(controller.COMMAND)!r}\n"
-        f"c.LocalControllerLauncher.controller_args = {list(controller.ARGS)!r}\n"
+        f"c.LocalControllerLauncher.controller_cmd = {controller.COMMAND!r}\n"
+        f"c.LocalControllerLauncher.controller_args = {controller.ARGS!r}\n"
     )
     (profile / "ipcontroller_config.py").write_text(
         _HEADER + "c = get_config()  # noqa: F821\n"

@@ -71,10 +71,7 @@ class RankDebugger:
     def response(self, msg_id: str, command: str = "the request") -> dict[str, Any]:
         """The response to the request *msg_id* (:meth:`send`); :class:`DebuggerError` when it
         failed or did not come in :attr:`timeout` seconds."""
-        return self.response_ok(self._await(msg_id, command), command)
-
-    def response_ok(self, response: dict[str, Any], command: str) -> dict[str, Any]:
-        """*response*, the response to *command*; :class:`DebuggerError` when it failed."""
+        response = self._await(msg_id, command)
         if response.get("success") is False:
             raise DebuggerError(f"rank {self.rank}: debug request {command!r} failed: "
                                 f"{response.get('message') or response}")
@@ -118,19 +115,19 @@ class RankDebugger:
         already: then this one joins, and leaves it running when it closes."""
         info = self.request("debugInfo")["body"]
         if not info.get("isStarted"):
-            command = "initialize"
-            response = self._await(self.send(
-                command, clientID="mpiworkbench", clientName="mpiworkbench", adapterID="python", pathFormat="path",
-                linesStartAt1=True, columnsStartAt1=True, supportsVariableType=True, supportsVariablePaging=True,
-                supportsRunInTerminalRequest=False, locale="en"), command)
-            if response.get("success") is not False:
+            try:
+                self.request("initialize", clientID="mpiworkbench", clientName="mpiworkbench", adapterID="python",
+                             pathFormat="path", linesStartAt1=True, columnsStartAt1=True, supportsVariableType=True,
+                             supportsVariablePaging=True, supportsRunInTerminalRequest=False, locale="en")
+            except DebuggerError as exc:
+                if ALREADY_STARTED not in str(exc):
+                    raise
+                # the other client's initialize came in between the two requests (the lab's
+                # sidebar switched on just before): join its session as if it had been started
+                info = self.request("debugInfo")["body"]
+            else:
                 self.request("attach")
                 return self
-            if ALREADY_STARTED not in str(response.get("message")):
-                self.response_ok(response, command)
-            # the other client's initialize came in between the two requests (the lab's sidebar
-            # switched on just before): join its session as if it had been started already
-            info = self.request("debugInfo")["body"]
         self.joined = True
         self._attached()
         self._find_stopped(info.get("stoppedThreads") or [])

@@ -67,11 +67,12 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def cpu_seconds(pid: int) -> float:
-    """The CPU seconds (user and system) that *pid* and every process below it have used so far
-    (a process that exits meanwhile counts nothing): a controller and its schedulers, say."""
+def cpu_seconds(pids: Iterable[int]) -> float:
+    """The CPU seconds (user and system) that the processes *pids* have used so far (one that
+    has exited counts nothing). For a process and its children, say a controller and its
+    schedulers, find them once (``[pid, *descendants(pid)]``, a scan of ``/proc``) and pass them."""
     total = 0
-    for each in [pid, *descendants(pid)]:
+    for each in pids:
         try:
             fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
