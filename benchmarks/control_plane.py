@@ -1,6 +1,7 @@
 """The control plane's cost per call as the world grows: the old path (a DirectView: n requests,
-n replies, each engine's IOPub) against the broadcast path with coalescing replies
-(:mod:`mpiworkbench.client.broadcast`: one request, one reply), alternated in one run.
+n replies, each engine's IOPub), the controller's broadcast with coalescing replies (one request,
+one reply of n results) and the relay (:mod:`mpiworkbench.client.relay`: one request to rank 0,
+which hands the call to the other ranks, one reply), alternated in one run.
 
 Run on demand (not part of ``make test``)::
 
@@ -16,10 +17,11 @@ first and kept: every other size's rounds alternate with the same rounds on it, 
 client CPU (larger / smallest) is the median of the rounds' ratios, so that the machine's load,
 which changes from minute to minute on a shared machine, falls on both sides of each ratio alike:
 
-* ``wb.run`` of a no-op function (old: what ``wb.run`` did before, ``view.apply_async`` on the
-  DirectView through the same world turn and waits; new: ``wb.run``, the broadcast path);
+* ``wb.run`` of a no-op function (old: ``view.apply_async`` on the DirectView through the same
+  world turn and waits; coalescing: :func:`mpiworkbench.client.broadcast.apply` on the
+  controller's coalescing broadcast view, the same way; new: ``wb.run``, the relay);
 * a ``%%px`` cell of one statement through an IPython shell (old: ``%%px --no-stream --direct``;
-  new: ``%%px --no-stream --broadcast``, the default above 8 ranks);
+  new: ``%%px --no-stream --broadcast``, the relay, the default above 8 ranks);
 * client CPU: this process's CPU clock (``time.process_time``: every thread, so ipyparallel's I/O
   thread too); controller CPU: the controller process and its children (the schedulers)
   (from ``/proc``, ``core.processes.cpu_seconds``); messages: what the client's session sent (``Session.send``) and took in
@@ -97,6 +99,8 @@ def measure(controller: list[int], counter, call, calls: int, idle_ms_per_s: flo
 
 def paths(wb, shell):
     """Path name → one call of it on *wb*'s world (``%%px`` through *shell*, on *wb*'s magics)."""
+    from mpiworkbench.client import broadcast
+
     def run_old():  # what wb.run did before: the DirectView, through the same world turn and waits
         ar = wb.submit("bench: DirectView run", lambda: wb.view.apply_async(noop))
         wb.wait_explained(ar, wb.timeout)
@@ -110,8 +114,16 @@ def paths(wb, shell):
         result = shell.run_cell(f"%%px --no-stream --broadcast\n{CELL}")
         assert result.success, result.error_in_exec
 
-    return {"wb.run old (DirectView)": run_old, "wb.run new (broadcast)": lambda: wb.run(noop),
-            "%%px old (DirectView)": px_old, "%%px new (broadcast)": px_new}
+    coalescing = broadcast.view(wb.client, list(wb.view.targets))
+
+    def run_coalescing():  # the controller's broadcast with coalescing replies (wb.run's path before the relay)
+        ar = wb.submit("bench: coalescing run", lambda: broadcast.apply(coalescing, broadcast.call, noop, (), {}))
+        wb.wait_explained(ar, wb.timeout)
+        return broadcast.results(ar)
+
+    return {"wb.run old (DirectView)": run_old, "wb.run coalescing (controller)": run_coalescing,
+            "wb.run new (relay)": lambda: wb.run(noop),
+            "%%px old (DirectView)": px_old, "%%px new (relay)": px_new}
 
 
 class World:

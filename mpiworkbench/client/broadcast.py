@@ -30,6 +30,7 @@ import time
 import traceback
 from typing import Any, Callable
 
+from mpiworkbench.client import relay
 from mpiworkbench.client.caches import forget as forget_history
 from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, RankStatus
 from mpiworkbench.client.output import RankOutput
@@ -68,7 +69,8 @@ def _shell():
 def quiet_statuses() -> None:
     """On an engine: publish no busy/idle status for coalesced calls. The kernel announces every
     request twice on IOPub, and every client takes in every announcement: 2n messages a call
-    the notebook has no use for (its coalesced reply says when the call ended). Other calls keep
+    the notebook has no use for (its coalesced reply says when the call ended); nor for a call
+    relayed by rank 0 (:mod:`~mpiworkbench.client.relay`), rank 0's included. Other calls keep
     their statuses (``%px``'s output waits for the idle one). This replaces the engine kernel's
     ``_publish_status`` method on the instance (ipykernel's, private): idempotent."""
     kernel = getattr(_shell(), "kernel", None)
@@ -77,8 +79,8 @@ def quiet_statuses() -> None:
     publish = kernel._publish_status
 
     def publish_unless_coalesced(status, channel, parent=None):
-        msg = parent or kernel.get_parent(channel) or {}
-        if not (msg.get("metadata") or {}).get("is_coalescing"):
+        metadata = (parent or kernel.get_parent(channel) or {}).get("metadata") or {}
+        if not (metadata.get("is_coalescing") or metadata.get("label") == relay.LABEL):
             publish(status, channel, parent)
 
     kernel._publish_status = publish_unless_coalesced
@@ -102,11 +104,12 @@ _last_finished: list[tuple[str, float]] = [("", 0.0)]
 
 
 def _finished_here() -> None:
-    """Remember the id of the coalesced call this engine has just finished, and when (epoch
-    seconds: see :func:`last_finished`)."""
+    """Remember the id of the call this engine has just finished (the coalesced or relayed
+    call's own id, not its copy's), and when (epoch seconds: see :func:`last_finished`)."""
     kernel = getattr(_shell(), "kernel", None)
-    parent = kernel.get_parent("shell") if kernel is not None else None
-    _last_finished[0] = (((parent or {}).get("metadata") or {}).get("original_msg_id", ""), time.time())
+    parent = (kernel.get_parent("shell") if kernel is not None else None) or {}
+    call_id = (parent.get("metadata") or {}).get("original_msg_id") or (parent.get("header") or {}).get("msg_id", "")
+    _last_finished[0] = (call_id, time.time())
 
 
 def last_finished() -> tuple[str, float]:
@@ -150,10 +153,15 @@ def view(client, targets: list[int]):
 
 
 def apply(bview, func: Callable[..., Any], *args: Any):
-    """Submit ``func(*args)`` (:func:`call` or :func:`run_cell`) on every engine of *bview*: one
-    message. The result is marked (``_wb_broadcast``) for the waits that read it, and ended in
-    the client when it finishes (:func:`forget`)."""
-    ar = bview.apply_async(func, *args)
+    """Submit ``func(*args)`` (:func:`call` or :func:`run_cell`) on every rank through *bview*:
+    a coalescing broadcast view (:func:`view`) or rank 0's relay view (:func:`relay.view`,
+    which hands the call to the others); one message either way. The result is marked
+    (``_wb_broadcast``) for the waits that read it, and ended in the client when it finishes
+    (:func:`forget`)."""
+    if getattr(bview, "label", None) == relay.LABEL:
+        ar = bview.apply_async(relay.fan_out, func, *args)
+    else:
+        ar = bview.apply_async(func, *args)
     ar._wb_broadcast, ar._wb_view = True, bview
     client = bview.client
     ar.add_done_callback(lambda _f: forget(client, ar))
@@ -175,11 +183,11 @@ def forget(client, ar) -> None:
 
 
 def failures(client, ar) -> dict[int, dict[str, Any]]:
-    """Rank → the failure it published during the coalesced call *ar* (before the reply: the
-    controller gives each engine's copy of the request an id that extends the call's own; the
-    client's I/O thread takes them in as they come)."""
+    """Rank → the failure it published during the call *ar* (before the reply: each rank's copy
+    of the request has an id that extends the call's own, and a relayed call's rank 0 runs the
+    request itself; the client's I/O thread takes them in as they come)."""
     found = {}
-    for key in copies(client, ar):
+    for key in [*getattr(ar, "msg_ids", ()), *copies(client, ar)]:
         notice = ((client.metadata.get(key) or {}).get("data") or {}).get(FAILED_KEY)
         if notice is not None:
             found[int(notice["rank"])] = notice
@@ -221,6 +229,7 @@ def wait(client, ar, ranks: dict[int, int], timeout: float | None, grace: float,
     failed = failures(client, ar)
     gave_up = time.time()
     done = finished_ranks(probe, ranks, ar.msg_ids[0], gave_up) if probe is not None else set()
+    done |= relay.progress(client, ar)  # (rank 0 of a relayed call cannot answer the probe: it waits)
     statuses = [RankStatus(rank, engine, "failed", failed[rank]["error"], failed[rank]["traceback"]) if rank in failed
                 else RankStatus(rank, engine, "ok" if rank in done else "running") for engine, rank in ranks.items()]
     raise ExecutionTimeout(statuses, detail=f"(waited {waited:.1f} s, timeout {timeout} s)")

@@ -42,7 +42,7 @@ class Connection:
     generation : object
         The generation of the engine set last connected to (a restart makes a new one).
     broadcast : tuple or None
-        ``(view, its coalescing broadcast view)``: what :meth:`Execution.run_async` sends through
+        ``(view, rank 0's relay view)``: what :meth:`Execution.run_async` and ``%%px`` send through
         (made on first use, anew when ``view`` is replaced).
     """
 

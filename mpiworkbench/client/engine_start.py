@@ -174,10 +174,11 @@ def connected_before_registered(engine_class: type, limit_s: float = CONNECT_WAI
 
     The controller counts an engine registered at its first heartbeat, and clients then send
     to it. A queue is a ZeroMQ ROUTER, which silently drops a message for an engine whose
-    connection to it is not yet made. The broadcast schedulers (``wb.run``'s path) are
-    processes the controller starts last, while the engines already connect: an engine that
-    tried before one bound waits out ZeroMQ's reconnect interval, and a first ``wb.run`` sent
-    then reached every rank but that one, which the others then waited for in a collective
+    connection to it is not yet made. The broadcast schedulers (``wb.run``'s path then; it is
+    rank 0's relay now, which waits for each rank's connection) were processes the controller
+    started last, while the engines already connected: an engine that tried before one bound
+    waited out ZeroMQ's reconnect interval, and a first ``wb.run`` sent then reached every rank
+    but that one, which the others then waited for in a collective
     (seen in the test suite under load: rank 1 in ``MPI_Barrier``, rank 0 idle, no request).
     Each connection is watched from before it is made (a socket monitor), so no handshake is
     missed; past *limit_s* the engine starts its heart as ipyparallel would, and logs which

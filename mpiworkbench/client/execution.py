@@ -13,7 +13,7 @@ import uuid
 from typing import Any, Callable
 
 from mpiworkbench import backends
-from mpiworkbench.client import arrays, broadcast
+from mpiworkbench.client import arrays, broadcast, relay
 from mpiworkbench.client.caches import forget
 from mpiworkbench.client.debugging import paused_since
 from mpiworkbench.client.postmortem import PostMortem
@@ -138,12 +138,24 @@ class Execution:
         return ar
 
     def _broadcast_view(self):
-        """The coalescing broadcast view of the engines in rank order (one message out, one
-        reply back a call: :mod:`~mpiworkbench.client.broadcast`), made anew with the view."""
+        """The view that calls on every rank go through: rank 0's engine, which hands each call
+        to the other ranks (one message out, one reply back a call, whatever the world's size:
+        :mod:`~mpiworkbench.client.relay`), made anew with the view. The first use opens the
+        relay on every rank (a collective: call it holding the world's turn, as :meth:`submit`'s
+        *send* does)."""
         connection = self._connection
         found = connection.broadcast
         if found is None or found[0] is not self.view:
-            found = connection.broadcast = (self.view, broadcast.view(self.client, list(self.view.targets)))
+            ar = self.view.apply_async(relay.open_relay)
+            try:
+                if not ar.wait(self.timeout):
+                    raise RuntimeError(f"the ranks did not open rank 0's relay within {self.timeout} s (wb.timeout); "
+                                       f"wb.state says what the world is doing")
+                ar.get()
+            finally:
+                forget(ar, (self.client.history, self.view.history))
+            engine0 = next(engine for engine, rank in self.ranks.items() if rank == 0)
+            found = connection.broadcast = (self.view, relay.view(self.client, engine0))
         return found[1]
 
     def gather(self, ar, timeout: float | None | str = "default") -> list[Any]:
@@ -200,7 +212,7 @@ class Execution:
 
     def _wait_parts(self, ar, timeout: float | None, started: float | None, grace: float):
         """Each rank's status once *ar* has finished (:func:`~mpiworkbench.client.waiting.wait_ranks`);
-        a broadcast call has one coalesced reply instead of per-rank parts (:func:`broadcast.wait`)."""
+        a call on every rank has one reply (relayed or coalesced) instead of per-rank parts (:func:`broadcast.wait`)."""
         if getattr(ar, "_wb_broadcast", False):
             broadcast.wait(self.client, ar, self.ranks, timeout, grace, started, probe=self.view)
             return broadcast.statuses(ar, self.ranks)

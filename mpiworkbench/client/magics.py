@@ -52,8 +52,9 @@ class WorkbenchMagics(ParallelMagics):
     def cell_px(self, line="", cell=None):
         """ipyparallel's ``%%px``, plus ``--debug [RANKS] [--break LINES]``: stop the ranks at
         the cell's first statement (or LINES) for JupyterLab's debugger (:mod:`~mpiworkbench.client.debugging`); ``--trace``: record the cell's MPI calls (``wb.last_trace``);
-        ``--broadcast`` / ``--direct``: send the cell as one broadcast message (the default above
-        :data:`STREAM_UP_TO` ranks) or engine by engine (ipyparallel's way)."""
+        ``--broadcast`` / ``--direct``: send the cell as one message, to rank 0, which hands it
+        to the other ranks (:mod:`~mpiworkbench.client.relay`; the default above
+        :data:`STREAM_UP_TO` ranks), or engine by engine (ipyparallel's way)."""
         line, debug = debug_options(line)  # %%px --debug [RANKS] [--break LINES]
         if debug is not None:
             with debugging_cell(self.workbench, cell, *debug):
@@ -136,12 +137,11 @@ class WorkbenchMagics(ParallelMagics):
                 wb.last_output = show_grouped(result, wb.ranks)
 
     def _broadcast_cell(self, cell, label, save_name, signal_on_interrupt):
-        """Run the cell as one broadcast message with one coalesced reply (the ranks' output comes
+        """Run the cell as one message with one reply (relayed by rank 0; the ranks' output comes
         in it: :func:`~mpiworkbench.client.broadcast.run_cell`), show it grouped, raise the ranks'
         errors grouped. A timeout reports every rank that published no failure as still running."""
         wb = self.workbench
-        bview = wb._broadcast_view()
-        ar = wb.submit(label, lambda: broadcast.apply(bview, broadcast.run_cell, cell), keep=True)
+        ar = wb.submit(label, lambda: broadcast.apply(wb._broadcast_view(), broadcast.run_cell, cell), keep=True)
         if save_name:
             self.shell.user_ns[save_name] = ar
         try:

@@ -167,7 +167,7 @@ def _published(wb, ar, key: str = hang.REPORT_KEY) -> dict[int, dict[str, Any]]:
     # publishes after its part has finished (a rank that failed, then waits) lands in a new one
     metadata = list(getattr(ar, "_metadata", None) or [])
     metadata += [wb.client.metadata.get(m) for m in getattr(ar, "msg_ids", ())]
-    # a coalesced broadcast call (wb.run): each engine's copy of it has an id of its own
+    # a call on every rank (wb.run: relayed by rank 0): each rank's copy of it has an id of its own
     metadata += [wb.client.metadata.get(m) for m in broadcast.copies(wb.client, ar)]
     found = {}
     for md in metadata:
