@@ -19,7 +19,9 @@ which changes from minute to minute on a shared machine, falls on both sides of 
 
 * ``wb.run`` of a no-op function (old: ``view.apply_async`` on the DirectView through the same
   world turn and waits; coalescing: :func:`mpiworkbench.client.broadcast.apply` on the
-  controller's coalescing broadcast view, the same way; new: ``wb.run``, the relay);
+  controller's coalescing broadcast view, the same way; new: ``wb.run``, the relay; and the
+  floor, a call of the same function on rank 0's engine alone, the same way: what a call costs
+  the notebook when nothing in it is per rank);
 * a ``%%px`` cell of one statement through an IPython shell (old: ``%%px --no-stream --direct``;
   new: ``%%px --no-stream --broadcast``, the relay, the default above 8 ranks);
 * client CPU: this process's CPU clock (``time.process_time``: every thread, so ipyparallel's I/O
@@ -121,8 +123,16 @@ def paths(wb, shell):
         wb.wait_explained(ar, wb.timeout)
         return broadcast.results(ar)
 
+    engine0 = next(engine for engine, rank in wb.ranks.items() if rank == 0)
+    one = wb.client[engine0]
+
+    def run_one():  # the floor: a call to rank 0's engine alone, what the relay costs the notebook at most
+        ar = wb.submit("bench: one engine", lambda: one.apply_async(noop))
+        wb.wait_explained(ar, wb.timeout)
+        return ar.get()
+
     return {"wb.run old (DirectView)": run_old, "wb.run coalescing (controller)": run_coalescing,
-            "wb.run new (relay)": lambda: wb.run(noop),
+            "wb.run new (relay)": lambda: wb.run(noop), "one engine (rank 0 only)": run_one,
             "%%px old (DirectView)": px_old, "%%px new (relay)": px_new}
 
 
