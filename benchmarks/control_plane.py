@@ -57,14 +57,6 @@ def noop() -> None:
 CELL = "x = 1"
 
 
-def controller_pids(wb) -> list[int]:
-    """The controller's process and its children (its schedulers, its heart monitor), found once."""
-    from mpiworkbench.core.processes import descendants
-
-    pid = wb.cluster.controller.process.pid
-    return [pid, *descendants(pid)]
-
-
 def idle_cpu_ms_per_s(counter, seconds: float = 2.0) -> float:
     """The client's CPU per second while no call runs (its threads' own upkeep), measured once a
     world is up: what each round's quiet wait costs besides the calls, subtracted from it."""
@@ -78,7 +70,7 @@ def measure(controller: list[int], counter, call, calls: int, idle_ms_per_s: flo
     """One round of *calls* calls: it starts once nothing has come in for a while and ends
     once the round's own late messages (a DirectView's idle statuses) are in, so that no path's
     traffic is counted in the next path's round; the idle CPU of that wait is subtracted.
-    *controller*: the pids of the controller's processes (:func:`controller_pids`)."""
+    *controller*: the pids of the controller's processes (``core.processes.family``)."""
     from mpiworkbench.core.processes import cpu_seconds
 
     counter.wait_quiet()
@@ -123,8 +115,7 @@ def paths(wb, shell):
         wb.wait_explained(ar, wb.timeout)
         return broadcast.results(ar)
 
-    engine0 = next(engine for engine, rank in wb.ranks.items() if rank == 0)
-    one = wb.client[engine0]
+    one = wb.client[wb._engine_of(0)]
 
     def run_one():  # the floor: a call to rank 0's engine alone, what the relay costs the notebook at most
         ar = wb.submit("bench: one engine", lambda: one.apply_async(noop))
@@ -142,11 +133,12 @@ class World:
     def __init__(self, n: int, shell):
         from mpiworkbench import Workbench
         from mpiworkbench.client import broadcast
+        from mpiworkbench.core.processes import family
 
         self.shell = shell
         self.wb = Workbench(n=n, oversubscribe=True, timeout=600).start()
         self.counter = broadcast.MessageCounter(self.wb.client.session)
-        self.controller = controller_pids(self.wb)
+        self.controller = family(self.wb.cluster.controller.process.pid)  # its schedulers, heart monitor: found once
         self.calls = paths(self.wb, shell)
         self.use()
         for call in self.calls.values():  # warm-up: imports, pickling caches, the engines' first apply

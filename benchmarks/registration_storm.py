@@ -179,7 +179,7 @@ def stand_in_storm(n: int, per_process: int, hold_s: float) -> str:
 
 
 def controller_point(n: int, threads: bool, calls: int) -> dict:
-    from mpiworkbench.core.processes import cpu_seconds, descendants
+    from mpiworkbench.core.processes import cpu_seconds, family
 
     t0 = time.perf_counter()
     cluster = _cluster(threads)
@@ -193,7 +193,7 @@ def controller_point(n: int, threads: bool, calls: int) -> dict:
         views = {"DirectView": client[:], "broadcast": client.broadcast_view(is_coalescing=True)}
         walls: dict[str, list[float]] = {name: [] for name in views}
         cpu = dict.fromkeys(views, 0.0)
-        controller = [cluster.controller.process.pid, *descendants(cluster.controller.process.pid)]  # found once
+        controller = family(cluster.controller.process.pid)  # found once
         for view in views.values():
             assert view.apply_async(noop).get(timeout=CALL_LIMIT_S) == [None] * n
         for _ in range(calls):  # alternated call by call

@@ -34,6 +34,18 @@ DEFAULT_RANKS = 2
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
+def own_address(url: str) -> str:
+    """The address this host reaches *url*'s host from (``tcp://host:port``): loopback when that
+    host is loopback, else this host's address on the network that leads there (no packet is
+    sent: a UDP socket's ``connect`` only picks the route)."""
+    host = url.rpartition("//")[2].rpartition(":")[0].strip("[]")
+    if host in ("", *LOOPBACK) or host.startswith("127."):
+        return "127.0.0.1"
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect((host, 9))
+        return probe.getsockname()[0]
+
+
 @dataclass(frozen=True)
 class Allocation:
     """The Slurm job this process runs in: its id, task count, node count and node list (as

@@ -153,15 +153,12 @@ def view(client, targets: list[int]):
 
 
 def apply(bview, func: Callable[..., Any], *args: Any):
-    """Submit ``func(*args)`` (:func:`call` or :func:`run_cell`) on every rank through *bview*:
-    a coalescing broadcast view (:func:`view`) or rank 0's relay view (:func:`relay.view`,
-    which hands the call to the others); one message either way. The result is marked
+    """Submit ``func(*args)`` through *bview*, one message: :func:`call` or :func:`run_cell` on
+    a coalescing broadcast view (:func:`view`), or :func:`relay.fan_out` of them on rank 0's
+    relay view (:func:`relay.view`), which hands them to the other ranks. The result is marked
     (``_wb_broadcast``) for the waits that read it, and ended in the client when it finishes
     (:func:`forget`)."""
-    if getattr(bview, "label", None) == relay.LABEL:
-        ar = bview.apply_async(relay.fan_out, func, *args)
-    else:
-        ar = bview.apply_async(func, *args)
+    ar = bview.apply_async(func, *args)
     ar._wb_broadcast, ar._wb_view = True, bview
     client = bview.client
     ar.add_done_callback(lambda _f: forget(client, ar))
@@ -186,12 +183,15 @@ def failures(client, ar) -> dict[int, dict[str, Any]]:
     """Rank → the failure it published during the call *ar* (before the reply: each rank's copy
     of the request has an id that extends the call's own, and a relayed call's rank 0 runs the
     request itself; the client's I/O thread takes them in as they come)."""
-    found = {}
-    for key in [*getattr(ar, "msg_ids", ()), *copies(client, ar)]:
-        notice = ((client.metadata.get(key) or {}).get("data") or {}).get(FAILED_KEY)
-        if notice is not None:
-            found[int(notice["rank"])] = notice
-    return found
+    return {int(notice["rank"]): notice for notice in _published(client, [*getattr(ar, "msg_ids", ()), *copies(client, ar)],
+                                                                  FAILED_KEY)}
+
+
+def _published(client, msg_ids, key: str) -> list:
+    """What the ranks published under the data *key* for the requests *msg_ids*, as the client's
+    I/O thread has taken it in so far (IOPub ``data_pub``, kept in the client's metadata)."""
+    found = ((client.metadata.get(msg_id) or {}).get("data") or {} for msg_id in msg_ids)
+    return [data[key] for data in found if data.get(key) is not None]
 
 
 def copies(client, ar) -> list[str]:
@@ -229,7 +229,8 @@ def wait(client, ar, ranks: dict[int, int], timeout: float | None, grace: float,
     failed = failures(client, ar)
     gave_up = time.time()
     done = finished_ranks(probe, ranks, ar.msg_ids[0], gave_up) if probe is not None else set()
-    done |= relay.progress(client, ar)  # (rank 0 of a relayed call cannot answer the probe: it waits)
+    # rank 0 of a relayed call cannot answer the probe (it waits for the others): it said who finished
+    done.update(*_published(client, ar.msg_ids, relay.PROGRESS_KEY))
     statuses = [RankStatus(rank, engine, "failed", failed[rank]["error"], failed[rank]["traceback"]) if rank in failed
                 else RankStatus(rank, engine, "ok" if rank in done else "running") for engine, rank in ranks.items()]
     raise ExecutionTimeout(statuses, detail=f"(waited {waited:.1f} s, timeout {timeout} s)")

@@ -41,7 +41,7 @@ class Connection:
         MPI rank → the host it runs on.
     generation : object
         The generation of the engine set last connected to (a restart makes a new one).
-    broadcast : tuple or None
+    relay : tuple or None
         ``(view, rank 0's relay view)``: what :meth:`Execution.run_async` and ``%%px`` send through
         (made on first use, anew when ``view`` is replaced).
     """
@@ -55,7 +55,7 @@ class Connection:
     ranks: dict[int, int] = field(default_factory=dict)
     hosts: dict[int, str] = field(default_factory=dict)
     generation: Any = None
-    broadcast: tuple[Any, Any] | None = None
+    relay: tuple[Any, Any] | None = None
 
     def release(self, remove_world: bool) -> None:
         """Let the world go (*remove_world*: delete its shared directory, the cluster being

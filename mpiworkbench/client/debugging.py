@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from mpiworkbench.client import kernel_relay
+from mpiworkbench.client import allocation, kernel_relay
 from mpiworkbench.client.rank_debugger import REQUEST_TIMEOUT_S, DebuggerError, RankDebugger
 from mpiworkbench.trace import hang, stops
 
@@ -52,7 +52,7 @@ def open_kernel(bind: bool = True) -> dict[str, Any]:
     app = engine.kernel_app
     kernel = engine.kernel
     if bind and not engine._kernel_bound:
-        app.ip = _own_address(engine.registration_url)
+        app.ip = allocation.own_address(engine.registration_url)
         engine.bind_kernel()
         with contextlib.suppress(OSError):
             Path(app.abs_connection_file).unlink()  # ipyparallel's copy; the client writes its own
@@ -80,16 +80,6 @@ def open_kernel(bind: bool = True) -> dict[str, Any]:
     info["debuggable"] = shell is not None and getattr(kernel, "debugger", None) is not None
     info["pid"] = os.getpid()
     return info
-
-
-def _own_address(url: str) -> str:
-    host = url.rpartition("//")[2].rpartition(":")[0].strip("[]")
-    if host in ("127.0.0.1", "localhost", "::1", ""):
-        return "127.0.0.1"
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:  # no packet is sent
-        probe.connect((host, 9))
-        return probe.getsockname()[0]
-
 
 
 # ---------------------------------------------------------------------------- connection files

@@ -131,20 +131,24 @@ class Execution:
             The pending call; finish it with :meth:`gather` (hang-protected).
         """
         label = f"{self.activity or 'wb.run'}: {getattr(func, '__name__', 'a function')}"
-        ar = self.submit(label, lambda: broadcast.apply(self._broadcast_view(), broadcast.call, func, tuple(args),
-                                                        dict(kwargs)))
+        ar = self.submit(label, lambda: self._on_every_rank(broadcast.call, func, tuple(args), dict(kwargs)))
         bview = ar._wb_view  # (made once submit knows the world lives)
         ar.add_done_callback(lambda _f: forget(ar, (bview.history,)))
         return ar
 
-    def _broadcast_view(self):
+    def _on_every_rank(self, runner: Callable[..., tuple], *args: Any):
+        """Send ``runner(*args)`` (:func:`broadcast.call` or :func:`broadcast.run_cell`) to every
+        rank as one message to rank 0, which hands it to the others (:func:`relay.fan_out`); as
+        :meth:`submit`'s *send*, holding the world's turn."""
+        return broadcast.apply(self._relay_view(), relay.fan_out, runner, *args)
+
+    def _relay_view(self):
         """The view that calls on every rank go through: rank 0's engine, which hands each call
         to the other ranks (one message out, one reply back a call, whatever the world's size:
         :mod:`~mpiworkbench.client.relay`), made anew with the view. The first use opens the
-        relay on every rank (a collective: call it holding the world's turn, as :meth:`submit`'s
-        *send* does)."""
+        relay on every rank (a collective: call it holding the world's turn)."""
         connection = self._connection
-        found = connection.broadcast
+        found = connection.relay
         if found is None or found[0] is not self.view:
             ar = self.view.apply_async(relay.open_relay)
             try:
@@ -154,8 +158,7 @@ class Execution:
                 ar.get()
             finally:
                 forget(ar, (self.client.history, self.view.history))
-            engine0 = next(engine for engine, rank in self.ranks.items() if rank == 0)
-            found = connection.broadcast = (self.view, relay.view(self.client, engine0))
+            found = connection.relay = (self.view, relay.view(self.client, self._engine_of(0)))
         return found[1]
 
     def gather(self, ar, timeout: float | None | str = "default") -> list[Any]:

@@ -141,7 +141,7 @@ class WorkbenchMagics(ParallelMagics):
         in it: :func:`~mpiworkbench.client.broadcast.run_cell`), show it grouped, raise the ranks'
         errors grouped. A timeout reports every rank that published no failure as still running."""
         wb = self.workbench
-        ar = wb.submit(label, lambda: broadcast.apply(wb._broadcast_view(), broadcast.run_cell, cell), keep=True)
+        ar = wb.submit(label, lambda: wb._on_every_rank(broadcast.run_cell, cell), keep=True)
         if save_name:
             self.shell.user_ns[save_name] = ar
         try:

@@ -15,7 +15,7 @@ from typing import Any, Iterable
 from mpiworkbench.client.errors import WorkbenchError
 
 #: What debugpy answers an ``initialize`` when another client initialized its session already.
-ALREADY_STARTED = "already initialized"
+ALREADY_INITIALIZED = "already initialized"
 #: Seconds a debug request may take (debugpy's first start, an import of its adapter, is the slow one).
 REQUEST_TIMEOUT_S = 60.0
 
@@ -120,7 +120,7 @@ class RankDebugger:
                              pathFormat="path", linesStartAt1=True, columnsStartAt1=True, supportsVariableType=True,
                              supportsVariablePaging=True, supportsRunInTerminalRequest=False, locale="en")
             except DebuggerError as exc:
-                if ALREADY_STARTED not in str(exc):
+                if ALREADY_INITIALIZED not in str(exc):
                     raise
                 # the other client's initialize came in between the two requests (the lab's
                 # sidebar switched on just before): join its session as if it had been started

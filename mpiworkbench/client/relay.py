@@ -28,14 +28,13 @@ others.
 
 from __future__ import annotations
 
-import socket
 import time
 from typing import Any, Callable
-from urllib.parse import urlsplit
 
 import zmq
 from ipyparallel import serialize
 
+from mpiworkbench.client.allocation import own_address
 from mpiworkbench.core import mpi
 
 #: The label of the request sent to rank 0 (ipyparallel's request metadata), by which rank 0's
@@ -64,39 +63,24 @@ def _kernel():
     return get_ipython().kernel
 
 
-def _host(kernel) -> str:
-    """The address rank 0 reaches the controller from (its shell socket's last connection):
-    loopback when the controller listens there, else this host's address on that network."""
-    endpoint = kernel.shell_stream.socket.getsockopt(zmq.LAST_ENDPOINT).decode()
-    parts = urlsplit(endpoint)
-    if parts.scheme != "tcp" or not parts.hostname:
-        return "127.0.0.1"
-    if parts.hostname.startswith("127.") or parts.hostname == "localhost":
-        return "127.0.0.1"
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:  # no packet is sent
-        probe.connect((parts.hostname, parts.port or 9))
-        return probe.getsockname()[0]
-
-
-def open_relay() -> str:
+def open_relay() -> str | None:
     """On every rank of the world at once (it meets the others): rank 0 opens its relay socket,
     every other rank connects its kernel's shell socket to it. Idempotent (several notebooks may
-    share the world: each opens it once). Returns the relay's address."""
+    share the world: each opens it once). Returns the relay's address (None in a world of one rank)."""
     kernel = _kernel()
     comm = mpi.world().Dup()  # (its own communicator: nothing of the user's in flight can match)
     try:
         rank = comm.Get_rank()
-        shell = kernel.shell_stream.socket
-        if rank == 0 and "address" not in _relay:
+        if rank == 0 and comm.Get_size() > 1 and "address" not in _relay:  # (one rank: nobody to hand to)
             relay = zmq.Context.instance().socket(zmq.ROUTER)
             relay.setsockopt(zmq.IDENTITY, IDENTITY)
             relay.setsockopt(zmq.ROUTER_MANDATORY, 1)  # a send to a rank not yet connected fails, not vanishes
             relay.setsockopt(zmq.LINGER, 0)
-            if shell.getsockopt(zmq.MECHANISM) == zmq.CURVE:  # the cluster is encrypted: so is the relay
+            if getattr(kernel.parent, "curve_serverkey", None):  # the cluster is encrypted: so is the relay
                 relay.curve_publickey, relay.curve_secretkey = public, secret = zmq.curve_keypair()
                 relay.curve_server = True
                 _relay["key"] = public
-            host = _host(kernel)
+            host = own_address(kernel.parent.registration_url)  # (the engine application's: where the controller is)
             port = relay.bind_to_random_port(f"tcp://{host}")
             _relay.update(address=f"tcp://{host}:{port}", socket=relay)
         address, key = comm.bcast((_relay.get("address"), _relay.get("key")), root=0)
@@ -145,7 +129,7 @@ def fan_out(runner: Callable[..., tuple], *args: Any) -> list[tuple]:
         buffers = serialize.pack_apply_message(runner, args, {})
         for rank, ident in peers:
             msg = kernel.session.msg("apply_request", content={},
-                                     metadata={"is_coalescing": True, "original_msg_id": call_id, "label": LABEL})
+                                     metadata={"original_msg_id": call_id, "label": LABEL})
             msg["header"]["msg_id"] = msg["msg_id"] = f"{call_id}_{rank}"
             _send(kernel.session, relay, msg, ident, buffers)
             expected[msg["msg_id"]] = rank
@@ -215,13 +199,4 @@ def view(client, engine: int):
     The relay must be open: :func:`open_relay` on every rank."""
     found = client[engine]
     found.label = LABEL
-    return found
-
-
-def progress(client, ar) -> set[int]:
-    """The ranks rank 0 last said had finished the relayed call *ar* (empty before
-    :data:`PROGRESS_S` or through another path)."""
-    found = set()
-    for msg_id in getattr(ar, "msg_ids", ()):
-        found.update(((client.metadata.get(msg_id) or {}).get("data") or {}).get(PROGRESS_KEY) or ())
     return found

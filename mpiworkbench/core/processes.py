@@ -67,10 +67,15 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def family(pid: int) -> list[int]:
+    """*pid* and every process below it now (one scan of ``/proc``): say a controller and its
+    schedulers, found once for :func:`cpu_seconds` to read many times."""
+    return [pid, *descendants(pid)]
+
+
 def cpu_seconds(pids: Iterable[int]) -> float:
     """The CPU seconds (user and system) that the processes *pids* have used so far (one that
-    has exited counts nothing). For a process and its children, say a controller and its
-    schedulers, find them once (``[pid, *descendants(pid)]``, a scan of ``/proc``) and pass them."""
+    has exited counts nothing); for a process and its children, :func:`family`."""
     total = 0
     for each in pids:
         try:

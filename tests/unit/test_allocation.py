@@ -66,3 +66,9 @@ def test_a_hostname_on_loopback_is_refused_saying_what_to_pass(monkeypatch):
     monkeypatch.setattr(allocation.socket, "gethostbyname", lambda host: "127.0.1.1")
     with pytest.raises(RuntimeError, match="resolves to the loopback address 127.0.1.1; pass controller_ip="):
         allocation.controller_address("127.0.0.1", allocation.current(BATCH))
+
+
+@pytest.mark.parametrize("url", ["tcp://127.0.0.1:5555", "tcp://localhost:1", "tcp://[::1]:2", "tcp://127.0.1.1:3"])
+def test_a_loopback_url_is_reached_from_loopback(url):
+    # (a relay or a rank's kernel then listens on loopback only: nothing beyond this host)
+    assert allocation.own_address(url) == "127.0.0.1"
