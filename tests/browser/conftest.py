@@ -24,7 +24,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -33,11 +32,11 @@ from pathlib import Path
 import pytest
 
 from mpiworkbench.cli.lab import lab_command, lab_settings
+from tests import timetable
 
 REPO = Path(__file__).resolve().parents[2]
 #: Where screenshots go (a failing test's too): outside the checkout, kept after the run.
-ARTIFACTS = Path(os.environ.get("MPIWORKBENCH_ARTIFACTS")
-                 or Path(tempfile.gettempdir()) / f"mpiworkbench-test-artifacts-{os.getuid()}")
+ARTIFACTS = timetable.ARTIFACTS
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",

@@ -20,7 +20,7 @@ from mpiworkbench.client.profile import create_profile
 from mpiworkbench.core import shm
 from tests.cluster.slurm import wait_until
 from tests.ipcluster import LIMIT, IPCluster
-from tests.process_tree import world_files
+from tests.process_tree import settled, world_files
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Random collectives per client process.
@@ -100,7 +100,8 @@ def test_a_blocked_world_answers_an_attach_at_once_and_its_notebook_learns_of_th
             assert wb.state == "running" and len(set(wb.run(os.getpid))) == ipcluster_mpi.n
             # the killed ranks' files in /dev/shm went with them (the blocked ones never
             # answered: they were found below the cluster's mpiexec)
-            assert sorted(path for path in old_world - shm.in_use(old_world) if os.path.lexists(path)) == []
+            assert settled(lambda: sorted(path for path in old_world - shm.in_use(old_world)
+                                          if os.path.lexists(path))) == []
 
             blocker.stdin.write("go\n")
             blocker.stdin.flush()

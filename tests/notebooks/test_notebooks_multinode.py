@@ -1,10 +1,11 @@
-"""Every notebook once more, attached to an ``mpi`` cluster whose engines are one Slurm job of
+"""The notebooks whose ranks behave differently on several hosts (:data:`SEVERAL_HOSTS`) once
+more, attached to an ``mpi`` cluster whose engines are one Slurm job of
 three ranks on two simulated nodes (``tests/multinode.py``): the profile made by ``mpiworkbench
 profile create --launcher slurm --ip HEAD`` (signed and encrypted traffic), ``ipcluster start -n 3``
 on head, two ranks on one node and one on the other, so the notebooks run at an odd rank count,
 oversubscribed, attached to a cluster a user started, with some messages in shared memory and
 others across the simulated network. Each notebook's kernel runs on head (the cluster's addresses
-exist only there); its first cell attaches, and every notebook must run at the rank count it finds
+exist only there); its first cell attaches, and each notebook must run at the rank count it finds
 with its ranks on two hosts. Notebook 00, run last, restarts the engines (a new batch job), and
 ``ipcluster stop`` must still leave nothing.
 
@@ -103,10 +104,23 @@ def two_nodes_cluster(tmp_path_factory):
             next(cluster)
 
 
+#: The notebooks run again here, each with what it does differently when its ranks are on two
+#: hosts. The others compute and plot the same on any hosts: they run once, on the 2-rank world
+#: of ``test_notebooks.py``, and their solvers and kernels at 1, 2 and 3 ranks in the MPI tier.
+SEVERAL_HOSTS = {
+    "00_start_here": "the panel's map of ranks to hosts, gathering across hosts, a hang report, "
+                     "and a restart that is a new batch job",
+    "09_mpi2_features": "one MPI-IO file written by ranks on two hosts, Spawn from a Slurm job's ranks",
+    "10_reading_traces": "every rank's trace on one timeline, message arrows between hosts",
+    "14_why_is_it_slow": "wait states and the critical path from traces of ranks on two hosts",
+    "15_debugging_ranks": "ranks on another host debugged through the controller (relayed kernels)",
+}
+assert set(SEVERAL_HOSTS) <= {p.stem for p in ALL}, sorted(set(SEVERAL_HOSTS) - {p.stem for p in ALL})
 #: Notebook 00 restarts the engines, and ipcluster ends the whole cluster when its engines stop
 #: within 30 s of starting (IPClusterStart.early_shutdown): it runs last, after the others have
 #: used those 30 s, rather than first behind a wait.
-ORDER = [p for p in ALL if p.stem != "00_start_here"] + [p for p in ALL if p.stem == "00_start_here"]
+ORDER = ([p for p in ALL if p.stem in SEVERAL_HOSTS and p.stem != "00_start_here"]
+         + [p for p in ALL if p.stem == "00_start_here"])
 
 
 @pytest.mark.parametrize("path", ORDER, ids=[p.stem for p in ORDER])

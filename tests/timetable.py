@@ -1,0 +1,233 @@
+"""What each run of the suite spent, and on what: the time table ``make test`` ends with.
+
+``make test`` runs every tier through this module and prints the table at the end::
+
+    python -m tests.timetable begin                  # a new table (forgets the previous run's)
+    python -m tests.timetable run TIER -- CMD ...    # CMD's wall time, as TIER's (repeatable)
+    python -m tests.timetable tier TIER [--workers N] -- PYTEST_ARGS
+                                                     # a pytest tier on N workers, its leftover
+                                                     # checks (test_zz_*.py) after, alone
+    python -m tests.timetable show                   # print the table, write time-table.txt
+    python -m tests.timetable count                  # tests and assert statements per tier
+
+Each pytest session of a tier (a tier may hold several: the MPI tier runs once per rank count
+and library) writes its tests' times beside the tiers' (the plugin below, in
+``tests/conftest.py``): a test's time is its set-up, call and tear-down added up, so a
+module-scoped fixture's cost lands on the test that paid for it. Under ``pytest-xdist`` the
+controller writes them (the workers' reports reach it); under ``mpiexec`` rank 0 does.
+
+Everything goes to :data:`ARTIFACTS` (``$MPIWORKBENCH_ARTIFACTS``, or
+``mpiworkbench-test-artifacts-<uid>`` in the system's temporary directory): never into the
+checkout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+#: Where the suite writes what it keeps after a run (screenshots, the time table): outside the checkout.
+ARTIFACTS = Path(os.environ.get("MPIWORKBENCH_ARTIFACTS")
+                 or Path(tempfile.gettempdir()) / f"mpiworkbench-test-artifacts-{os.getuid()}")
+#: The current run's records: one JSON file per tier command and per pytest session.
+RECORDS = ARTIFACTS / "times"
+#: The printed table, kept.
+TABLE = ARTIFACTS / "time-table.txt"
+#: The environment variable naming the tier a pytest session belongs to (set by ``run``).
+TIER_VAR = "MPIWORKBENCH_TIER"
+#: Names a JSON list of the MPI worlds' files in ``/dev/shm`` taken before a tier's first session
+#: (:func:`tier`): its leftover checks, run in a session of their own after the others, compare
+#: with it (``tests/conftest.py``).
+SHM_AT_START_VAR = "MPIWORKBENCH_SHM_AT_START"
+#: pytest's exit code for a session that selected no test.
+NO_TESTS = 5
+#: How many of the run's slowest tests the table lists.
+SLOWEST = 10
+#: The tiers, in the order ``make test`` runs them (and the table lists them).
+TIERS = ("unit", "mpi", "cluster", "notebooks", "browser")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _write(path: Path, data: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    tmp.replace(path)
+
+
+def begin() -> None:
+    """Forget the previous run's records."""
+    if RECORDS.is_dir():
+        for path in RECORDS.glob("*.json"):
+            path.unlink()
+    RECORDS.mkdir(parents=True, exist_ok=True)
+
+
+def run(tier: str, command: list[str], env: dict[str, str] | None = None) -> int:
+    """Run *command* (its exit code returned) with :data:`TIER_VAR` set to *tier* (and *env*);
+    record its wall time."""
+    start = time.time()
+    t0 = time.monotonic()
+    print(f"== {tier}: {' '.join(command)}", flush=True)
+    code = subprocess.call(command, cwd=ROOT, env={**os.environ, **(env or {}), TIER_VAR: tier})
+    _write(RECORDS / f"tier-{tier}-{os.getpid()}-{int(start)}.json",
+           {"tier": tier, "command": command, "start": start, "seconds": time.monotonic() - t0, "exit": code})
+    return code
+
+
+def tier(name: str, workers: int, dist: str, args: list[str]) -> int:
+    """Run the pytest tier *name* (*args*: pytest's paths and options) in up to three sessions:
+
+    1. its tests on *workers* processes (``pytest-xdist``), but for those marked ``alone``;
+    2. the tests marked ``alone`` (they measure or load the whole machine), one at a time;
+    3. its leftover checks (``test_zz_*.py`` in the tier's directories), once every other test
+       of the tier has ended.
+
+    All share the run's marker (``MPIWORKBENCH_TEST_RUN``: which processes are this run's) and the
+    ``/dev/shm`` baseline taken before the first, so the checks see what the whole tier left.
+    The first failing exit code is returned; the later sessions run even after a failure (the
+    checks stop what was left)."""
+    from tests.process_tree import world_files
+
+    directories = [ROOT / a for a in args if (ROOT / a).is_dir()]  # ROOT / an absolute path: that path
+    options = [a for a in args if not (ROOT / a).is_dir()]
+    last = sorted(p for d in directories for p in d.glob("test_zz_*.py"))
+    baseline = RECORDS / f"shm-{name}-{os.getpid()}-{int(time.time())}.json"
+    _write(baseline, sorted(world_files()))
+    env = {"MPIWORKBENCH_TEST_RUN": os.environ.get("MPIWORKBENCH_TEST_RUN") or uuid.uuid4().hex,
+           SHM_AT_START_VAR: str(baseline)}
+    pytest = [sys.executable, "-m", "pytest"]
+    ignore = [f"--ignore={p}" for p in last]
+    spread = ["-n", str(workers), "--dist", dist] if workers > 1 else []
+    codes = [run(name, [*pytest, *spread, *args, *ignore, "-m", "not alone"], env),
+             run(name, [*pytest, *args, *ignore, "-m", "alone"], env)]
+    if last:
+        codes.append(run(name, [*pytest, *options, *map(str, last)], env))
+    # a session that selected nothing (no test marked alone, say) has nothing to fail
+    return next((code for code in codes if code not in (0, NO_TESTS)), 0)
+
+
+def record_session(tier: str, label: str, tests: dict[str, float], outcomes: dict[str, str]) -> None:
+    """Keep one pytest session's test times (``nodeid -> seconds``) and outcomes."""
+    _write(RECORDS / f"tests-{tier}-{os.getpid()}-{int(time.time() * 1000)}.json",
+           {"tier": tier, "label": label, "tests": tests, "outcomes": outcomes})
+
+
+def _records(kind: str) -> list[dict]:
+    found = []
+    for path in sorted(RECORDS.glob(f"{kind}-*.json")):
+        try:
+            found.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _clock(seconds: float) -> str:
+    return f"{seconds:7.0f} s  ({seconds / 60:4.1f} min)"
+
+
+def table() -> str:
+    """The time table of the records now in :data:`RECORDS`."""
+    tiers = _records("tier")
+    sessions = _records("tests")
+    lines = ["The suite's time table (wall time per tier; the tests' own times added up within it)", ""]
+    order = {name: i for i, name in enumerate(TIERS)}
+    total = 0.0
+    spans = []
+    for tier in sorted({t["tier"] for t in tiers}, key=lambda name: (order.get(name, len(order)), name)):
+        runs = [t for t in tiers if t["tier"] == tier]
+        seconds = sum(t["seconds"] for t in runs)
+        spans.extend((t["start"], t["start"] + t["seconds"]) for t in runs)
+        total += seconds
+        tests = [s for s in sessions if s["tier"] == tier]
+        count = sum(len(s["outcomes"]) for s in tests)
+        passed = sum(1 for s in tests for o in s["outcomes"].values() if o == "passed")
+        failed = sum(1 for s in tests for o in s["outcomes"].values() if o == "failed")
+        status = "failed" if any(t["exit"] != 0 for t in runs) else "ok"
+        lines.append(f"  {tier:<10} {_clock(seconds)}  {count:4d} tests ({passed} passed, {failed} failed)  "
+                     f"{len(runs)} command(s), {status}")
+    if spans:
+        wall = max(end for _, end in spans) - min(start for start, _ in spans)
+        lines.append(f"  {'all tiers':<10} {_clock(wall)}  from the first tier's start to the last one's end"
+                     + (" (tiers overlapped)" if wall < total - 1 else ""))
+    slowest = sorted(((seconds, s["tier"], s["label"], nodeid) for s in sessions
+                      for nodeid, seconds in s["tests"].items()), reverse=True)[:SLOWEST]
+    if slowest:
+        lines += ["", f"The {len(slowest)} slowest tests of the run (set-up + call + tear-down):"]
+        for seconds, tier, label, nodeid in slowest:
+            where = f"{tier}, {label}" if label else tier
+            lines.append(f"  {seconds:7.1f} s  {nodeid}  [{where}]")
+    return "\n".join(lines)
+
+
+def show() -> None:
+    text = table()
+    TABLE.parent.mkdir(parents=True, exist_ok=True)
+    TABLE.write_text(text + "\n")
+    print("\n" + text + f"\n(kept in {TABLE})", flush=True)
+
+
+# -- counting what the suite checks ------------------------------------------------------------
+
+def assert_statements(path: Path) -> int:
+    """``assert`` statements in *path* (a test file, or every file under a directory): the
+    suite's checks, counted statically."""
+    files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    return sum(isinstance(node, ast.Assert) for file in files
+               for node in ast.walk(ast.parse(file.read_text(), str(file))))
+
+
+def count() -> str:
+    """Tests collected and ``assert`` statements, per tier (the MPI tier collected once, at one
+    rank), and the asserts of the helpers the tiers share (``tests/*.py``)."""
+    lines = [f"  {'tier':<10} {'tests':>6} {'asserts':>8}"]
+    tests_dir = ROOT / "tests"
+    for tier in TIERS:
+        out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                              str(tests_dir / tier)], capture_output=True, text=True, cwd=ROOT,
+                             env={**os.environ, "MPIWORKBENCH_TREE_CHECK": "0"}).stdout
+        collected = sum(1 for line in out.splitlines() if "::" in line)
+        lines.append(f"  {tier:<10} {collected:6d} {assert_statements(tests_dir / tier):8d}")
+    shared = sum(assert_statements(p) for p in tests_dir.glob("*.py"))
+    lines.append(f"  {'shared':<10} {'':6} {shared:8d}  (helpers: tests/*.py)")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in ("begin", "run", "tier", "show", "count"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    if argv[0] == "tier":
+        parser = argparse.ArgumentParser(prog="python -m tests.timetable tier")
+        parser.add_argument("name")
+        parser.add_argument("--workers", type=int, default=1, help="pytest-xdist workers (1: none)")
+        parser.add_argument("--dist", default="loadfile", help="pytest-xdist's --dist (default: loadfile)")
+        options, rest = parser.parse_known_args(argv[1:])
+        if rest[:1] == ["--"]:
+            rest = rest[1:]
+        return tier(options.name, options.workers, options.dist, rest)
+    if argv[0] == "begin":
+        begin()
+    elif argv[0] == "run":
+        if len(argv) < 4 or argv[2] != "--":
+            print("usage: python -m tests.timetable run TIER -- CMD ...", file=sys.stderr)
+            return 2
+        return run(argv[1], argv[3:])
+    elif argv[0] == "show":
+        show()
+    else:
+        print(count())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

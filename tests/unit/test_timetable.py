@@ -1,0 +1,136 @@
+"""The suite's own bookkeeping (``tests/timetable.py``, ``tests/process_tree.py``): the time table
+``make test`` ends with, the tier runner that keeps the leftover checks last and alone, and the
+leftover checks themselves, which must fail on a planted leftover. (~15 s: two small pytest runs.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+
+from mpiworkbench.core import shm
+from tests import timetable
+from tests.process_tree import leftover_cluster_processes, leftover_world_files, world_files
+
+
+@pytest.fixture
+def records(tmp_path, monkeypatch):
+    """The time table's records in a directory of the test's."""
+    monkeypatch.setattr(timetable, "RECORDS", tmp_path / "times")
+    monkeypatch.setattr(timetable, "TABLE", tmp_path / "time-table.txt")
+    timetable.begin()
+    return tmp_path / "times"
+
+
+def test_the_table_lists_each_tier_in_order_and_the_slowest_tests(records):
+    timetable._write(records / "tier-cluster-1.json", {"tier": "cluster", "command": ["x"], "start": 100.0,
+                                                      "seconds": 50.0, "exit": 0})
+    timetable._write(records / "tier-unit-1.json", {"tier": "unit", "command": ["x"], "start": 10.0,
+                                                   "seconds": 20.0, "exit": 0})
+    timetable._write(records / "tier-unit-2.json", {"tier": "unit", "command": ["y"], "start": 30.0,
+                                                   "seconds": 5.0, "exit": 1})
+    tests = {f"tests/cluster/test_x.py::test_{i}": float(i) for i in range(12)}
+    timetable.record_session("cluster", "", tests, {nodeid: "passed" for nodeid in tests})
+    timetable.record_session("unit", "", {"tests/unit/test_y.py::test_a": 30.5},
+                             {"tests/unit/test_y.py::test_a": "failed"})
+    text = timetable.table()
+    unit, cluster = (next(line for line in text.splitlines() if line.strip().startswith(t)) for t in ("unit", "cluster"))
+    assert text.index(unit) < text.index(cluster)  # the order make test runs them in
+    assert "25 s" in unit and "1 tests (0 passed, 1 failed)" in unit and "2 command(s), failed" in unit
+    assert "50 s" in cluster and "12 tests (12 passed, 0 failed)" in cluster and cluster.endswith("ok")
+    assert "all tiers      140 s" in text  # from the first start (10) to the last end (150)
+    slowest = text.split("slowest tests")[1].splitlines()[1:]
+    assert len(slowest) == timetable.SLOWEST
+    assert "30.5 s  tests/unit/test_y.py::test_a  [unit]" in slowest[0]
+    assert "11.0 s  tests/cluster/test_x.py::test_11  [cluster]" in slowest[1]
+    assert not any("test_x.py::test_1 " in line for line in slowest)  # 1.0 s: not among the ten
+    timetable.show()
+    assert timetable.TABLE.read_text().startswith("The suite's time table")
+
+
+def test_begin_forgets_the_previous_run(records):
+    timetable.record_session("unit", "", {"a": 1.0}, {"a": "passed"})
+    timetable.begin()
+    assert list(records.glob("*.json")) == []
+    assert "slowest" not in timetable.table()
+
+
+def test_a_tier_runs_its_leftover_checks_last_alone_with_the_tiers_marker(records, tmp_path):
+    """A tier of three files: the plain tests run on two workers, the one marked ``alone`` after
+    them, the leftover check after that, in a session of its own sharing the marker."""
+    tier = tmp_path / "tier"
+    tier.mkdir()
+    log = tmp_path / "log.jsonl"
+    note = textwrap.dedent(f"""\
+        import json, os, time
+
+        def note(what):
+            with open({str(log)!r}, "a") as f:
+                f.write(json.dumps({{"what": what, "t": time.time(), "pid": os.getpid(),
+                                    "run": os.environ["MPIWORKBENCH_TEST_RUN"],
+                                    "worker": os.environ.get("PYTEST_XDIST_WORKER"),
+                                    "baseline": os.environ.get({timetable.SHM_AT_START_VAR!r})}}) + "\\n")
+        """)
+    (tier / "note.py").write_text(note)
+    (tier / "conftest.py").write_text("import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n"
+                                      "def pytest_configure(config):\n"
+                                      "    config.addinivalue_line('markers', 'alone: one at a time')\n")
+    (tier / "test_a.py").write_text("import time\nfrom note import note\n\n"
+                                    "def test_one():\n    time.sleep(0.5)\n    note('a1')\n\n")
+    (tier / "test_b.py").write_text("import pytest\nfrom note import note\n\n"
+                                    "def test_two():\n    note('b')\n\n"
+                                    "@pytest.mark.alone\ndef test_alone():\n    note('alone')\n")
+    (tier / "test_zz_last.py").write_text("from note import note\n\ndef test_last():\n    note('zz')\n")
+    code = timetable.tier("probe", 2, "loadfile", [str(tier), "-p", "no:cacheprovider"])
+    assert code == 0
+    notes = [json.loads(line) for line in log.read_text().splitlines()]
+    order = [n["what"] for n in sorted(notes, key=lambda n: n["t"])]
+    assert sorted(order[:2]) == ["a1", "b"] and order[2:] == ["alone", "zz"], order
+    first = {n["what"]: n for n in notes}
+    assert first["a1"]["worker"] and first["b"]["worker"] and first["a1"]["worker"] != first["b"]["worker"]
+    assert first["alone"]["worker"] is None and first["zz"]["worker"] is None  # no workers: alone
+    assert len({n["run"] for n in notes}) == 1, "one marker for the tier's sessions"
+    assert len({n["baseline"] for n in notes}) == 1 and Path(first["zz"]["baseline"]).exists()
+    tiers = [json.loads(p.read_text()) for p in records.glob("tier-probe-*.json")]
+    assert len(tiers) == 3 and all(t["exit"] == 0 for t in tiers)
+
+
+def test_a_failing_tier_still_runs_its_checks_and_fails(records, tmp_path):
+    tier = tmp_path / "tier"
+    tier.mkdir()
+    done = tmp_path / "checked"
+    (tier / "test_a.py").write_text("def test_fails():\n    assert 1 == 2\n")
+    (tier / "test_zz_last.py").write_text(f"def test_last():\n    open({str(done)!r}, 'w').close()\n")
+    assert timetable.tier("probe", 1, "loadfile", [str(tier), "-p", "no:cacheprovider"]) == 1
+    assert done.exists()
+
+
+def test_a_planted_world_file_is_a_leftover():
+    at_start = world_files()
+    planted = Path(shm.SHM_DIR) / f"mpich_shm_planted{uuid.uuid4().hex[:8]}"
+    planted.write_bytes(b"\0" * 64)
+    try:
+        left = leftover_world_files(at_start, settle=1.0)
+    finally:
+        planted.unlink()
+    assert any(line.startswith(f"{planted} (64 bytes") for line in left), left
+    assert str(planted) not in "".join(leftover_world_files(at_start, settle=0.0))
+
+
+def test_a_planted_process_of_the_run_is_a_leftover():
+    # a process of this run (the marker is inherited) whose command line looks like an engine's
+    planted = subprocess.Popen([sys.executable, "-c", "import sys, time; time.sleep(120)", "ipengine"],
+                               env={**os.environ})
+    try:
+        found = [line for line in leftover_cluster_processes() if line.startswith(f"{planted.pid}:")]
+        assert found and "ipengine" in found[0], leftover_cluster_processes()
+    finally:
+        planted.kill()
+        planted.wait()
+    assert not [line for line in leftover_cluster_processes() if line.startswith(f"{planted.pid}:")]
