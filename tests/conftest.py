@@ -12,6 +12,8 @@ import uuid
 
 import pytest
 
+from tests.costs import pytest_collection_modifyitems  # noqa: F401 - a hook: what a test costs
+
 # Every process this test run starts inherits the marker, so leftovers (even orphans
 # re-parented to init) can be found machine-wide: tests/process_tree.py.
 os.environ.setdefault("MPIWORKBENCH_TEST_RUN", uuid.uuid4().hex)
@@ -168,6 +170,11 @@ def _write_times(session) -> None:
     from tests import timetable
 
     tier = os.environ.get(timetable.TIER_VAR)
-    if not tier or hasattr(session.config, "workerinput") or _mpi_rank() != 0:
+    if not tier or _mpi_rank() != 0:
         return
-    timetable.record_session(tier, _session_label(), _TEST_SECONDS, _TEST_OUTCOMES)
+    from tests.costs import DECLARED_COSTS
+
+    if DECLARED_COSTS:  # where the tests were collected: a worker, or the only process
+        timetable.record_costs(tier, {nodeid: list(cost) for nodeid, cost in DECLARED_COSTS.items()})
+    if not hasattr(session.config, "workerinput"):
+        timetable.record_session(tier, _session_label(), _TEST_SECONDS, _TEST_OUTCOMES)

@@ -47,6 +47,8 @@ TIER_VAR = "MPIWORKBENCH_TIER"
 #: (:func:`tier`): its leftover checks, run in a session of their own after the others, compare
 #: with it (``tests/conftest.py``).
 SHM_AT_START_VAR = "MPIWORKBENCH_SHM_AT_START"
+#: Above this many seconds a test must say why it must be that long (``pytest.mark.cost``).
+COST_WHY_S = 60
 #: pytest's exit code for a session that selected no test.
 NO_TESTS = 5
 #: How many of the run's slowest tests the table lists.
@@ -121,6 +123,11 @@ def record_session(tier: str, label: str, tests: dict[str, float], outcomes: dic
            {"tier": tier, "label": label, "tests": tests, "outcomes": outcomes})
 
 
+def record_costs(tier: str, declared: dict[str, list]) -> None:
+    """Keep what the tests of a session declared they cost (``nodeid -> [seconds, why]``)."""
+    _write(RECORDS / f"costs-{tier}-{os.getpid()}-{int(time.time() * 1000)}.json", {"tier": tier, "declared": declared})
+
+
 def _records(kind: str) -> list[dict]:
     found = []
     for path in sorted(RECORDS.glob(f"{kind}-*.json")):
@@ -166,6 +173,13 @@ def table() -> str:
         for seconds, tier, label, nodeid in slowest:
             where = f"{tier}, {label}" if label else tier
             lines.append(f"  {seconds:7.1f} s  {nodeid}  [{where}]")
+    declared = {nodeid for record in _records("costs") for nodeid in record["declared"]}
+    unsaid = sorted(((seconds, nodeid) for s in sessions for nodeid, seconds in s["tests"].items()
+                     if seconds > COST_WHY_S and nodeid not in declared), reverse=True)
+    if unsaid:
+        lines += ["", f"Tests over {COST_WHY_S} s that do not say what they cost and why "
+                      "(pytest.mark.cost(SECONDS, \"why\"): docs/architecture.md):"]
+        lines += [f"  {seconds:7.1f} s  {nodeid}" for seconds, nodeid in unsaid]
     return "\n".join(lines)
 
 

@@ -27,7 +27,10 @@ from tests.cluster.slurm import processes_with_env, wait_until
 from tests.multinode import simulated_cluster
 
 #: A job that goes wrong fails its test instead of the run (teardown still cleans up).
-pytestmark = pytest.mark.timeout(420)
+pytestmark = [pytest.mark.timeout(420),
+              pytest.mark.cost(95, (
+                               "two jobs on simulated nodes, one of them running into Slurm's smallest time limit "
+                               "(one minute) with its world up"))]
 
 #: Generous bound (seconds) on one job's steps; conditions are polled, never slept on.
 LIMIT = 150

@@ -20,6 +20,8 @@ from tests.cluster.slurm import wait_until
 from tests.cluster.test_ipcluster_profile import drive_solvers
 from tests.ipcluster import LIMIT
 
+pytestmark = pytest.mark.cost(50)
+
 
 @ipp.interactive  # sent by value: the engines cannot import this module
 def _rank():

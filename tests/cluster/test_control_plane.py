@@ -9,6 +9,8 @@ import pytest
 from mpiworkbench import RankFailure, Workbench
 from mpiworkbench.client.broadcast import MessageCounter
 
+pytestmark = pytest.mark.cost(30)
+
 N = 32
 
 

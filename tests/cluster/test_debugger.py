@@ -14,6 +14,10 @@ import pytest
 
 from tests.cluster.test_mpi_implementations import OTHERS, _installed
 
+pytestmark = pytest.mark.cost(110, (
+                         "breakpoints on every rank at 2 and 3 ranks, bound and relayed, and under each "
+                         "installed MPI library"))
+
 CELL = """from mpi4py import MPI
 comm = MPI.COMM_WORLD
 rank = comm.Get_rank()

@@ -27,7 +27,11 @@ from tests.hub_class import LIMIT, PYTHON, STUDENTS, TEACHER, ClassHub
 from tests.notebooks.test_course_autograde import ASSIGNMENT, DEADLOCK, TIMEOUT_S
 from tests.multinode import client_json, simulated_cluster
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600),
+              pytest.mark.cost(210, (
+                               "a class on a JupyterHub over three simulated Slurm nodes: three students' servers, "
+                               "each a Slurm job with a 2-rank world, graded through nbgrader; it waits mostly for "
+                               "Slurm and JupyterLab to start"))]
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -22,7 +22,10 @@ from tests.cluster.test_hub import CLASS_CLIENT, _plan
 from tests.hub_class import LIMIT, PYTHON, STUDENTS, ClassHub
 from tests.multinode import client_json, simulated_cluster
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.timeout(900),
+              pytest.mark.cost(155, (
+                               "a student's server as a 2-minute Slurm job (Slurm's limits are whole minutes): the "
+                               "cell must end a minute before the limit, the job at it"))]
 
 #: The servers' time limit (sbatch --time, minutes).
 RUNTIME_MIN = 2

@@ -22,6 +22,8 @@ from mpiworkbench.client.profile import create_profile
 from tests.cluster.slurm import processes_with_env, slurm, wait_until  # noqa: F401 - fixture
 from tests.ipcluster import JOB_MINUTES, LIMIT, IPCluster, _bin
 
+pytestmark = pytest.mark.cost(45)
+
 @ipp.interactive  # resolve globals in the engine's namespace
 def _engine_mpi_size():
     return mpi_size  # noqa: F821 - defined on engines started with --mpi

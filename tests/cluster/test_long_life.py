@@ -20,6 +20,10 @@ from tests.cluster.slurm import processes_with_env, wait_until
 from tests.ipcluster import IPCluster
 from tests.process_tree import leftover_world_files, world_files
 
+pytestmark = pytest.mark.cost(115, (
+                         "a controller stopped for 60 s (the engines' patience must outlast the stall), a "
+                         "world outliving its caller's wall-clock limit, a start killed at three moments"))
+
 #: Seconds a world must outlive the wall-clock limit its caller's environment asks for.
 OUTLIVE_S = 20.0
 #: The limit in the caller's environment (seconds).

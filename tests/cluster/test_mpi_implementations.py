@@ -18,6 +18,9 @@ from mpiworkbench.client.profile import create_profile, profile_name
 from mpiworkbench.core import implementations
 from tests.ipcluster import IPCluster
 
+pytestmark = pytest.mark.cost(80, (
+                         "worlds, profiles, traces and hang reports under Open MPI and Intel MPI beside MPICH"))
+
 OTHERS = [impl.name for impl in implementations.REGISTRY if not impl.in_venv]
 
 

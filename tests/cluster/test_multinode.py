@@ -35,7 +35,10 @@ from tests.cluster.slurm import processes_with_env, wait_until
 from tests.multinode import HeadIPCluster, _path, client_json, multinode, three_nodes  # noqa: F401 - fixtures
 
 #: A hung MPI job or client fails its test instead of the run (teardown still cleans up).
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600),
+              pytest.mark.cost(90, (
+                               "simulated nodes and a Slurm job of engines across them, attached to, traced, "
+                               "restarted"))]
 
 #: Generous bound (seconds) on one job or one client; conditions are polled, never slept on.
 LIMIT = 120

@@ -11,6 +11,8 @@ from mpiworkbench import ExecutionTimeout
 from mpiworkbench.client import relay
 from mpiworkbench.client.broadcast import MessageCounter
 
+pytestmark = pytest.mark.cost(35)
+
 
 def _request_seen_here():
     """On a rank: its MPI rank, the id of the request its kernel is running and the id of the

@@ -22,6 +22,10 @@ from tests.cluster.slurm import wait_until
 from tests.ipcluster import LIMIT, IPCluster
 from tests.process_tree import settled, world_files
 
+pytestmark = pytest.mark.cost(120, (
+                         "three notebook processes on one ipcluster-started world, at 2 and 3 ranks, and a "
+                         "blocked world restarted from another notebook"))
+
 ROOT = Path(__file__).resolve().parents[2]
 #: Random collectives per client process.
 CALLS = 150

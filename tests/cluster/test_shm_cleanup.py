@@ -24,6 +24,8 @@ from mpiworkbench.trace.hang import interposer_paths
 from tests.cluster.slurm import wait_until
 from tests.ipcluster import LIMIT
 
+pytestmark = pytest.mark.cost(45)
+
 RESTARTS = 3
 
 

@@ -42,7 +42,10 @@ def report(tmp_path_factory):
     return soak.run_soak(**SHORT, workdir=workdir / "run", json_path=workdir / "soak.json", out=print)
 
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(GUARD_S)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(GUARD_S),
+              pytest.mark.cost(195, (
+                               "a world used by three notebooks for three minutes (two restarts, an idle gap, memory"
+                               " compared across minutes): its length is what it tests"))]
 
 
 def test_nothing_dies_and_no_call_fails(report):

@@ -9,6 +9,8 @@ import pytest
 from mpiworkbench import ExecutionTimeout, Workbench
 from mpiworkbench.client import trace as client_trace
 
+pytestmark = pytest.mark.cost(55)
+
 
 @pytest.fixture(scope="module")
 def wb():

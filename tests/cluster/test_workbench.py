@@ -8,6 +8,8 @@ import pytest
 from mpiworkbench import ExecutionTimeout, RankFailure, Workbench
 from tests.process_tree import descendants, listening_addresses
 
+pytestmark = pytest.mark.cost(40)
+
 
 def _world():
     from mpi4py import MPI

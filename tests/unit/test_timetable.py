@@ -134,3 +134,50 @@ def test_a_planted_process_of_the_run_is_a_leftover():
         planted.kill()
         planted.wait()
     assert not [line for line in leftover_cluster_processes() if line.startswith(f"{planted.pid}:")]
+
+
+def _pytest(directory: Path, *args: str) -> subprocess.CompletedProcess:
+    """pytest in a subprocess on *directory* with the cost plugin (tests.costs), from the checkout."""
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.costs", "-p", "no:cacheprovider",
+                           str(directory), *args], capture_output=True, text=True, timeout=300,
+                          cwd=timetable.ROOT)
+
+
+def test_the_heaviest_declared_modules_come_first_and_the_leftover_checks_last(tmp_path):
+    (tmp_path / "test_a_cheap.py").write_text("def test_1():\n    pass\n\ndef test_2():\n    pass\n")
+    (tmp_path / "test_b_heavy.py").write_text("import pytest\n\npytestmark = pytest.mark.cost(90, 'a Slurm time limit')\n\n"
+                                              "def test_2():\n    pass\n\ndef test_1():\n    pass\n")
+    (tmp_path / "test_c_one.py").write_text("import pytest\n\n@pytest.mark.cost(30)\ndef test_x():\n    pass\n")
+    (tmp_path / "test_zz_last.py").write_text("import pytest\n\npytestmark = pytest.mark.cost(50)\n\n"
+                                              "def test_left():\n    pass\n")
+    out = _pytest(tmp_path, "--collect-only", "-q")
+    assert out.returncode == 0, out.stdout + out.stderr
+    order = [line.split("::")[0].rsplit("/", 1)[-1] + "::" + line.split("::")[1]
+             for line in out.stdout.splitlines() if "::" in line]
+    assert order == ["test_b_heavy.py::test_2", "test_b_heavy.py::test_1",  # its own order kept
+                     "test_c_one.py::test_x", "test_a_cheap.py::test_1", "test_a_cheap.py::test_2",
+                     "test_zz_last.py::test_left"], order
+
+
+@pytest.mark.parametrize("mark", ["pytest.mark.cost(61)", "pytest.mark.cost(120, '  ')"])
+def test_a_test_over_a_minute_must_say_why(tmp_path, mark):
+    (tmp_path / "test_slow.py").write_text(f"import pytest\n\n@{mark}\ndef test_long():\n    pass\n")
+    out = _pytest(tmp_path, "--collect-only", "-q")
+    assert out.returncode != 0
+    assert "test_slow.py::test_long costs" in out.stderr and "does not say why it must be that long" in out.stderr, out.stderr
+
+
+def test_a_cost_is_a_positive_number_of_seconds(tmp_path):
+    (tmp_path / "test_bad.py").write_text("import pytest\n\npytestmark = pytest.mark.cost('long')\n\n"
+                                          "def test_x():\n    pass\n")
+    out = _pytest(tmp_path, "--collect-only", "-q")
+    assert out.returncode != 0 and "takes the seconds a test costs first" in out.stderr, out.stderr
+
+
+def test_the_table_names_slow_tests_that_declare_no_cost(records):
+    timetable.record_session("cluster", "", {"t.py::slow": 75.0, "t.py::said": 200.0, "t.py::quick": 3.0},
+                             {"t.py::slow": "passed", "t.py::said": "passed", "t.py::quick": "passed"})
+    timetable.record_costs("cluster", {"t.py::said": [200, "a Slurm time limit"]})
+    text = timetable.table()
+    unsaid = text.split("do not say what they cost")[1]
+    assert "t.py::slow" in unsaid and "t.py::said" not in unsaid and "t.py::quick" not in unsaid

@@ -1,0 +1,66 @@
+"""What a test costs: ``@pytest.mark.cost(seconds, why)``, and the modules ordered by it.
+
+A test says how long it takes on the 2-core machine the suite is budgeted for, with the marker on
+the test, or in its module's ``pytestmark`` for the whole module (its shared fixtures included).
+Above :data:`~tests.timetable.COST_WHY_S` seconds it must also say why it must be that long:
+collection fails otherwise, naming the test. The time table ``make test`` prints lists the tests
+that took longer than that without declaring it (``docs/architecture.md``, "What a test costs").
+
+Collection orders the modules by what they declare, heaviest first, so that pytest-xdist's workers
+(``--dist loadfile --no-loadscope-reorder``: ``tests/timetable.py``) start on the long ones and
+finish together; a module's own order is kept, and the leftover checks (``test_zz_*``) stay last.
+``tests/conftest.py`` installs the hook; ``-p tests.costs`` does elsewhere.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.timetable import COST_WHY_S
+
+#: What a test that declares no cost is taken to cost when ordering the modules.
+UNDECLARED_COST_S = 1.0
+#: nodeid -> (declared seconds, why) of the tests collected in this process (for the time table).
+DECLARED_COSTS: dict[str, tuple[float, str]] = {}
+
+
+def _module_mark(module) -> "pytest.Mark | None":
+    marks = getattr(module, "pytestmark", [])
+    for mark in marks if isinstance(marks, list) else [marks]:
+        if mark.name == "cost":
+            return mark
+    return None
+
+
+def _cost_of(mark: "pytest.Mark") -> tuple[float, str]:
+    seconds = mark.args[0] if mark.args else mark.kwargs.get("seconds")
+    why = mark.args[1] if len(mark.args) > 1 else mark.kwargs.get("why", "")
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0:
+        raise pytest.UsageError(f"pytest.mark.cost takes the seconds a test costs first (a positive number); "
+                                f"got {mark.args!r}")
+    return float(seconds), why or ""
+
+
+def pytest_collection_modifyitems(config, items):
+    per_file: dict[str, float] = {}
+    for item in items:
+        module = _module_mark(getattr(item, "module", None))
+        own = next((m for m in item.own_markers if m.name == "cost"), None)
+        for mark, where in ((module, f"module {item.path.name}"), (own, item.nodeid)):
+            if mark is None:
+                continue
+            seconds, why = _cost_of(mark)
+            if seconds > COST_WHY_S and not why.strip():
+                raise pytest.UsageError(f"{where} costs {seconds:.0f} s (more than {COST_WHY_S} s) but does not say "
+                                        "why it must be that long: pytest.mark.cost(SECONDS, \"why\")")
+            DECLARED_COSTS[item.nodeid] = (seconds, why)
+        file = str(item.path)
+        if file not in per_file:
+            per_file[file] = _cost_of(module)[0] if module is not None else 0.0
+        if own is not None:
+            per_file[file] += _cost_of(own)[0]
+        elif module is None:
+            per_file[file] += UNDECLARED_COST_S
+    order = {id(item): n for n, item in enumerate(items)}
+    items.sort(key=lambda item: (item.path.name.startswith("test_zz_"), -per_file[str(item.path)],
+                                 str(item.path), order[id(item)]))
