@@ -25,6 +25,16 @@ if "MPIWORKBENCH_TEST_IPYTHONDIR" not in os.environ:
     _IPYTHONDIR = tempfile.mkdtemp(prefix="mpiwb-test-ipython-")
     os.environ["MPIWORKBENCH_TEST_IPYTHONDIR"] = os.environ["IPYTHONDIR"] = _IPYTHONDIR
     atexit.register(shutil.rmtree, _IPYTHONDIR, ignore_errors=True)
+
+# A pytest-xdist worker (tests/timetable.py runs tiers on two) gets an IPython directory of its own
+# below the run's (a cluster of one worker's profile is never the other's to attach to), and a
+# marker of its own beside the run's: a test's check for what it left running looks at its
+# worker's processes (tests/process_tree.py), the tier's last checks at the whole run's.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    _WORKER = os.environ["PYTEST_XDIST_WORKER"]
+    os.environ["IPYTHONDIR"] = os.path.join(os.environ["MPIWORKBENCH_TEST_IPYTHONDIR"], f"worker-{_WORKER}")
+    os.makedirs(os.environ["IPYTHONDIR"], exist_ok=True)
+    os.environ["MPIWORKBENCH_TEST_WORKER"] = f"{os.environ['MPIWORKBENCH_TEST_RUN']}-{_WORKER}"
 # ipyparallel: no progress bars or streaming widgets in non-interactive runs.
 os.environ.setdefault("IPP_NONINTERACTIVE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")

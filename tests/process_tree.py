@@ -24,8 +24,9 @@ CLUSTER_PARTS = ("ipengine", "ipcontroller", "ipyparallel.engine", "ipyparallel.
 
 
 def _marked(pid: int, marker: str) -> bool:
+    """Whether *marker* (``NAME=value``) is one of *pid*'s environment variables."""
     try:
-        return marker.encode() in Path(f"/proc/{pid}/environ").read_bytes()
+        return b"\0" + marker.encode() + b"\0" in b"\0" + Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:
         return False
 
@@ -34,10 +35,12 @@ def leftover_cluster_processes(exclude: tuple[int, ...] = ()) -> list[str]:
     """Live processes this test run started that look like clusters, servers or browsers.
 
     "Started by this run" means: the ``MPIWORKBENCH_TEST_RUN`` marker (set in
-    ``tests/conftest.py``) is in its environment. Orphans re-parented to init are found
-    too, which a walk down from the test process would miss.
+    ``tests/conftest.py``) is in its environment; in a pytest-xdist worker, the worker's own
+    marker (``MPIWORKBENCH_TEST_WORKER``), so that the other worker's clusters do not count.
+    Orphans re-parented to init are found too, which a walk down from the test process would miss.
     """
-    marker = "MPIWORKBENCH_TEST_RUN=" + os.environ["MPIWORKBENCH_TEST_RUN"]
+    name = "MPIWORKBENCH_TEST_WORKER" if os.environ.get("MPIWORKBENCH_TEST_WORKER") else "MPIWORKBENCH_TEST_RUN"
+    marker = f"{name}={os.environ[name]}"
     leftovers = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) in (os.getpid(), *exclude):

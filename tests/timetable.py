@@ -27,6 +27,7 @@ import argparse
 import ast
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -79,7 +80,10 @@ def run(tier: str, command: list[str], env: dict[str, str] | None = None) -> int
     start = time.time()
     t0 = time.monotonic()
     print(f"== {tier}: {' '.join(command)}", flush=True)
-    code = subprocess.call(command, cwd=ROOT, env={**os.environ, **(env or {}), TIER_VAR: tier})
+    # a tier is a run of its own: nothing of a pytest-xdist worker that may have started it
+    inherited = {k: v for k, v in os.environ.items()
+                 if not k.startswith("PYTEST_XDIST_") and k != "MPIWORKBENCH_TEST_WORKER"}
+    code = subprocess.call(command, cwd=ROOT, env={**inherited, **(env or {}), TIER_VAR: tier})
     _write(RECORDS / f"tier-{tier}-{os.getpid()}-{int(start)}.json",
            {"tier": tier, "command": command, "start": start, "seconds": time.monotonic() - t0, "exit": code})
     return code
@@ -93,8 +97,9 @@ def tier(name: str, workers: int, dist: str, args: list[str]) -> int:
     3. its leftover checks (``test_zz_*.py`` in the tier's directories), once every other test
        of the tier has ended.
 
-    All share the run's marker (``MPIWORKBENCH_TEST_RUN``: which processes are this run's) and the
-    ``/dev/shm`` baseline taken before the first, so the checks see what the whole tier left.
+    All share the run's marker (``MPIWORKBENCH_TEST_RUN``: which processes are this run's), one
+    IPython directory (removed at the end) and the ``/dev/shm`` baseline taken before the first,
+    so the checks see what the whole tier left.
     The first failing exit code is returned; the later sessions run even after a failure (the
     checks stop what was left)."""
     from tests.process_tree import world_files
@@ -104,15 +109,19 @@ def tier(name: str, workers: int, dist: str, args: list[str]) -> int:
     last = sorted(p for d in directories for p in d.glob("test_zz_*.py"))
     baseline = RECORDS / f"shm-{name}-{os.getpid()}-{int(time.time())}.json"
     _write(baseline, sorted(world_files()))
+    ipython_dir = tempfile.mkdtemp(prefix="mpiwb-test-ipython-")  # one for the tier (tests/conftest.py)
     env = {"MPIWORKBENCH_TEST_RUN": os.environ.get("MPIWORKBENCH_TEST_RUN") or uuid.uuid4().hex,
-           SHM_AT_START_VAR: str(baseline)}
+           SHM_AT_START_VAR: str(baseline), "MPIWORKBENCH_TEST_IPYTHONDIR": ipython_dir, "IPYTHONDIR": ipython_dir}
     pytest = [sys.executable, "-m", "pytest"]
     ignore = [f"--ignore={p}" for p in last]
     spread = ["-n", str(workers), "--dist", dist] if workers > 1 else []
-    codes = [run(name, [*pytest, *spread, *args, *ignore, "-m", "not alone"], env),
-             run(name, [*pytest, *args, *ignore, "-m", "alone"], env)]
-    if last:
-        codes.append(run(name, [*pytest, *options, *map(str, last)], env))
+    try:
+        codes = [run(name, [*pytest, *spread, *args, *ignore, "-m", "not alone"], env),
+                 run(name, [*pytest, *args, *ignore, "-m", "alone"], env)]
+        if last:
+            codes.append(run(name, [*pytest, *options, *map(str, last)], env))
+    finally:
+        shutil.rmtree(ipython_dir, ignore_errors=True)
     # a session that selected nothing (no test marked alone, say) has nothing to fail
     return next((code for code in codes if code not in (0, NO_TESTS)), 0)
 

@@ -23,6 +23,8 @@ def test_no_engine_state_file_of_a_stopped_workbench_cluster_left_in_the_profile
     from pathlib import Path
 
     wb.stop()
-    # ipyparallel's hub writes <profile>/log/engines<cluster id>.json and never removes it
-    left = sorted(str(p) for p in Path(os.environ["IPYTHONDIR"]).glob("profile_*/log/enginesmpiwb-*.json"))
+    # ipyparallel's hub writes <profile>/log/engines<cluster id>.json and never removes it; the
+    # tier's IPython directory, with each pytest-xdist worker's below it (tests/conftest.py)
+    root = Path(os.environ["MPIWORKBENCH_TEST_IPYTHONDIR"])
+    left = sorted(str(p) for p in root.glob("**/profile_*/log/enginesmpiwb-*.json"))
     assert left == [], "engine state files of stopped workbench clusters:\n" + "\n".join(left)

@@ -21,6 +21,11 @@ from tests.cluster.slurm import processes_with_env, wait_until
 from tests.ipcluster import LIMIT, IPCluster
 from tests.unit.test_course import NOTEBOOKS, nbgrader
 
+pytestmark = pytest.mark.cost(300, (
+                         "notebook 00 as an nbgrader course autograded by nbgrader's own commands, four "
+                         "submissions (one deadlocks until its timeout) on a cluster the grader starts and "
+                         "again on a running ipcluster"))
+
 ASSIGNMENT = "00_start_here"
 #: Seconds an MPI call may take when graded; a deadlock ends after this.
 TIMEOUT_S = 20

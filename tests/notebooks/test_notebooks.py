@@ -31,6 +31,11 @@ from nbclient import NotebookClient
 from mpiworkbench import exercises
 from tests.docs_build import docs_build
 
+pytestmark = pytest.mark.cost(560, (
+                         "every notebook of the teaching path executed on a 2-rank world of its own, each "
+                         "exercise run again with its wrong answer and its solution; notebook 11 alone "
+                         "compiles py-pde's and PyMPDATA's numba code on every rank"))
+
 #: The notebooks of the teaching path, as the site lists them.
 ALL = docs_build.handed_out()
 #: The digest of the sources these notebooks run, taken once before any of them runs: what the

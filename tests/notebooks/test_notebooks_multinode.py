@@ -31,6 +31,10 @@ from tests.cluster.slurm import wait_until
 from tests.multinode import HeadIPCluster, client_json, simulated_cluster
 from tests.notebooks.test_notebooks import ALL
 
+pytestmark = pytest.mark.cost(180, (
+                         "simulated nodes, a Slurm job of three engines across them, and the notebooks whose "
+                         "ranks behave differently on several hosts run attached to it"))
+
 #: Ranks of the engines' job: two on the first node (shared memory), one on the second (network).
 RANKS = 3
 #: Slurm CPUs of each compute node.

@@ -19,6 +19,8 @@ from mpiworkbench.client.profile import create_profile
 from tests.ipcluster import IPCluster
 from tests.notebooks.test_notebooks import printed, run_notebook
 
+pytestmark = pytest.mark.cost(30)
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 RANKS = 2
 #: Run after the README's cells: which cluster its workbench is on.
