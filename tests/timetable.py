@@ -114,7 +114,8 @@ def tier(name: str, workers: int, dist: str, args: list[str]) -> int:
            SHM_AT_START_VAR: str(baseline), "MPIWORKBENCH_TEST_IPYTHONDIR": ipython_dir, "IPYTHONDIR": ipython_dir}
     pytest = [sys.executable, "-m", "pytest"]
     ignore = [f"--ignore={p}" for p in last]
-    spread = ["-n", str(workers), "--dist", dist] if workers > 1 else []
+    # the workers take the modules in the order collection gives them (tests/costs.py: heaviest first)
+    spread = ["-n", str(workers), "--dist", dist, "--no-loadscope-reorder"] if workers > 1 else []
     try:
         codes = [run(name, [*pytest, *spread, *args, *ignore, "-m", "not alone"], env),
                  run(name, [*pytest, *args, *ignore, "-m", "alone"], env)]

@@ -16,6 +16,8 @@ import pytest
 from tests.browser.conftest import screenshot, write_notebook
 from tests.browser.widgets_support import LIMIT_MS, cell_output, kernel_session, open_fresh, wait_kernel_idle
 
+pytestmark = pytest.mark.cost(55)
+
 STOP = 4
 CELLS = [
     "from mpiworkbench import Workbench\nwb = Workbench(n=2).start()\n"

@@ -24,6 +24,8 @@ import pytest
 from tests.browser.conftest import CHROMIUM_ARGS
 from tests.docs_build import docs_build
 
+pytestmark = pytest.mark.cost(15)
+
 #: Seconds the build may take: without stored outputs it executes every notebook, each on a
 #: cluster of its own.
 BUILD_LIMIT = 1800

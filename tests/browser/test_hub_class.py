@@ -23,7 +23,10 @@ from tests.browser.conftest import ARTIFACTS, CHROMIUM_ARGS, REPO
 from tests.hub_class import LIMIT, PYTHON, STUDENTS, ClassHub
 from tests.multinode import client_json, simulated_cluster
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600),
+              pytest.mark.cost(150, (
+                                    "a student logs in to the class's JupyterHub on three simulated Slurm nodes in "
+                                    "Chromium and runs a world inside their Slurm job"))]
 
 #: The student's notebook: a world of the job's allocation, where its ranks run, then stopped.
 CELLS = [

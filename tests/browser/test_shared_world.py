@@ -12,6 +12,8 @@ import re
 import urllib.parse
 import urllib.request
 
+import pytest
+
 from mpiworkbench.client.profile import create_profile
 from tests.browser.conftest import run_cells, screenshot, shutdown_kernels, wait_idle, write_notebook
 from tests.browser.test_sidebar_cluster import KEY, _clusters, _running_engines, _wait
@@ -25,6 +27,8 @@ from tests.browser.widgets_support import (
     wait_no_cluster_left,
     wait_number,
 )
+
+pytestmark = pytest.mark.cost(45)
 
 N = 2
 ROUNDS = 25

@@ -14,9 +14,13 @@ import time
 import urllib.parse
 import urllib.request
 
+import pytest
+
 from mpiworkbench.client.profile import create_profile
 from tests.browser.conftest import open_notebook, run_cells, screenshot, shutdown_kernels, wait_idle
 from tests.browser.test_start_here import CELLS_THROUGH_PLOT
+
+pytestmark = pytest.mark.cost(40)
 
 KEY = "mpi:"  # the sidebar's key of profile mpi, cluster id ""
 #: Cells run after the plot until the restarted world answers (the failing-rank section)

@@ -10,8 +10,12 @@ import shutil
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.browser.conftest import open_notebook, run_cells, screenshot, shutdown_kernels, wait_idle
 from tests.process_tree import leftover_cluster_processes
+
+pytestmark = pytest.mark.cost(40)
 
 #: Cells of 00_start_here.ipynb up to and including the gathered plot.
 CELLS_THROUGH_PLOT = 12

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import nbformat
 
+import pytest
+
 from mpiworkbench.syntax.lessons import COLUMNS, CURRENT_COLUMNS, HISTORIC_COLUMNS
 from tests.browser.conftest import run_cells, screenshot
 from tests.browser.widgets_support import (
@@ -16,6 +18,10 @@ from tests.browser.widgets_support import (
     open_fresh,
     wait_kernel_idle,
 )
+
+pytestmark = pytest.mark.cost(65, (
+                         "notebook 01 run cell by cell in JupyterLab: every backend's syntax and its "
+                         "measurement against C"))
 
 NOTEBOOK = "01_syntax_side_by_side.ipynb"
 OK = "✔ matches the reference"

@@ -3,6 +3,8 @@ as bars, the messages as arrows), the zoom redraws it, and the matrix tab draws.
 
 from __future__ import annotations
 
+import pytest
+
 from tests.browser.conftest import run_cells, screenshot, write_notebook
 from tests.browser.widgets_support import (
     LIMIT_MS,
@@ -14,6 +16,8 @@ from tests.browser.widgets_support import (
     wait_kernel_idle,
     wait_src_changed,
 )
+
+pytestmark = pytest.mark.cost(45)
 
 CELLS = [
     "from mpiworkbench import Workbench\nwb = Workbench(n=2)\nwb.start()",

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.browser.conftest import screenshot
 from tests.browser.widgets_support import (
     LIMIT_MS,
@@ -15,6 +17,10 @@ from tests.browser.widgets_support import (
     wait_image_loaded,
     wait_kernel_idle,
 )
+
+pytestmark = pytest.mark.cost(80, (
+                         "the bench panel's sweep run in the background in JupyterLab, on a 2-rank world of "
+                         "its own, then stopped by a click"))
 
 SIZES = 18  # "8:1M" in powers of two
 CELLS = [

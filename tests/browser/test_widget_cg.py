@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.browser.conftest import screenshot
 from tests.browser.widgets_support import (
     LIMIT_MS,
@@ -14,6 +16,10 @@ from tests.browser.widgets_support import (
     wait_number,
     wait_src_changed,
 )
+
+pytestmark = pytest.mark.cost(75, (
+                         "the CG panel iterated to convergence, stopped and reset in JupyterLab on a 2-rank "
+                         "world of its own"))
 
 CELLS = [
     "from mpiworkbench import Workbench\nwb = Workbench(n=2)\nwb.start()",

@@ -7,6 +7,8 @@ No timing threshold: Play runs until a number of frames have been drawn."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.browser.widgets_support import (
     LIMIT_MS,
     button,
@@ -17,6 +19,8 @@ from tests.browser.widgets_support import (
     wait_kernel_idle,
     wait_number,
 )
+
+pytestmark = pytest.mark.cost(45)
 
 CELLS = [
     "from mpiworkbench import Workbench\nwb = Workbench(n=2)\nwb.start()",

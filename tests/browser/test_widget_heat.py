@@ -3,6 +3,8 @@ shows its frame rate, and resets."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.browser.conftest import screenshot
 from tests.browser.widgets_support import (
     LIMIT_MS,
@@ -17,6 +19,8 @@ from tests.browser.widgets_support import (
     wait_number,
     wait_src_changed,
 )
+
+pytestmark = pytest.mark.cost(30)
 
 CELLS = [
     "from mpiworkbench import Workbench\nwb = Workbench(n=2)\nwb.start()",

@@ -10,6 +10,8 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.browser.conftest import screenshot
 from tests.browser.widgets_support import (
     LIMIT_MS,
@@ -20,6 +22,8 @@ from tests.browser.widgets_support import (
     wait_image_loaded,
     wait_kernel_idle,
 )
+
+pytestmark = pytest.mark.cost(20)
 
 CELLS = [
     "from mpiworkbench import Workbench\nwb = Workbench(n=2)\nwb.start()",

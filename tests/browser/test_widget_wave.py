@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.browser.conftest import screenshot
 from tests.browser.widgets_support import (
     LIMIT_MS,
@@ -19,6 +21,10 @@ from tests.browser.widgets_support import (
     wait_src_changed,
     watch_redraws,
 )
+
+pytestmark = pytest.mark.cost(80, (
+                         "the wave panel stepped, played and redrawn in JupyterLab on a 2-rank world of its "
+                         "own"))
 
 CELLS = [
     "from mpiworkbench import Workbench\nwb = Workbench(n=2)\nwb.start()",
