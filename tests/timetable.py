@@ -7,6 +7,7 @@
     python -m tests.timetable tier TIER [--workers N] -- PYTEST_ARGS
                                                      # a pytest tier on N workers, its leftover
                                                      # checks (test_zz_*.py) after, alone
+    python -m tests.timetable lanes A='CMD' B='CMD'  # commands side by side, output prefixed
     python -m tests.timetable show                   # print the table, write time-table.txt
     python -m tests.timetable count                  # tests and assert statements per tier
 
@@ -84,7 +85,7 @@ def run(tier: str, command: list[str], env: dict[str, str] | None = None) -> int
     inherited = {k: v for k, v in os.environ.items()
                  if not k.startswith("PYTEST_XDIST_") and k != "MPIWORKBENCH_TEST_WORKER"}
     code = subprocess.call(command, cwd=ROOT, env={**inherited, **(env or {}), TIER_VAR: tier})
-    _write(RECORDS / f"tier-{tier}-{os.getpid()}-{int(start)}.json",
+    _write(RECORDS / f"tier-{tier}-{os.getpid()}-{time.time_ns()}.json",
            {"tier": tier, "command": command, "start": start, "seconds": time.monotonic() - t0, "exit": code})
     return code
 
@@ -125,6 +126,47 @@ def tier(name: str, workers: int, dist: str, args: list[str]) -> int:
         shutil.rmtree(ipython_dir, ignore_errors=True)
     # a session that selected nothing (no test marked alone, say) has nothing to fail
     return next((code for code in codes if code not in (0, NO_TESTS)), 0)
+
+
+def lanes(commands: dict[str, list[str]]) -> int:
+    """Run each lane's command (``name -> argv``) at once, side by side, each line of their output
+    prefixed by ``[name]``; the first failing exit code is returned once every lane has ended.
+
+    ``make test`` runs the cluster tier in one lane and the notebook then browser tiers in the
+    other: most of their time is waiting (for Slurm, JupyterLab, Chromium, a stalled controller),
+    so on 2 cores they overlap well; each tier still runs its own leftover checks last."""
+    import threading
+
+    lock = threading.Lock()
+    procs = {name: subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    bufsize=0) for name, argv in commands.items()}
+
+    def relay(name: str, proc: subprocess.Popen) -> None:
+        pending = b""
+        while True:
+            chunk = proc.stdout.read1(65536) if hasattr(proc.stdout, "read1") else proc.stdout.read(65536)
+            if not chunk:
+                break
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            with lock:
+                for line in lines:
+                    sys.stdout.write(f"[{name}] {line.decode(errors='replace')}\n")
+                sys.stdout.flush()
+        if pending:
+            with lock:
+                sys.stdout.write(f"[{name}] {pending.decode(errors='replace')}\n")
+                sys.stdout.flush()
+
+    threads = [threading.Thread(target=relay, args=item, daemon=True) for item in procs.items()]
+    for thread in threads:
+        thread.start()
+    codes = {name: proc.wait() for name, proc in procs.items()}
+    for thread in threads:
+        thread.join()
+    for name, code in codes.items():
+        print(f"[{name}] lane ended with exit code {code}", flush=True)
+    return next((code for code in codes.values() if code != 0), 0)
 
 
 def record_session(tier: str, label: str, tests: dict[str, float], outcomes: dict[str, str]) -> None:
@@ -227,9 +269,13 @@ def count() -> str:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("begin", "run", "tier", "show", "count"):
+    if not argv or argv[0] not in ("begin", "run", "tier", "lanes", "show", "count"):
         print(__doc__, file=sys.stderr)
         return 2
+    if argv[0] == "lanes":  # lanes NAME=COMMAND ...: each COMMAND split as a shell would
+        import shlex
+
+        return lanes({spec.split("=", 1)[0]: shlex.split(spec.split("=", 1)[1]) for spec in argv[1:]})
     if argv[0] == "tier":
         parser = argparse.ArgumentParser(prog="python -m tests.timetable tier")
         parser.add_argument("name")

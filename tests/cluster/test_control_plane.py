@@ -9,7 +9,8 @@ import pytest
 from mpiworkbench import RankFailure, Workbench
 from mpiworkbench.client.broadcast import MessageCounter
 
-pytestmark = pytest.mark.cost(30)
+#: 32 ranks load both cores: not beside the tier's other tests (tests/timetable.py)
+pytestmark = [pytest.mark.cost(30), pytest.mark.alone]
 
 N = 32
 

@@ -181,3 +181,24 @@ def test_the_table_names_slow_tests_that_declare_no_cost(records):
     text = timetable.table()
     unsaid = text.split("do not say what they cost")[1]
     assert "t.py::slow" in unsaid and "t.py::said" not in unsaid and "t.py::quick" not in unsaid
+
+
+def test_lanes_run_side_by_side_prefix_their_lines_and_fail_with_the_first_failure(capsys):
+    # each lane waits for the other's file: they can only both finish if they run at once
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        a, b = Path(tmp) / "a", Path(tmp) / "b"
+        wait = "import pathlib, sys, time\n{mine}.touch()\nend = time.monotonic() + 60\n" \
+               "while not {other}.exists() and time.monotonic() < end:\n    time.sleep(0.05)\n" \
+               "print('one'); print('two', end='')\nsys.exit({code})"
+        code = timetable.lanes({
+            "first": [sys.executable, "-c", wait.format(mine=f"pathlib.Path({str(a)!r})",
+                                                        other=f"pathlib.Path({str(b)!r})", code=0)],
+            "second": [sys.executable, "-c", wait.format(mine=f"pathlib.Path({str(b)!r})",
+                                                         other=f"pathlib.Path({str(a)!r})", code=3)]})
+    out = capsys.readouterr().out.splitlines()
+    assert code == 3
+    for lane in ("first", "second"):
+        assert [line for line in out if line.startswith(f"[{lane}] ")][:2] == [f"[{lane}] one", f"[{lane}] two"], out
+    assert "[first] lane ended with exit code 0" in out and "[second] lane ended with exit code 3" in out
