@@ -9,12 +9,14 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from pathlib import Path
 
 import pytest
 
 from mpiworkbench.core import shm
+from mpiworkbench.core.processes import cmdline
 from tests import timetable
 from tests.process_tree import leftover_cluster_processes, leftover_world_files, world_files
 
@@ -128,6 +130,10 @@ def test_a_planted_process_of_the_run_is_a_leftover():
     planted = subprocess.Popen([sys.executable, "-c", "import sys, time; time.sleep(120)", "ipengine"],
                                env={**os.environ})
     try:
+        # until the child has exec'd, /proc shows the forking test's own command line
+        deadline = time.monotonic() + 60
+        while "time.sleep(120)" not in cmdline(planted.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
         found = [line for line in leftover_cluster_processes() if line.startswith(f"{planted.pid}:")]
         assert found and "ipengine" in found[0], leftover_cluster_processes()
     finally:
