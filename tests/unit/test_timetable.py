@@ -208,3 +208,38 @@ def test_lanes_run_side_by_side_prefix_their_lines_and_fail_with_the_first_failu
     for lane in ("first", "second"):
         assert [line for line in out if line.startswith(f"[{lane}] ")][:2] == [f"[{lane}] one", f"[{lane}] two"], out
     assert "[first] lane ended with exit code 0" in out and "[second] lane ended with exit code 3" in out
+
+
+def test_a_process_left_by_a_tiers_tests_fails_its_leftover_check(records, tmp_path):
+    """End to end through the tier runner: a test of the first session leaves a process that looks
+    like an engine behind (in a session of its own, as an orphaned engine would be); the leftover
+    check, in the later session, finds it by the tier's marker and fails the tier."""
+    tier = tmp_path / "tier"
+    tier.mkdir()
+    pid_file = tmp_path / "planted.pid"
+    (tier / "test_a.py").write_text(textwrap.dedent(f"""\
+        import subprocess, sys
+
+        def test_leaves_an_engine_behind():
+            p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "ipengine"],
+                                 start_new_session=True)
+            open({str(pid_file)!r}, "w").write(str(p.pid))
+        """))
+    (tier / "test_zz_no_leftovers.py").write_text(textwrap.dedent("""\
+        from tests.process_tree import leftover_cluster_processes
+
+        def test_nothing_left():
+            leftovers = leftover_cluster_processes()
+            assert leftovers == [], leftovers
+        """))
+    try:
+        assert timetable.tier("probe", 2, "loadfile", [str(tier), "-p", "no:cacheprovider"]) == 1
+        outcomes = [json.loads(p.read_text()) for p in records.glob("tier-probe-*.json")]
+        assert sorted(o["exit"] for o in outcomes) == [0, 1, timetable.NO_TESTS]  # first, checks, alone
+    finally:
+        if pid_file.exists():
+            import signal
+
+            pid = int(pid_file.read_text())
+            if "time.sleep(120)" in cmdline(pid):
+                os.kill(pid, signal.SIGKILL)
