@@ -134,6 +134,8 @@ DURATIONS ?= --durations=15
 # TEST_WORKERS=1 runs every tier in one process, as before.
 TIMETABLE    := $(BIN)/python -m tests.timetable
 TEST_WORKERS ?= 2
+# The tiers that run in lanes report one line per test (a lane's output is passed on line by line).
+LANE_REPORT  ?= -v
 
 test-unit: $(TEST_STAMP)
 	$(TIMETABLE) tier unit --workers $(TEST_WORKERS) -- tests/unit $(DURATIONS)
@@ -158,13 +160,13 @@ test-mpi: $(TEST_STAMP)
 	done
 
 test-cluster: $(TEST_STAMP) system-packages $(PROXY_STAMP)
-	$(TIMETABLE) tier cluster --workers $(TEST_WORKERS) -- tests/cluster $(DURATIONS)
+	$(TIMETABLE) tier cluster --workers $(TEST_WORKERS) -- tests/cluster $(DURATIONS) $(LANE_REPORT)
 
 test-notebooks: $(TEST_STAMP)
-	$(TIMETABLE) tier notebooks --workers $(TEST_WORKERS) -- tests/notebooks $(DURATIONS)
+	$(TIMETABLE) tier notebooks --workers $(TEST_WORKERS) -- tests/notebooks $(DURATIONS) $(LANE_REPORT)
 
 test-browser: $(TEST_STAMP) system-packages $(PROXY_STAMP)
-	$(TIMETABLE) tier browser --workers $(TEST_WORKERS) -- tests/browser $(DURATIONS)
+	$(TIMETABLE) tier browser --workers $(TEST_WORKERS) -- tests/browser $(DURATIONS) $(LANE_REPORT)
 
 # The documentation site, offline, warnings as errors, each notebook with the outputs of its run:
 # those the notebook tier stored for these sources when it has run, or else executed into the site

@@ -211,7 +211,7 @@ def table() -> str:
         count = sum(len(s["outcomes"]) for s in tests)
         passed = sum(1 for s in tests for o in s["outcomes"].values() if o == "passed")
         failed = sum(1 for s in tests for o in s["outcomes"].values() if o == "failed")
-        status = "failed" if any(t["exit"] != 0 for t in runs) else "ok"
+        status = "failed" if any(t["exit"] not in (0, NO_TESTS) for t in runs) else "ok"
         lines.append(f"  {tier:<10} {_clock(seconds)}  {count:4d} tests ({passed} passed, {failed} failed)  "
                      f"{len(runs)} command(s), {status}")
     if spans:
