@@ -216,4 +216,5 @@ class ClassHub:
                 return found
 
             wait_until(lambda: not theirs(), f"{name}'s processes to end", LIMIT, diagnose=self.diagnose)
-        assert world_files(self.nodes) == {node: [] for node in self.nodes.compute}, self.diagnose()
+        left = world_files(self.nodes)
+        assert left == {node: [] for node in self.nodes.compute}, f"world files left: {left}\n{self.diagnose()}"
