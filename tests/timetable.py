@@ -118,8 +118,9 @@ def tier(name: str, workers: int, dist: str, args: list[str]) -> int:
     # the workers take the modules in the order collection gives them (tests/costs.py: heaviest first)
     spread = ["-n", str(workers), "--dist", dist, "--no-loadscope-reorder"] if workers > 1 else []
     try:
-        codes = [run(name, [*pytest, *spread, *args, *ignore, "-m", "not alone"], env),
-                 run(name, [*pytest, *args, *ignore, "-m", "alone"], env)]
+        codes = [run(name, [*pytest, *spread, *args, *ignore, "-m", "not alone"], env)]
+        if any("mark.alone" in p.read_text() for d in directories for p in d.rglob("test_*.py")):
+            codes.append(run(name, [*pytest, *args, *ignore, "-m", "alone"], env))
         if last:
             codes.append(run(name, [*pytest, *options, *map(str, last)], env))
     finally:
@@ -225,6 +226,9 @@ def table() -> str:
         for seconds, tier, label, nodeid in slowest:
             where = f"{tier}, {label}" if label else tier
             lines.append(f"  {seconds:7.1f} s  {nodeid}  [{where}]")
+    outcomes = [o for session in sessions for o in session["outcomes"].values()]
+    closing = (f"suite: {outcomes.count('passed')} passed, {outcomes.count('failed')} failed, "
+               f"{outcomes.count('skipped')} skipped")
     declared = {nodeid for record in _records("costs") for nodeid in record["declared"]}
     unsaid = sorted(((seconds, nodeid) for s in sessions for nodeid, seconds in s["tests"].items()
                      if seconds > COST_WHY_S and nodeid not in declared), reverse=True)
@@ -232,6 +236,8 @@ def table() -> str:
         lines += ["", f"Tests over {COST_WHY_S} s that do not say what they cost and why "
                       "(pytest.mark.cost(SECONDS, \"why\"): docs/architecture.md):"]
         lines += [f"  {seconds:7.1f} s  {nodeid}" for seconds, nodeid in unsaid]
+    if outcomes:  # every tier's tests in one closing line, the last of the run
+        lines += ["", closing]
     return "\n".join(lines)
 
 
@@ -239,7 +245,9 @@ def show() -> None:
     text = table()
     TABLE.parent.mkdir(parents=True, exist_ok=True)
     TABLE.write_text(text + "\n")
-    print("\n" + text + f"\n(kept in {TABLE})", flush=True)
+    body, _, last = text.rpartition("\n")
+    print("\n" + body + f"\n(kept in {TABLE})\n" + last if last.startswith("suite:") else
+          "\n" + text + f"\n(kept in {TABLE})", flush=True)
 
 
 # -- counting what the suite checks ------------------------------------------------------------
