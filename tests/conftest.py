@@ -51,11 +51,16 @@ _TREE_BEFORE: dict[str, tuple] | None = None
 _TREE_ROOT: str | None = None
 
 
-def _mpi_rank() -> int:
-    for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
+def _launcher_value(what: str) -> int | None:
+    """This process's MPI ``RANK`` or ``SIZE`` as its launcher set it (MPICH/Intel, Open MPI, PMIx)."""
+    for var in (f"PMI_{what}", f"OMPI_COMM_WORLD_{what}", f"PMIX_{what}"):
         if os.environ.get(var, "").isdigit():
             return int(os.environ[var])
-    return 0
+    return None
+
+
+def _mpi_rank() -> int:
+    return _launcher_value("RANK") or 0
 
 
 def _tree_state(root: str) -> dict[str, tuple] | None:
@@ -170,10 +175,8 @@ def pytest_runtest_logreport(report):
 
 def _session_label() -> str:
     """Which run of its tier a session is, when a tier runs several (the MPI tier: ranks, library)."""
-    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE"):
-        if os.environ.get(var, "").isdigit():
-            return f"{os.environ[var]} rank(s), {os.environ.get('MPIWORKBENCH_MPI') or 'mpich'}"
-    return ""
+    size = _launcher_value("SIZE")
+    return f"{size} rank(s), {os.environ.get('MPIWORKBENCH_MPI') or 'mpich'}" if size else ""
 
 
 def _write_times(session) -> None:

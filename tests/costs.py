@@ -43,8 +43,12 @@ def _cost_of(mark: "pytest.Mark") -> tuple[float, str]:
 
 def pytest_collection_modifyitems(config, items):
     per_file: dict[str, float] = {}
+    module_marks: dict[str, "pytest.Mark | None"] = {}  # read once per module, not per test
     for item in items:
-        module = _module_mark(getattr(item, "module", None))
+        file = str(item.path)
+        if file not in module_marks:
+            module_marks[file] = _module_mark(getattr(item, "module", None))
+        module = module_marks[file]
         own = next((m for m in item.own_markers if m.name == "cost"), None)
         for mark, where in ((module, f"module {item.path.name}"), (own, item.nodeid)):
             if mark is None:
@@ -54,7 +58,6 @@ def pytest_collection_modifyitems(config, items):
                 raise pytest.UsageError(f"{where} costs {seconds:.0f} s (more than {COST_WHY_S} s) but does not say "
                                         "why it must be that long: pytest.mark.cost(SECONDS, \"why\")")
             DECLARED_COSTS[item.nodeid] = (seconds, why)
-        file = str(item.path)
         if file not in per_file:
             per_file[file] = _cost_of(module)[0] if module is not None else 0.0
         if own is not None:

@@ -245,9 +245,7 @@ def show() -> None:
     text = table()
     TABLE.parent.mkdir(parents=True, exist_ok=True)
     TABLE.write_text(text + "\n")
-    body, _, last = text.rpartition("\n")
-    print("\n" + body + f"\n(kept in {TABLE})\n" + last if last.startswith("suite:") else
-          "\n" + text + f"\n(kept in {TABLE})", flush=True)
+    print(f"\n(kept in {TABLE})\n{text}", flush=True)  # the table's own closing line stays the run's last
 
 
 # -- counting what the suite checks ------------------------------------------------------------
