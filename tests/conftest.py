@@ -161,12 +161,23 @@ def pytest_sessionfinish(session, exitstatus):
 # pytest-xdist the controller writes (the workers' reports reach it), under mpiexec rank 0.
 _TEST_SECONDS: dict[str, float] = {}
 _TEST_OUTCOMES: dict[str, str] = {}
+#: A failed test's first reason (the crash line pytest prints), shown by the time table: a run
+#: whose log only keeps its tail (CI) still says which test failed and why.
+_TEST_FAILURES: dict[str, str] = {}
+
+
+def _crash_line(report) -> str:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = crash.message if crash is not None else str(report.longrepr or "")
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return f"{report.when}: {first[:300]}"
 
 
 def pytest_runtest_logreport(report):
     _TEST_SECONDS[report.nodeid] = _TEST_SECONDS.get(report.nodeid, 0.0) + report.duration
     if report.failed:
         _TEST_OUTCOMES[report.nodeid] = "failed"
+        _TEST_FAILURES.setdefault(report.nodeid, _crash_line(report))
     elif report.skipped and _TEST_OUTCOMES.get(report.nodeid) != "failed":
         _TEST_OUTCOMES[report.nodeid] = "skipped"
     elif report.when == "call" and report.nodeid not in _TEST_OUTCOMES:
@@ -190,4 +201,4 @@ def _write_times(session) -> None:
     if DECLARED_COSTS:  # where the tests were collected: a worker, or the only process
         timetable.record_costs(tier, {nodeid: list(cost) for nodeid, cost in DECLARED_COSTS.items()})
     if not hasattr(session.config, "workerinput"):
-        timetable.record_session(tier, _session_label(), _TEST_SECONDS, _TEST_OUTCOMES)
+        timetable.record_session(tier, _session_label(), _TEST_SECONDS, _TEST_OUTCOMES, _TEST_FAILURES)

@@ -170,10 +170,12 @@ def lanes(commands: dict[str, list[str]]) -> int:
     return next((code for code in codes.values() if code != 0), 0)
 
 
-def record_session(tier: str, label: str, tests: dict[str, float], outcomes: dict[str, str]) -> None:
-    """Keep one pytest session's test times (``nodeid -> seconds``) and outcomes."""
+def record_session(tier: str, label: str, tests: dict[str, float], outcomes: dict[str, str],
+                   failures: dict[str, str] | None = None) -> None:
+    """Keep one pytest session's test times (``nodeid -> seconds``), outcomes and, for each
+    failed test, its first reason (``nodeid -> line``)."""
     _write(RECORDS / f"tests-{tier}-{os.getpid()}-{int(time.time() * 1000)}.json",
-           {"tier": tier, "label": label, "tests": tests, "outcomes": outcomes})
+           {"tier": tier, "label": label, "tests": tests, "outcomes": outcomes, "failures": failures or {}})
 
 
 def record_costs(tier: str, declared: dict[str, list]) -> None:
@@ -236,6 +238,13 @@ def table() -> str:
         lines += ["", f"Tests over {COST_WHY_S} s that do not say what they cost and why "
                       "(pytest.mark.cost(SECONDS, \"why\"): docs/architecture.md):"]
         lines += [f"  {seconds:7.1f} s  {nodeid}" for seconds, nodeid in unsaid]
+    failed = [(s["tier"], s["label"], nodeid, s.get("failures", {}).get(nodeid, ""))
+              for s in sessions for nodeid, outcome in s["outcomes"].items() if outcome == "failed"]
+    if failed:
+        lines += ["", "Failed:"]
+        for tier, label, nodeid, why in failed:
+            where = f"{tier}, {label}" if label else tier
+            lines.append(f"  {nodeid}  [{where}]" + (f"\n      {why}" if why else ""))
     if outcomes:  # every tier's tests in one closing line, the last of the run
         lines += ["", closing]
     return "\n".join(lines)

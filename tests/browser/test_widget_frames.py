@@ -1,9 +1,12 @@
 """Every frame a live panel draws reaches the browser (issue 12): during a few seconds of
 Play, the slice picture Chromium receives changes exactly as often as the panel's own
 counters say — one new picture per frame, except frames whose picture came out byte for
-byte the same as the one before (near a turning point of the standing wave one time step
-can move no pixel's colour; such a frame sends nothing, and the panel counts it apart).
-No timing threshold: Play runs until a number of frames have been drawn."""
+byte the same as the one before (such a frame sends nothing, and the panel counts it apart).
+How many frames repeat their picture depends on the load: the steps per frame adapt to the
+frame rate, and when a frame's steps come near a whole period of the standing wave the
+picture hardly moves from frame to frame (a CI run once saw 13 new pictures in 27 frames).
+So the test asks for no share of new pictures: Play runs until both a number of frames and a
+number of new pictures have been drawn. No timing threshold."""
 
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ PANEL_CELL = 2
 FRAMES = r"frames (\d+)"
 PICTURES = r"\((\d+) new pictures\)"
 PLAYED = 25  # frames to see before pausing
+NEW = 10  # new pictures to see before pausing
 
 _COUNT_UPDATES = """([img]) => {
     window.__sliceUpdates = 0;
@@ -53,6 +57,7 @@ def test_the_browser_receives_every_frame_the_panel_counts(page, lab_server):
 
         play.click()
         wait_number(page, FRAMES, minimum=first + PLAYED)
+        wait_number(page, PICTURES, minimum=first_pictures + NEW)
         play.click()
         # the play loop has ended once the step buttons are enabled again
         page.wait_for_function("([el]) => !el.disabled", arg=[step1.element_handle()], timeout=LIMIT_MS)
@@ -60,7 +65,7 @@ def test_the_browser_receives_every_frame_the_panel_counts(page, lab_server):
         counted = read_number(page, FRAMES) - first
         new = read_number(page, PICTURES) - first_pictures
         received = page.evaluate("() => window.__sliceUpdates")
-        assert counted >= PLAYED and counted / 2 <= new <= counted  # most frames move the wave
+        assert counted >= PLAYED and NEW <= new <= counted
         assert received == new, (f"the panel drew {counted} frames with {new} new pictures, "
                                  f"the browser got {received} pictures")
         assert error_outputs(page) == []

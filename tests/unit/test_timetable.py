@@ -40,19 +40,23 @@ def test_the_table_lists_each_tier_in_order_and_the_slowest_tests(records):
     tests = {f"tests/cluster/test_x.py::test_{i}": float(i) for i in range(12)}
     timetable.record_session("cluster", "", tests, {nodeid: "passed" for nodeid in tests})
     timetable.record_session("unit", "", {"tests/unit/test_y.py::test_a": 30.5},
-                             {"tests/unit/test_y.py::test_a": "failed"})
+                             {"tests/unit/test_y.py::test_a": "failed"},
+                             {"tests/unit/test_y.py::test_a": "call: AssertionError: assert 1 == 2"})
     text = timetable.table()
     unit, cluster = (next(line for line in text.splitlines() if line.strip().startswith(t)) for t in ("unit", "cluster"))
     assert text.index(unit) < text.index(cluster)  # the order make test runs them in
     assert "25 s" in unit and "1 tests (0 passed, 1 failed)" in unit and "2 command(s), failed" in unit
     assert "50 s" in cluster and "12 tests (12 passed, 0 failed)" in cluster and cluster.endswith("ok")
     assert "all tiers      140 s" in text  # from the first start (10) to the last end (150)
-    slowest = [line for line in text.split("slowest tests")[1].splitlines()[1:] if line.endswith("]")]
+    slowest = [line for line in text.split("slowest tests")[1].split("Failed:")[0].splitlines()[1:] if line.endswith("]")]
     assert len(slowest) == timetable.SLOWEST
     assert "30.5 s  tests/unit/test_y.py::test_a  [unit]" in slowest[0]
     assert "11.0 s  tests/cluster/test_x.py::test_11  [cluster]" in slowest[1]
     assert not any("test_x.py::test_1 " in line for line in slowest)  # 1.0 s: not among the ten
     assert text.splitlines()[-1] == "suite: 12 passed, 1 failed, 0 skipped"  # the run's closing line
+    # the failed test and its reason just above it: a log that keeps only its tail still says them
+    assert text.splitlines()[-5:-1] == ["Failed:", "  tests/unit/test_y.py::test_a  [unit]",
+                                        "      call: AssertionError: assert 1 == 2", ""]
     timetable.show()
     assert timetable.TABLE.read_text().startswith("The suite's time table")
 
