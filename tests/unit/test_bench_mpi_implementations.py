@@ -46,7 +46,7 @@ def test_rows_per_implementation_with_their_library_versions(tmp_path):
 
 def test_an_unknown_name_lists_the_choices(capsys):
     assert main(["bench", "pingpong", "--np", "2", "--mpi", "mpich,lam"]) == 2
-    assert "unknown MPI implementation 'lam'; choose one of mpich, openmpi, impi" in capsys.readouterr().err
+    assert "unknown MPI implementation 'lam'; choose one of mpich, openmpi, impi, site" in capsys.readouterr().err
 
 
 def test_an_implementation_not_installed_says_how_to_install_it(tmp_path, monkeypatch, capsys):

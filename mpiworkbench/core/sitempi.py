@@ -1,0 +1,277 @@
+"""The site's MPI: the library the installed mpi4py loads, and the launcher and compiler that
+belong to it — detected, never guessed.
+
+On a cluster the MPI is the centre's (an environment module, Spack, the distribution's packages,
+Cray MPICH, Intel MPI), and mpi4py is built against it (``MPICC=mpicc pip install --no-binary
+mpi4py mpi4py``) or pointed at it (``MPI4PY_LIBMPI``). :func:`detect` finds out, in a child
+process (this module never loads MPI into the caller):
+
+* **the library**: the ``libmpi`` mpi4py maps when its ``MPI`` module is imported (without
+  ``MPI_Init``), with its ``MPI_Get_library_version`` and its *family*: ``openmpi`` (Open MPI)
+  or ``mpich`` (the MPICH ABI: MPICH, Intel MPI, MVAPICH, Cray MPICH);
+* **the launcher**: ``$MPIWORKBENCH_MPIEXEC``, else the first ``mpiexec`` of that family found
+  beside the library's prefix, beside the ``mpicc`` mpi4py was built with, or on ``PATH`` (the
+  venv's own ``bin``, where the ``mpich`` wheel puts MPICH's Hydra, is skipped). Its family is
+  what ``mpiexec --version`` says;
+* **the compiler**: ``$MPIWORKBENCH_MPICC``, else the ``mpicc`` mpi4py was built with, else the
+  one beside the launcher, else one on ``PATH``; its family is what its ``mpi.h`` defines.
+
+A launcher or compiler of another family is never used: :class:`Detected` keeps what was
+rejected and why, so ``mpiworkbench info`` and every refusal can name both sides.
+
+The facts travel to the ranks in :data:`FACTS_VARIABLE`, so a rank does not detect again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+#: Names the site's ``mpiexec`` (when it is not the first of its family on ``PATH``).
+MPIEXEC_VARIABLE = "MPIWORKBENCH_MPIEXEC"
+#: Names the site's ``mpicc``.
+MPICC_VARIABLE = "MPIWORKBENCH_MPICC"
+#: The detected facts, as JSON, in the environment of everything started under the site's MPI.
+FACTS_VARIABLE = "MPIWORKBENCH_SITE_MPI"
+
+#: The families of MPI libraries: which launchers and headers belong together.
+FAMILIES = {"openmpi": "Open MPI", "mpich": "MPICH ABI"}
+
+#: Seconds a probe (a child process importing mpi4py, an ``mpiexec --version``) may take.
+PROBE_LIMIT_S = 120
+
+_LIBRARY_NAME = re.compile(r"^lib(mpi|mpich|mpi_cray|mpi_gnu\w*|mpi_intel\w*|mpi_ibm)\.so(\.\d+)*$")
+
+_PROBE = r"""
+import json, os, re, sys
+import mpi4py
+mpi4py.rc.initialize = False
+mpi4py.rc.finalize = False
+from mpi4py import MPI
+pattern = re.compile(sys.argv[1])
+library = ""
+with open("/proc/self/maps") as maps:
+    for line in maps:
+        parts = line.split()
+        if len(parts) >= 6 and pattern.match(os.path.basename(parts[-1])):
+            library = os.path.realpath(parts[-1])
+            break
+config = {}
+try:
+    config = dict(mpi4py.get_config())
+except Exception:
+    pass
+print(json.dumps({"library": library, "version": MPI.Get_library_version().replace("\x00", "").strip(),
+                  "extension": MPI.__file__, "mpi4py": mpi4py.__version__, "config": config}))
+"""
+
+
+def family_of_version(text: str) -> str | None:
+    """``openmpi`` or ``mpich`` for an ``MPI_Get_library_version`` string (``None``: unknown)."""
+    if "Open MPI" in text:
+        return "openmpi"
+    if any(mark in text for mark in ("MPICH", "Intel(R) MPI", "MVAPICH")):
+        return "mpich"
+    return None
+
+
+def _run(command: list[str], env: Mapping[str, str] | None = None, stdin: str | None = None):
+    return subprocess.run(command, capture_output=True, text=True, input=stdin, env=dict(env or os.environ),
+                          timeout=PROBE_LIMIT_S, check=False)
+
+
+def probe_library(env: Mapping[str, str] | None = None) -> dict:
+    """What mpi4py loads in a child process with environment *env*: ``library`` (the real path
+    of the ``libmpi`` mapped), ``version``, ``extension`` (mpi4py's ``MPI`` module file),
+    ``mpi4py`` (its version) and ``config`` (``mpi4py.get_config()``: ``mpicc`` for a source build).
+    A ``RuntimeError`` says why when mpi4py cannot load an MPI library at all."""
+    proc = _run([sys.executable, "-c", _PROBE, _LIBRARY_NAME.pattern], env)
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
+        raise RuntimeError(f"mpi4py could not load an MPI library ({sys.executable} -c 'from mpi4py import MPI' "
+                           f"exited with {proc.returncode}):\n{tail}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def launcher_family(path: str, env: Mapping[str, str] | None = None) -> tuple[str | None, str]:
+    """The family of launcher *path* (``openmpi``, ``mpich`` or ``None``) and the first line of
+    its ``--version``."""
+    try:
+        proc = _run([path, "--version"], env)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"{path} --version failed: {exc}"
+    text = proc.stdout + proc.stderr
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if re.search(r"Open ?MPI|OpenRTE|Open RTE", text):
+        return "openmpi", first
+    if re.search(r"HYDRA|Intel\(R\) MPI|MPICH|MVAPICH", text):
+        return "mpich", first
+    return None, first
+
+
+def compiler_family(path: str, env: Mapping[str, str] | None = None) -> str | None:
+    """The family of the ``mpi.h`` compiler wrapper *path* includes (``None``: it compiles none)."""
+    try:
+        proc = _run([path, "-E", "-dM", "-x", "c", "-"], env, stdin="#include <mpi.h>\n")
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    if "OMPI_MAJOR_VERSION" in proc.stdout:
+        return "openmpi"
+    if re.search(r"#define (MPICH_VERSION|MPICH_NAME|I_MPI_VERSION|MVAPICH2?_VERSION)\b", proc.stdout):
+        return "mpich"
+    return None
+
+
+@dataclass(frozen=True)
+class Detected:
+    """What :func:`detect` found: the library mpi4py loads and the programs that belong to it."""
+
+    library: str
+    version: str
+    family: str | None
+    mpi4py: str
+    extension: str
+    built_with: str  # the mpicc mpi4py was built with ("" for a wheel)
+    mpiexec: str = ""
+    mpicc: str = ""
+    #: How each choice was made, and what was passed over (shown by ``mpiworkbench info``).
+    reasons: dict = field(default_factory=dict)
+
+    @property
+    def title(self) -> str:
+        """``Open MPI 4.1.4`` — the first line of the library's version, shortened."""
+        first = self.version.splitlines()[0] if self.version else "an unknown MPI"
+        words = [w for w in first.replace(",", " ").split() if w.rstrip(":").lower() != "version"]
+        return " ".join(words[:3])
+
+    @property
+    def source_build(self) -> bool:
+        """Whether mpi4py was built from source (then it loads its library whatever
+        ``MPI4PY_LIBMPI`` says); the PyPI wheel's modules carry an ABI tag (``MPI.mpich.*``)."""
+        name = Path(self.extension).name
+        return not (".mpich." in name or ".openmpi." in name or ".mpiabi." in name)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+
+def _own_bins() -> set[str]:
+    """Directories whose launchers belong to this package's PyPI MPIs, never to the site."""
+    from mpiworkbench.core import implementations
+
+    dirs = {os.path.realpath(Path(sys.executable).parent)}
+    dirs.update(os.path.realpath(impl.prefix() / "bin") for impl in implementations.REGISTRY if not impl.in_venv)
+    return dirs
+
+
+def _candidates(program: str, near: list[str], path: str) -> list[str]:
+    """Existing files named *program* (or ``program.openmpi``, ``.mpich``, ``.hydra``, Debian's
+    alternatives) in the directories *near*, then on *path*; the venv's own skipped."""
+    own = _own_bins()
+    found: list[str] = []
+    names = [program, f"{program}.openmpi", f"{program}.mpich", f"{program}.hydra"]
+    for directory in [*near, *path.split(os.pathsep)]:
+        if not directory or os.path.realpath(directory) in own:
+            continue
+        for name in names:
+            candidate = os.path.join(directory, name)
+            if os.path.isfile(candidate) and os.access(candidate, os.X_OK) and candidate not in found:
+                found.append(candidate)
+    return found
+
+
+def _pick(kind: str, named: str | None, candidates: list[str], family: str | None, family_of,
+          reasons: dict) -> str:
+    """The first of *candidates* of *family* (or *named*, which must be of it); records why."""
+    passed = []
+    if named:
+        resolved = shutil.which(named) or named
+        got = family_of(resolved)
+        if got == family:
+            reasons[kind] = f"named by ${MPIEXEC_VARIABLE if kind == 'mpiexec' else MPICC_VARIABLE}"
+            return resolved
+        reasons[kind] = (f"${MPIEXEC_VARIABLE if kind == 'mpiexec' else MPICC_VARIABLE}={named} is "
+                         f"{FAMILIES.get(got or '', 'of an unknown MPI')}'s, not {FAMILIES.get(family or '', '?')}'s")
+        return ""
+    for candidate in candidates:
+        got = family_of(candidate)
+        if got == family:
+            reasons[kind] = "found" + (f" (passed over: {'; '.join(passed)})" if passed else "")
+            return candidate
+        passed.append(f"{candidate} is {FAMILIES.get(got or '', 'of an unknown MPI')}'s")
+    reasons[kind] = ("none of " + FAMILIES.get(family or "", "this library") + "'s found"
+                     + (f" (passed over: {'; '.join(passed)})" if passed else " beside the library, mpi4py's mpicc "
+                        "or on PATH"))
+    return ""
+
+
+_cache: dict[tuple, Detected] = {}
+
+
+def _key(env: Mapping[str, str]) -> tuple:
+    return (sys.executable, *(env.get(name, "") for name in (
+        "PATH", "LD_LIBRARY_PATH", "MPI4PY_LIBMPI", MPIEXEC_VARIABLE, MPICC_VARIABLE)))
+
+
+def detect(env: Mapping[str, str] | None = None) -> Detected:
+    """The site's MPI as seen with environment *env* (default this process's), detected once per
+    environment (and not at all in a process started under it: :data:`FACTS_VARIABLE`)."""
+    env = dict(os.environ if env is None else env)
+    carried = env.get(FACTS_VARIABLE)
+    if carried:
+        try:
+            return Detected(**json.loads(carried))
+        except (TypeError, ValueError):
+            pass
+    key = _key(env)
+    if key not in _cache:
+        _cache[key] = _detect(env)
+    return _cache[key]
+
+
+def _detect(env: dict[str, str]) -> Detected:
+    from mpiworkbench.core import implementations
+
+    probe_env = {k: v for k, v in env.items() if k not in implementations.ALL_VARIABLES or k in ("MPI4PY_LIBMPI",)}
+    if probe_env.get("MPI4PY_LIBMPI") and any(
+            os.path.realpath(probe_env["MPI4PY_LIBMPI"]) == os.path.realpath(impl.library_file())
+            for impl in implementations.REGISTRY):
+        del probe_env["MPI4PY_LIBMPI"]  # one of ours, set for a job of ours: not the site's choice
+    facts = probe_library(probe_env)
+    family = family_of_version(facts["version"])
+    reasons: dict[str, str] = {"library": "what mpi4py loads" + (
+        f" (MPI4PY_LIBMPI={probe_env['MPI4PY_LIBMPI']})" if probe_env.get("MPI4PY_LIBMPI") else "")}
+    built_with = str(facts["config"].get("mpicc") or "")
+    built_with = shutil.which(built_with.split()[0], path=env.get("PATH")) or built_with if built_with else ""
+    library_dir = os.path.dirname(facts["library"])
+    near = [os.path.join(os.path.dirname(library_dir), "bin")]
+    if built_with:
+        near.insert(0, os.path.dirname(built_with))
+    run_env = {**probe_env, **implementations.RUN_AS_ROOT}
+    mpiexec = _pick("mpiexec", env.get(MPIEXEC_VARIABLE), _candidates("mpiexec", near, env.get("PATH", "")) +
+                    _candidates("mpirun", near, env.get("PATH", "")), family,
+                    lambda p: launcher_family(p, run_env)[0], reasons)
+    compilers = []
+    if built_with:
+        compilers.append(built_with)
+    if mpiexec:  # mpiexec.openmpi → mpicc.openmpi
+        name = os.path.basename(mpiexec)
+        suffix = name[name.index("."):] if "." in name else ""
+        sibling = os.path.join(os.path.dirname(mpiexec), "mpicc" + suffix)
+        if os.path.isfile(sibling):
+            compilers.append(sibling)
+    compilers += _candidates("mpicc", near, env.get("PATH", ""))
+    mpicc = _pick("mpicc", env.get(MPICC_VARIABLE), list(dict.fromkeys(compilers)), family,
+                  lambda p: compiler_family(p, run_env), reasons)
+    return Detected(library=facts["library"], version=facts["version"], family=family, mpi4py=facts["mpi4py"],
+                    extension=facts["extension"], built_with=built_with, mpiexec=mpiexec, mpicc=mpicc,
+                    reasons=reasons)
