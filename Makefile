@@ -18,14 +18,16 @@ PROXY_STAMP   := $(VENV)/.proxy-installed
 
 # Debian packages for the cluster tier (a private single-node Slurm: slurm-wlm, munge) and the
 # browser tier (chromium), Node.js for JupyterHub's proxy (`mpiworkbench hub`, the cluster tier's
-# class): each program the suite runs, and the package that brings it. Only the packages of
+# class), Debian's Open MPI and MPICH standing in for a cluster's MPI (`site`, the notebook tier's
+# tests/notebooks/test_site_mpi.py): each program the suite runs, and the package that brings it. Only the packages of
 # missing programs are installed: a machine's own Node.js (NodeSource's, say, which provides npm
 # and conflicts with Debian's npm package) is kept as it is.
 SYSTEM_NEEDS := chromium:chromium slurmctld:slurm-wlm slurmd:slurm-wlm munged:munge sinfo:slurm-wlm \
                 squeue:slurm-wlm sbatch:slurm-wlm ip:iproute2 nsenter:util-linux unshare:util-linux \
-                node:nodejs npm:npm openssl:openssl
+                node:nodejs npm:npm openssl:openssl \
+                mpiexec.openmpi:openmpi-bin mpicc.openmpi:libopenmpi-dev mpiexec.mpich:mpich mpicc.mpich:libmpich-dev
 
-.PHONY: lab test test-quick docs screenshots install install-test install-proxy install-ecosystem install-mpi4jax install-mpis profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
+.PHONY: lab test test-quick docs screenshots install install-test install-proxy install-ecosystem install-mpi4jax install-mpis site-venvs profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
 
 # JupyterLab gets none of the test suite's settings: a wall-clock limit in its environment would
 # reach every kernel, and every MPI world a kernel starts would die when it expired.
@@ -45,7 +47,7 @@ $(BIN)/python:
 	$(PIP) install --upgrade pip setuptools wheel
 
 $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
-	$(PIP) install -e .
+	$(PIP) install -e '.[mpich]'
 	@touch $@
 
 $(TEST_STAMP): pyproject.toml $(RUNTIME_STAMP)
@@ -64,6 +66,12 @@ $(PROXY_STAMP): | system-packages $(RUNTIME_STAMP)
 # packages and versions are registered once, in mpiworkbench/core/implementations.py.
 install-mpis: $(RUNTIME_STAMP)
 	$(BIN)/python -m mpiworkbench.core.implementations install openmpi impi
+
+# Venvs whose mpi4py is built from source against Debian's Open MPI and MPICH, in .venv/site/ (the
+# suite's stand-ins for a cluster's MPI; tests/site_venvs.py): quick when they are there, about two
+# minutes the first time (the builds, at -O0, are cached in ~/.cache/mpiworkbench).
+site-venvs: $(TEST_STAMP) system-packages
+	$(BIN)/python -m tests.site_venvs build
 
 # The optional extras beside `.[ecosystem]` and `.[mpi4jax]` that pip cannot resolve by itself
 # (pyproject.toml says why): PyMPDATA-MPI without its stale pins, and mpi4jax built from source
@@ -162,7 +170,7 @@ test-mpi: $(TEST_STAMP)
 test-cluster: $(TEST_STAMP) system-packages $(PROXY_STAMP)
 	$(TIMETABLE) tier cluster --workers $(TEST_WORKERS) -- tests/cluster $(DURATIONS) $(LANE_REPORT)
 
-test-notebooks: $(TEST_STAMP)
+test-notebooks: $(TEST_STAMP) site-venvs
 	$(TIMETABLE) tier notebooks --workers $(TEST_WORKERS) -- tests/notebooks $(DURATIONS) $(LANE_REPORT)
 
 test-browser: $(TEST_STAMP) system-packages $(PROXY_STAMP)

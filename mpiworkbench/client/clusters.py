@@ -48,8 +48,12 @@ ENGINE_PATIENCE_S = 600.0
 #: call, its result's buffers included, up to these bounds, then drops the oldest tenth. The
 #: workbench reads it only for the calls still queued when a hang is reported (whose notebook
 #: sent them), so it needs few records; ipyparallel's default lets it hold 1 GB of results.
+#: The bytes are what a long-lived controller's memory grows by: a live panel's frames carry
+#: pictures (~0.1 MB a call), and at 64 MB a 3-minute soak of three notebooks filled it and
+#: the controller grew past the soak's 50 MB bound (tests/cluster/test_soak.py); 16 MB holds
+#: the last ~150 frames' results.
 HUB_RECORDS = 1024
-HUB_BYTES = 64 * 1024**2
+HUB_BYTES = 16 * 1024**2
 
 
 def hub_database_settings() -> dict[str, int]:

@@ -45,7 +45,7 @@ from mpiworkbench.core import sitempi
 
 __all__ = ["Implementation", "SiteImplementation", "MPIMismatch", "REGISTRY", "VARIABLE", "ROOT_VARIABLE",
            "SIZE_VARIABLE", "DEFAULT", "SITE", "names", "get", "parse", "current", "default_name", "detect",
-           "status", "check", "check_world_size", "install"]
+           "status", "check", "choices", "check_world_size", "install"]
 
 #: Names the implementation a process (and everything it starts) uses.
 VARIABLE = "MPIWORKBENCH_MPI"
@@ -270,10 +270,19 @@ class SiteImplementation(Implementation):
         return env
 
 
+def _detect_site() -> sitempi.Detected:
+    """:func:`mpiworkbench.core.sitempi.detect` told what this registry knows: the launchers and
+    libraries that are this package's, never the site's."""
+    return sitempi.detect(
+        own_bins=frozenset(str(impl.prefix() / "bin") for impl in REGISTRY if not impl.in_venv),
+        own_libraries=frozenset(str(impl.library_file()) for impl in REGISTRY),
+        strip=ALL_VARIABLES, run_env=RUN_AS_ROOT)
+
+
 def _site() -> SiteImplementation:
     """The site's MPI as detected in this process's environment."""
     try:
-        facts = sitempi.detect()
+        facts = _detect_site()
     except (RuntimeError, OSError, ValueError) as exc:
         return SiteImplementation(SITE, "site MPI", (), "", "", "-genv", problem=str(exc),
                                   notes="not detected")
@@ -351,7 +360,7 @@ def default_name() -> str:
     if _wheel_loads_venv_mpi():
         return DEFAULT
     try:
-        facts = sitempi.detect()
+        facts = _detect_site()
     except (RuntimeError, OSError, ValueError):
         return DEFAULT  # nothing loads: the commands that need MPI say so themselves
     return DEFAULT if _is_ours(facts.library) else SITE
@@ -394,7 +403,7 @@ def check(impl: Implementation) -> None:
         raise MPIMismatch(why)
     if impl.name == SITE or _abi_wheel():  # the wheel loads the library impl.variables() names
         return
-    facts = sitempi.detect()  # a source build: it loads the library it was linked with
+    facts = _detect_site()  # a source build: it loads the library it was linked with
     if facts.library and os.path.realpath(facts.library) == os.path.realpath(impl.library_file()):
         return
     raise MPIMismatch(
@@ -404,6 +413,21 @@ def check(impl: Implementation) -> None:
         f"would fail or each start a world of its own. Run under the MPI mpi4py was built for: "
         f"--mpi {SITE} (Workbench(mpi='{SITE}'), profile create --mpi {SITE}); or, to use {impl.title}, "
         f"reinstall mpi4py's wheel: {sys.executable} -m pip install --force-reinstall mpi4py")
+
+
+def choices() -> tuple[list[Implementation], list[str]]:
+    """What the panels offer: the implementations that can start ranks here (installed, the site's
+    when detected, none refused by :func:`check`), and why each other one cannot."""
+    usable, reasons = [], []
+    for name in names():
+        impl = get(name)
+        try:
+            check(impl)
+        except MPIMismatch as exc:
+            reasons.append(str(exc))
+            continue
+        usable.append(impl)
+    return usable, reasons
 
 
 def _abi_wheel() -> bool:

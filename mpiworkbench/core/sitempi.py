@@ -164,19 +164,11 @@ class Detected:
         return json.dumps(asdict(self), sort_keys=True)
 
 
-def _own_bins() -> set[str]:
-    """Directories whose launchers belong to this package's PyPI MPIs, never to the site."""
-    from mpiworkbench.core import implementations
-
-    dirs = {os.path.realpath(Path(sys.executable).parent)}
-    dirs.update(os.path.realpath(impl.prefix() / "bin") for impl in implementations.REGISTRY if not impl.in_venv)
-    return dirs
-
-
-def _candidates(program: str, near: list[str], path: str) -> list[str]:
+def _candidates(program: str, near: list[str], path: str, own: frozenset[str] = frozenset()) -> list[str]:
     """Existing files named *program* (or ``program.openmpi``, ``.mpich``, ``.hydra``, Debian's
-    alternatives) in the directories *near*, then on *path*; the venv's own skipped."""
-    own = _own_bins()
+    alternatives) in the directories *near*, then on *path*; the directories *own* (real paths:
+    the venv's ``bin``, where the ``mpich`` wheel puts its ``mpiexec``) skipped."""
+    own = frozenset(os.path.realpath(d) for d in own) | {os.path.realpath(Path(sys.executable).parent)}
     found: list[str] = []
     names = [program, f"{program}.openmpi", f"{program}.mpich", f"{program}.hydra"]
     for directory in [*near, *path.split(os.pathsep)]:
@@ -215,16 +207,21 @@ def _pick(kind: str, named: str | None, candidates: list[str], family: str | Non
 
 
 _cache: dict[tuple, Detected] = {}
+#: The variables that change what is detected (the rest of the environment does not).
+_KEYED = ("PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "MPI4PY_LIBMPI", MPIEXEC_VARIABLE, MPICC_VARIABLE)
 
 
-def _key(env: Mapping[str, str]) -> tuple:
-    return (sys.executable, *(env.get(name, "") for name in (
-        "PATH", "LD_LIBRARY_PATH", "MPI4PY_LIBMPI", MPIEXEC_VARIABLE, MPICC_VARIABLE)))
-
-
-def detect(env: Mapping[str, str] | None = None) -> Detected:
+def detect(env: Mapping[str, str] | None = None, *, own_bins: frozenset[str] = frozenset(),
+           own_libraries: frozenset[str] = frozenset(), strip: frozenset[str] = frozenset(),
+           run_env: Mapping[str, str] | None = None) -> Detected:
     """The site's MPI as seen with environment *env* (default this process's), detected once per
-    environment (and not at all in a process started under it: :data:`FACTS_VARIABLE`)."""
+    environment (and not at all in a process started under it: :data:`FACTS_VARIABLE`).
+
+    What the registry of implementations knows is passed in: *own_bins*, directories whose
+    launchers are this package's (never the site's); *own_libraries*, its libraries (an
+    ``MPI4PY_LIBMPI`` naming one was set for a job of ours, not by the site); *strip*, variables
+    of its implementations (not the site's); *run_env*, variables the site's launcher needs to
+    answer ``--version`` (Open MPI's as root)."""
     env = dict(os.environ if env is None else env)
     carried = env.get(FACTS_VARIABLE)
     if carried:
@@ -232,20 +229,19 @@ def detect(env: Mapping[str, str] | None = None) -> Detected:
             return Detected(**json.loads(carried))
         except (TypeError, ValueError):
             pass
-    key = _key(env)
+    probe_env = {k: v for k, v in env.items() if k not in strip or k == "MPI4PY_LIBMPI"}
+    libmpi = probe_env.get("MPI4PY_LIBMPI")
+    if libmpi and os.path.realpath(libmpi) in {os.path.realpath(p) for p in own_libraries}:
+        del probe_env["MPI4PY_LIBMPI"]  # one of ours, set for a job of ours: not the site's choice
+    key = (sys.executable, own_bins, tuple(sorted((run_env or {}).items())),
+           *(probe_env.get(name, "") for name in _KEYED))
     if key not in _cache:
-        _cache[key] = _detect(env)
+        _cache[key] = _detect(probe_env, own_bins, dict(run_env or {}))
     return _cache[key]
 
 
-def _detect(env: dict[str, str]) -> Detected:
-    from mpiworkbench.core import implementations
-
-    probe_env = {k: v for k, v in env.items() if k not in implementations.ALL_VARIABLES or k in ("MPI4PY_LIBMPI",)}
-    if probe_env.get("MPI4PY_LIBMPI") and any(
-            os.path.realpath(probe_env["MPI4PY_LIBMPI"]) == os.path.realpath(impl.library_file())
-            for impl in implementations.REGISTRY):
-        del probe_env["MPI4PY_LIBMPI"]  # one of ours, set for a job of ours: not the site's choice
+def _detect(probe_env: dict[str, str], own_bins: frozenset[str], run_env: dict[str, str]) -> Detected:
+    env = probe_env
     facts = probe_library(probe_env)
     family = family_of_version(facts["version"])
     reasons: dict[str, str] = {"library": "what mpi4py loads" + (
@@ -256,9 +252,10 @@ def _detect(env: dict[str, str]) -> Detected:
     near = [os.path.join(os.path.dirname(library_dir), "bin")]
     if built_with:
         near.insert(0, os.path.dirname(built_with))
-    run_env = {**probe_env, **implementations.RUN_AS_ROOT}
-    mpiexec = _pick("mpiexec", env.get(MPIEXEC_VARIABLE), _candidates("mpiexec", near, env.get("PATH", "")) +
-                    _candidates("mpirun", near, env.get("PATH", "")), family,
+    run_env = {**probe_env, **run_env}
+    path = env.get("PATH", "")
+    mpiexec = _pick("mpiexec", env.get(MPIEXEC_VARIABLE), _candidates("mpiexec", near, path, own_bins) +
+                    _candidates("mpirun", near, path, own_bins), family,
                     lambda p: launcher_family(p, run_env)[0], reasons)
     compilers = []
     if built_with:
@@ -269,7 +266,7 @@ def _detect(env: dict[str, str]) -> Detected:
         sibling = os.path.join(os.path.dirname(mpiexec), "mpicc" + suffix)
         if os.path.isfile(sibling):
             compilers.append(sibling)
-    compilers += _candidates("mpicc", near, env.get("PATH", ""))
+    compilers += _candidates("mpicc", near, path, own_bins)
     mpicc = _pick("mpicc", env.get(MPICC_VARIABLE), list(dict.fromkeys(compilers)), family,
                   lambda p: compiler_family(p, run_env), reasons)
     return Detected(library=facts["library"], version=facts["version"], family=family, mpi4py=facts["mpi4py"],

@@ -108,8 +108,7 @@ class ControlPanel:
         self.level = widgets.Dropdown(options=[("mpi4py's default", None), *((lv, lv) for lv in machine.THREAD_LEVELS)],
                                       value=wb.thread_level if wb.owns_cluster else None, description="Thread level",
                                       style=WHOLE_LABEL)
-        installed = [impl for impl in implementations.REGISTRY if impl.installed()]
-        missing = [impl.missing() for impl in implementations.REGISTRY if not impl.installed()]
+        installed, missing = implementations.choices()
         self.mpi = widgets.Dropdown(options=[(impl.title, impl.name) for impl in installed] or [(wb.mpi, wb.mpi)],
                                     value=wb.mpi, description="MPI", style=WHOLE_LABEL,
                                     tooltip="\n".join(["MPI implementation of the ranks", *missing]))

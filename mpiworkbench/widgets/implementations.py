@@ -7,18 +7,17 @@ from __future__ import annotations
 import socket
 from typing import Iterator
 
-from mpiworkbench.core.implementations import REGISTRY
+from mpiworkbench.core.implementations import choices
 
 
 def selector(wb, command: str):
-    """The **Also under** control of a panel on *wb*: the installed implementations other than
-    the engines'; disabled when the engines run on other hosts (a run here would not compare)."""
+    """The **Also under** control of a panel on *wb*: the implementations usable here other than
+    the engines' (:func:`~mpiworkbench.core.implementations.choices`); disabled when the engines run on other hosts (a run here would not compare)."""
     import ipywidgets as w
 
     here = all(host == socket.gethostname() for host in (getattr(wb, "hosts", None) or {}).values())
     return w.SelectMultiple(
-        options=[(impl.title, impl.name) for impl in REGISTRY
-                 if impl.name != getattr(wb, "mpi", None) and impl.installed()],
+        options=[(impl.title, impl.name) for impl in choices()[0] if impl.name != getattr(wb, "mpi", None)],
         value=(), rows=2, description="Also under", disabled=not here,
         tooltip=(f"after the engines' run, the same measurement on this host under each implementation "
                  f"chosen (mpiworkbench {command} --mpi NAME), beside it" if here else

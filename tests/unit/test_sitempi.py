@@ -10,6 +10,7 @@ import dataclasses
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,9 +54,8 @@ def test_a_compilers_family_is_what_its_mpi_h_defines(tmp_path):
     assert sitempi.compiler_family(_program(tmp_path / "x" / "mpicc", "#define X 1\n")) is None
 
 
-def test_the_first_launcher_of_the_librarys_family_wins_and_the_others_are_named(tmp_path, monkeypatch):
+def test_the_first_launcher_of_the_librarys_family_wins_and_the_others_are_named(tmp_path):
     """Debian's layout: `mpiexec` is the alternatives' choice (Open MPI), `mpiexec.mpich` MPICH's."""
-    monkeypatch.setattr(sitempi, "_own_bins", lambda: set())
     bin_ = tmp_path / "usr" / "bin"
     openmpi = _program(bin_ / "mpiexec", ORTE)
     hydra = _program(bin_ / "mpiexec.mpich", HYDRA)
@@ -70,14 +70,17 @@ def test_the_first_launcher_of_the_librarys_family_wins_and_the_others_are_named
     assert f"${sitempi.MPIEXEC_VARIABLE}={openmpi} is Open MPI's, not MPICH ABI's" == reasons["mpiexec"]
 
 
-def test_the_venvs_own_launcher_is_never_the_sites(tmp_path, monkeypatch):
+def test_the_venvs_own_launcher_is_never_the_sites(tmp_path):
     """The mpich wheel puts MPICH's Hydra beside the interpreter: a site's MPICH-family library
     must not be launched by it (it is the wheel's, and comes first on a venv's PATH)."""
     own = tmp_path / "venv" / "bin"
     _program(own / "mpiexec", HYDRA)
     site = _program(tmp_path / "site" / "bin" / "mpiexec", HYDRA)
-    monkeypatch.setattr(sitempi, "_own_bins", lambda: {os.path.realpath(own)})
-    assert sitempi._candidates("mpiexec", [], f"{own}{os.pathsep}{tmp_path / 'site' / 'bin'}") == [site]
+    path = f"{own}{os.pathsep}{tmp_path / 'site' / 'bin'}"
+    assert sitempi._candidates("mpiexec", [], path, frozenset({str(own)})) == [site]
+    # and the interpreter's own bin/ always (the mpich wheel's mpiexec is beside it)
+    assert os.path.realpath(Path(sys.executable).parent) not in {
+        os.path.dirname(os.path.realpath(c)) for c in sitempi._candidates("mpiexec", [], os.path.dirname(sys.executable))}
 
 
 def _facts(**changes) -> sitempi.Detected:
@@ -91,7 +94,7 @@ def _facts(**changes) -> sitempi.Detected:
 
 def test_the_site_is_the_default_when_mpi4py_loads_a_library_outside_the_venv(monkeypatch):
     monkeypatch.setattr(impls, "_abi_wheel", lambda: False)
-    monkeypatch.setattr(sitempi, "detect", lambda env=None: _facts())
+    monkeypatch.setattr(sitempi, "detect", lambda env=None, **_: _facts())
     assert impls.default_name() == "site"
     site = impls.get("site")
     assert site.missing() == "" and site.mpiexec() == "/opt/site/bin/mpiexec"
@@ -103,12 +106,12 @@ def test_the_site_is_the_default_when_mpi4py_loads_a_library_outside_the_venv(mo
     # a process started under it reads the facts instead of detecting again
     assert sitempi.detect({sitempi.FACTS_VARIABLE: env[sitempi.FACTS_VARIABLE]}) == _facts()
     # the library the wheel would load from the venv is not a site's
-    monkeypatch.setattr(sitempi, "detect", lambda env=None: _facts(library=str(impls.get("mpich").library_file())))
+    monkeypatch.setattr(sitempi, "detect", lambda env=None, **_: _facts(library=str(impls.get("mpich").library_file())))
     assert impls.default_name() == "mpich"
 
 
 def test_a_site_without_a_launcher_of_its_family_is_refused_naming_what_was_found(monkeypatch):
-    monkeypatch.setattr(sitempi, "detect", lambda env=None: _facts(
+    monkeypatch.setattr(sitempi, "detect", lambda env=None, **_: _facts(
         mpiexec="", reasons={"mpiexec": "none of Open MPI's found (passed over: /usr/bin/mpiexec is MPICH ABI's)"}))
     site = impls.get("site")
     with pytest.raises(impls.MPIMismatch, match=r"no mpiexec of the site's MPI, Open MPI v4.1.4 "
@@ -123,7 +126,7 @@ def test_mpi4py_built_for_the_site_refuses_a_pypi_launcher_naming_both(monkeypat
     """The issue's first try: mpi4py built against Debian's Open MPI, the mpich wheel's mpiexec
     first on PATH. Refused before any rank starts, never a 60 s wait."""
     monkeypatch.setattr(impls, "_abi_wheel", lambda: False)
-    monkeypatch.setattr(sitempi, "detect", lambda env=None: _facts())
+    monkeypatch.setattr(sitempi, "detect", lambda env=None, **_: _facts())
     with pytest.raises(impls.MPIMismatch) as info:
         impls.check(impls.get("mpich"))
     text = str(info.value)
@@ -135,7 +138,7 @@ def test_mpi4py_built_for_the_site_refuses_a_pypi_launcher_naming_both(monkeypat
 
 
 def test_a_site_that_cannot_load_is_refused_with_mpi4pys_error(monkeypatch):
-    def fails(env=None):
+    def fails(env=None, **_):
         raise RuntimeError("mpi4py could not load an MPI library (…): undefined symbol: MPI_Buffer_iflush")
 
     monkeypatch.setattr(sitempi, "detect", fails)

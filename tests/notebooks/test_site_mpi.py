@@ -1,0 +1,179 @@
+"""Every part under the site's MPI (``site``): Debian's Open MPI and Debian's MPICH stand in for a
+cluster's, each with mpi4py built from source against it in a venv of its own
+(:mod:`tests.site_venvs`; ``make test`` installs the packages as root and builds the venvs).
+
+In each venv, with nothing of the main venv on ``PATH`` (as on a cluster after ``module load``):
+the README's first cells in a notebook kernel (a world of 2 ranks, ``%%px``), then the wave solver
+with numba and numba-mpi equal to the serial answer, the hang report of the interposer built
+against the site's ``mpi.h`` naming ``MPI_Recv`` and its peer, a restart, and the mpich wheel's
+launcher refused; from the command line, the wave solver on 3 ranks with the C kernel and backend
+compiled by the site's ``mpicc``, ``bench pingpong`` with the ``c`` and ``mpi4py-buf`` backends,
+``info`` naming the site's library and launcher, and the mismatches refused before any rank starts.
+
+(In the notebook tier: it runs notebook kernels, and its lane has the time; ``make
+test-notebooks`` builds the venvs first.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+from mpiworkbench.core import implementations
+from tests import site_venvs
+from tests.notebooks.test_notebooks import printed_by, run_notebook
+from tests.notebooks.test_readme_runs import README, readme_cells
+
+pytestmark = pytest.mark.cost(
+    200, "two distribution MPIs: the README's first cells in a notebook kernel of each, their CLI runs "
+         "at 2 and 3 ranks, and the refusals")
+
+SITES = list(site_venvs.SITES)
+MESH, STEPS = 17, 10
+#: A deadlock: rank 0 receives from rank 1, which waits in a barrier.
+DEADLOCK = ("from mpi4py import MPI\nimport numpy as np\nc = MPI.COMM_WORLD\nb = np.zeros(4)\n"
+            "if c.rank == 0:\n    c.Recv(b, source=1, tag=7)\nelse:\n    c.Barrier()\n")
+#: What each site's library says of itself.
+TITLES = {"debian-openmpi": "Open MPI v4", "debian-mpich": "MPICH Version: 4"}
+#: The README's first cells: a workbench and its panel, and ``%%px``.
+FIRST_CELLS = 2
+
+
+@pytest.fixture
+def site(request, monkeypatch, tmp_path):
+    """The site venv *request.param* as a user's shell after ``module load``: its Python first,
+    the system's MPI programs on ``PATH``, nothing of the main venv or of another MPI's variables."""
+    name = request.param
+    why = site_venvs.missing(name)
+    if why:
+        pytest.fail(why)  # make test installs and builds them: missing is a failure, not a skip
+    main_bin = os.path.realpath(Path(sys.executable).parent)
+    path = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and os.path.realpath(d) != main_bin]
+    monkeypatch.setenv("PATH", os.pathsep.join([str(site_venvs.python(name).parent), *path]))
+    for variable in [*implementations.ALL_VARIABLES, "VIRTUAL_ENV", "MPIWORKBENCH_MPIEXEC", "MPIWORKBENCH_MPICC"]:
+        monkeypatch.delenv(variable, raising=False)
+    kernels = tmp_path / "jupyter" / "kernels" / "python3"
+    kernels.mkdir(parents=True)
+    (kernels / "kernel.json").write_text(json.dumps({
+        "argv": [str(site_venvs.python(name)), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": f"Python 3 ({name})", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))  # its "python3" kernel comes first
+    return name
+
+
+def cli(name: str, *args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    """``python -m mpiworkbench ARGS`` in the site venv."""
+    return subprocess.run([str(site_venvs.python(name)), "-m", "mpiworkbench", *args], capture_output=True,
+                          text=True, timeout=timeout, env=env)
+
+
+def cli_wave(name: str, out: Path, np_: int = 1, *options: str) -> np.ndarray:
+    """The wave problem on *np_* ranks of the site's MPI from the command line (one rank, NumPy
+    kernel: the serial answer); its gathered field."""
+    proc = cli(name, "wave", "--np", str(np_), "--mesh", str(MESH), "--steps", str(STEPS), *options,
+               "--save", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return np.load(out)
+
+
+def notebook(tmp_path: Path, cells: list[str]) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = tmp_path / "site.ipynb"
+    nbformat.write(nb, path)
+    return run_notebook(path, tmp_path)
+
+
+def checks(kernel: str, exchange: str, field: Path) -> list[str]:
+    """Cells after a workbench *wb* is started: which MPI, the wave field, the hang."""
+    return [
+        "print('MPI:', wb.mpi, '|', wb.environment()['library'])",
+        # numba-mpi, or the C kernel and backend, under the site's library
+        f"import numpy as np\nw = wb.wave(mesh={MESH}, kernel={kernel!r}, exchange={exchange!r})\n"
+        f"w.step({STEPS})\nnp.save({str(field)!r}, w.field())\nw.close()",
+        "from mpiworkbench import ExecutionTimeout\nwb.timeout = 5\ntry:\n"
+        f"    wb.execute({DEADLOCK!r})\nexcept ExecutionTimeout as exc:\n    hang = exc\n"
+        "print('HANG', [(s.rank, s.inflight.call if s.inflight else None, s.inflight.peer if s.inflight else None)"
+        " for s in hang.ranks])\nprint(hang)\nwb.timeout = 120\nwb.restart()",
+        "%%px\nprint(f'after the restart {MPI.COMM_WORLD.rank} of {MPI.COMM_WORLD.size}')",
+        # the world's own launcher refused: MPICH's wheel cannot start ranks of this mpi4py
+        "from mpiworkbench import Workbench\ntry:\n    Workbench(n=2, mpi='mpich', activate=False).start()\n"
+        "except Exception as exc:\n    print('REFUSED', type(exc).__name__, exc)",
+        "wb.stop()",
+    ]
+
+
+def _check_run(nb, name: str, n: int, field: Path, serial: np.ndarray) -> None:
+    said = "".join(printed_by(cell) for cell in nb.cells)
+    for rank in range(n):
+        assert f"Hello, world! I'm process {rank} of {n}." in said, said  # the README's %%px cell
+        assert f"after the restart {rank} of {n}" in said, said
+    assert f"MPI: site | {TITLES[name]}" in said, said
+    # the distributed field is the serial answer, bit for bit (the solver's decomposition is exact)
+    assert np.array_equal(np.load(field), serial)
+    hang = next(line for line in said.splitlines() if line.startswith("HANG"))
+    assert "(0, 'MPI_Recv', 1)" in hang, said  # rank 0 blocked receiving from rank 1
+    assert all(f"({rank}, 'MPI_Barrier'" in hang for rank in range(1, n)), said
+    assert "blocked in MPI_Recv(source=1, tag=7" in said, said
+    refused = next(line for line in said.splitlines() if line.startswith("REFUSED"))
+    assert "MPIMismatch" in refused and "built from source for" in refused and "--mpi site" in refused, refused
+
+
+@pytest.mark.parametrize("site", SITES, indirect=True)
+def test_the_readme_runs_under_the_sites_mpi_in_a_notebook(site, tmp_path, monkeypatch):
+    """The README's first cells as written (2 ranks of its own: no cluster is running), then the checks."""
+    monkeypatch.setenv("MPIWORKBENCH_SMALL", "1")
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    field = tmp_path / "field.npy"
+    first = readme_cells(README.read_text())[:FIRST_CELLS]
+    nb = notebook(tmp_path, [*first, *checks("numba", "numba-mpi", field)])
+    _check_run(nb, site, 2, field, cli_wave(site, tmp_path / "serial.npy", 1, "--kernel", "numpy"))
+
+
+@pytest.mark.parametrize("site", SITES, indirect=True)
+def test_the_wave_solver_on_three_ranks_with_the_c_kernel_and_backend_from_the_command_line(site, tmp_path):
+    serial = cli_wave(site, tmp_path / "serial.npy", 1, "--kernel", "numpy")
+    field = cli_wave(site, tmp_path / "three.npy", 3, "--kernel", "c", "--exchange", "backend:c")
+    assert np.array_equal(field, serial)
+
+
+@pytest.mark.parametrize("site", SITES, indirect=True)
+def test_bench_pingpong_and_info_under_the_sites_mpi(site, tmp_path):
+    out = tmp_path / "pingpong.json"
+    proc = cli(site, "bench", "pingpong", "--np", "2", "--backend", "c,mpi4py-buf", "--sizes", "8,1048576",
+               "--time-cap", "0.1", "--json", str(out), "--no-load-check")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    rows = {(row["backend"], row["size"]) for row in doc["rows"]}
+    assert rows == {("c", 8), ("c", 1048576), ("mpi4py-buf", 8), ("mpi4py-buf", 1048576)}, doc["rows"]
+    assert all(row["t_us"] > 0 for row in doc["rows"]), doc["rows"]
+    assert TITLES[site].split()[0] in json.dumps(doc["environment"]), doc["environment"]
+    info = cli(site, "info", "--np", "1")
+    assert info.returncode == 0, info.stderr
+    line = next(line for line in info.stdout.splitlines() if line.startswith("MPI            site:"))
+    mpiexec = site_venvs.SITES[site][1]
+    assert "(this job)" in line and os.path.realpath(mpiexec) in {
+        os.path.realpath(word.rstrip(";")) for word in line.split()}, line
+
+
+@pytest.mark.parametrize("site", ["debian-openmpi"], indirect=True)
+def test_a_mismatch_is_refused_before_any_rank_starts_naming_both_sides(site):
+    """mpi4py built for Debian's Open MPI: the mpich wheel's launcher (the issue's first try), and
+    a site launcher named by the variable that is MPICH's, are both refused with the fix."""
+    proc = cli(site, "bench", "pingpong", "--np", "2", "--mpi", "mpich", timeout=120)
+    assert proc.returncode != 0
+    assert "built from source for Open MPI v4" in proc.stderr and "--mpi mpich is MPICH from PyPI" in proc.stderr
+    assert "--mpi site" in proc.stderr and "MPI_ABORT" not in proc.stderr and "suspicious" not in proc.stderr
+    hydra = site_venvs.SITES["debian-mpich"][1]
+    proc = cli(site, "bench", "pingpong", "--np", "2", timeout=120,
+               env={**os.environ, "MPIWORKBENCH_MPIEXEC": hydra})
+    assert proc.returncode != 0
+    assert f"MPIWORKBENCH_MPIEXEC={hydra} is MPICH ABI's, not Open MPI's" in proc.stderr, proc.stderr
