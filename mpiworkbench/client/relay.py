@@ -123,7 +123,8 @@ def fan_out(runner: Callable[..., tuple], *args: Any) -> list[tuple]:
     which never raise), rank 0's first."""
     kernel = _kernel()
     relay, peers = _relay.get("socket"), _relay.get("peers", [])
-    call_id = ((kernel.get_parent("shell") or {}).get("header") or {}).get("msg_id", "")
+    header = (kernel.get_parent("shell") or {}).get("header") or {}
+    call_id = header.get("msg_id", "")
     expected = {}
     if peers:
         buffers = serialize.pack_apply_message(runner, args, {})
@@ -131,6 +132,11 @@ def fan_out(runner: Callable[..., tuple], *args: Any) -> list[tuple]:
             msg = kernel.session.msg("apply_request", content={},
                                      metadata={"original_msg_id": call_id, "label": LABEL})
             msg["header"]["msg_id"] = msg["msg_id"] = f"{call_id}_{rank}"
+            # the notebook's session, not rank 0's: what a rank publishes while it runs its copy
+            # (IOPub: a failure notice, its in-flight report when blocked) carries the copy's
+            # header as its parent, and a client takes in only what answers its own session —
+            # with rank 0's, the report of a rank on another host never reached the notebook
+            msg["header"]["session"] = header.get("session", msg["header"]["session"])
             _send(kernel.session, relay, msg, ident, buffers)
             expected[msg["msg_id"]] = rank
     started = time.monotonic()

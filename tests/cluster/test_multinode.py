@@ -187,6 +187,27 @@ try:
                                for i in exc.trace.unfinished]}
     wb.timeout = 60.0
     wb.restart()
+
+    # the same through a relayed call (wb.run, %%px: rank 0 hands it to the others): the report
+    # of the rank on the second node reaches the notebook through what it publishes
+    @ipp.interactive
+    def receive_on_last():
+        import numpy as np
+        from mpi4py import MPI
+
+        if MPI.COMM_WORLD.rank == MPI.COMM_WORLD.size - 1:
+            MPI.COMM_WORLD.Recv(np.empty(4), source=0, tag=78)
+
+    wb.timeout = 6.0
+    try:
+        wb.run(receive_on_last)
+    except ExecutionTimeout as exc:
+        state = next(r for r in exc.ranks if r.rank == last)
+        report["relayed_hang"] = {"call": state.inflight and state.inflight.call, "host": state.host,
+                                  "peer": state.inflight and state.inflight.peer,
+                                  "tag": state.inflight and state.inflight.tag, "text": str(exc)}
+    wb.timeout = 60.0
+    wb.restart()
     report["after_restart"] = {"hosts": sorted(wb.hosts.values()), "allreduce": wb.run(allreduce_ranks)}
 
     # faults: an engine on the second node killed, then the engines' job cancelled; each time the
@@ -462,6 +483,10 @@ def test_workbench_attaches_to_engines_on_both_nodes(multinode, tmp_path):
         assert (hang["call"], hang["peer"], hang["tag"]) == ("MPI_Recv", 0, 77), hang["text"]
         assert hang["line"] and hang["line"].split(" in ")[0].endswith(":4"), hang["text"]
         assert f"rank {ranks - 1}" in hang["text"] and "MPI_Recv" in hang["text"], hang["text"]
+        relayed = report.get("relayed_hang")
+        assert relayed is not None, "the relayed blocked receive did not time out"
+        assert (relayed["call"], relayed["peer"], relayed["tag"]) == ("MPI_Recv", 0, 78), relayed["text"]
+        assert relayed["host"] == multinode.compute[-1], relayed["text"]
         again = report["after_restart"]
         assert again["allreduce"] == [ranks * (ranks + 1) // 2] * ranks, again
         assert again["hosts"] == sorted(multinode.compute * (ranks // len(multinode.compute))), again

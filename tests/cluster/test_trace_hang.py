@@ -4,6 +4,7 @@ on a real cluster."""
 
 from __future__ import annotations
 
+import ipyparallel as ipp
 import pytest
 
 from mpiworkbench import ExecutionTimeout, Workbench
@@ -81,6 +82,30 @@ def test_send_send_deadlock_of_large_messages(wb, seen_from):
         assert (rec.call, rec.peer, rec.tag, rec.bytes) == ("MPI_Send", 1 - rank, 5, 8 << 21)
         assert _rank(exc, rank).line.split(" in ")[0].endswith(":5")
     assert any("send–send deadlock" in c and "ranks 0 and 1" in c for c in exc.causes)
+
+
+@ipp.interactive  # sent by value: the engines cannot import this module
+def _receive_from_the_other():
+    import numpy as np
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    comm.Recv(np.zeros(4), source=1 - comm.rank, tag=9)
+
+
+def test_a_relayed_call_is_reported_rank_by_rank_from_another_host_too(wb, seen_from):
+    """``wb.run`` (and ``%%px``) go to rank 0, which hands the call to the others
+    (``client/relay.py``): what each rank publishes about its copy reaches the notebook. It once
+    did only for rank 0 — the copies carried rank 0's session, and a client takes in only what
+    answers its own — so from another host rank 1 read "no in-flight record"."""
+    with pytest.raises(ExecutionTimeout) as info:
+        wb.run(_receive_from_the_other)
+    exc = info.value
+    wb.restart()
+    for rank in (0, 1):
+        rec = _rank(exc, rank).inflight
+        assert rec is not None, str(exc)
+        assert (rec.call, rec.peer, rec.tag) == ("MPI_Recv", 1 - rank, 9), str(exc)
 
 
 def test_receive_with_a_wrong_tag(wb, seen_from):
