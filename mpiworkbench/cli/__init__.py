@@ -16,6 +16,7 @@ import sys
 import mpiworkbench
 from mpiworkbench.core import mpi  # (cheap: mpi4py is imported only when a command uses MPI)
 from mpiworkbench.core.implementations import MPIMismatch
+from mpiworkbench.core.launchers import LauncherError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         check_outputs(args)  # before any MPI job runs: a run must not end in a path it cannot write
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError, NotImplementedError, MPIMismatch) as exc:
+    except (ValueError, FileNotFoundError, NotImplementedError, MPIMismatch, LauncherError) as exc:
         report_error(args.command, exc)
         return 2
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from mpiworkbench.core import sitempi
+from mpiworkbench.core import launchers, sitempi
 
 __all__ = ["Implementation", "SiteImplementation", "MPIMismatch", "REGISTRY", "VARIABLE", "ROOT_VARIABLE",
            "SIZE_VARIABLE", "DEFAULT", "SITE", "names", "get", "parse", "current", "default_name", "detect",
@@ -162,8 +162,17 @@ class Implementation:
         out.update(self.variables())
         return out
 
+    def launcher(self, env: Mapping[str, str] | None = None) -> launchers.Launcher:
+        """What starts this implementation's ranks here: its ``mpiexec``, or ``srun`` inside a
+        Slurm allocation for the site's MPI (:mod:`mpiworkbench.core.launchers`)."""
+        return launchers.choose(self.family, self.name == SITE, env)
+
     def env_args(self, name: str, value: str) -> list[str]:
-        """``mpiexec`` arguments that set variable *name* to *value* in every rank."""
+        """Launcher arguments that set variable *name* to *value* in every rank (and not in the
+        launcher: ``srun``'s ``--export``, ``mpiexec``'s ``-genv`` or ``-x``)."""
+        launcher = self.launcher()
+        if launcher.srun:
+            return launcher.env_args(name, value)
         if self.env_option == "-x":
             return ["-x", f"{name}={value}"]
         return [self.env_option, name, value]
@@ -384,8 +393,13 @@ def status() -> dict[str, str]:
     found = {impl.name: impl.missing() or "installed" for impl in REGISTRY}
     site = _site()
     facts = site.facts
+    try:
+        launcher = site.launcher()
+        launched = f"launched by {launcher.name} ({launcher.why})"
+    except launchers.LauncherError as exc:
+        launched = str(exc)
     found[SITE] = site.missing() or (
-        f"{site.describe()}; mpiexec {facts.mpiexec} ({facts.reasons.get('mpiexec')}); "
+        f"{site.describe()}; {launched}; mpiexec {facts.mpiexec} ({facts.reasons.get('mpiexec')}); "
         f"mpicc {facts.mpicc or 'none'} ({facts.reasons.get('mpicc')}); mpi4py {facts.mpi4py} "
         + (f"built from source with {facts.built_with or 'an unrecorded mpicc'}" if facts.source_build
            else "from its PyPI wheel"))

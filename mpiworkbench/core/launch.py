@@ -110,6 +110,8 @@ class Launch:
     mpiexec: tuple[str, ...]
     environment: dict[str, str]
     unset: tuple[str, ...]
+    #: What starts the ranks: ``mpiexec`` or ``srun`` (:mod:`mpiworkbench.core.launchers`).
+    launcher: str = "mpiexec"
 
     def command(self, np: int, program: Sequence[str], mpi_args: Sequence[str] = ()) -> list[str]:
         """The command line that runs *program* on *np* ranks (*mpi_args*: options of ``mpiexec``)."""
@@ -150,7 +152,12 @@ def world_launch(impl: Implementation | None = None, np: int | None = None, *, l
              if name not in environment]
     words = [word for name in unset for word in ("-u", name)]
     env_program = shutil.which("env") or "/usr/bin/env"
-    return Launch((env_program, *words, find_mpiexec(impl), *impl.launcher_args), environment, tuple(unset))
+    launcher = impl.launcher()
+    if launcher.srun:  # Slurm's srun with the library's PMI (mpiworkbench.core.launchers)
+        starter = (*launcher.words, *(launcher.time_args(limit_s) if limit_s is not None else ()))
+    else:
+        starter = (find_mpiexec(impl), *impl.launcher_args)
+    return Launch((env_program, *words, *starter), environment, tuple(unset), launcher.name)
 
 
 def mpiexec_command(np: int, argv: list[str], mpi_args: Sequence[str] = (),

@@ -177,3 +177,89 @@ def test_a_mismatch_is_refused_before_any_rank_starts_naming_both_sides(site):
                env={**os.environ, "MPIWORKBENCH_MPIEXEC": hydra})
     assert proc.returncode != 0
     assert f"MPIWORKBENCH_MPIEXEC={hydra} is MPICH ABI's, not Open MPI's" in proc.stderr, proc.stderr
+
+
+#: A kernel inside a Slurm job of two nodes under the site's MPI: its world is started by
+#: ``srun`` with Slurm's PMIx (the launcher's default inside an allocation), and a rank on the
+#: second node blocked in ``MPI_Recv`` is named with its host. One JSON line on stdout.
+KERNEL_IN_JOB = """\
+import json
+import ipyparallel as ipp
+from mpiworkbench import ExecutionTimeout, Workbench
+from mpiworkbench.core import implementations
+
+
+@ipp.interactive
+def where():
+    import socket
+    from mpi4py import MPI
+
+    return [MPI.COMM_WORLD.rank, MPI.COMM_WORLD.size, socket.gethostname(), MPI.Get_library_version()[:12]]
+
+
+@ipp.interactive
+def receive_on_last():
+    import numpy as np
+    from mpi4py import MPI
+
+    if MPI.COMM_WORLD.rank == MPI.COMM_WORLD.size - 1:
+        MPI.COMM_WORLD.Recv(np.empty(4), source=0, tag=79)
+
+
+impl = implementations.current()
+report = {"mpi": impl.name, "launcher": impl.launcher().why}
+wb = Workbench(activate=False, timeout=120).start()
+try:
+    report["mpiexec"] = list(wb.cluster.config.MPILauncher.mpi_cmd)
+    report["ranks"] = wb.run(where)
+    wb.timeout = 6.0
+    try:
+        wb.run(receive_on_last)
+    except ExecutionTimeout as exc:
+        state = next(r for r in exc.ranks if r.rank == wb.n - 1)
+        report["hang"] = {"call": state.inflight and state.inflight.call, "peer": state.inflight and state.inflight.peer,
+                          "tag": state.inflight and state.inflight.tag, "host": state.host, "text": str(exc)}
+finally:
+    report["stop"] = wb.stop()
+print(json.dumps(report), flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def nodes():
+    from tests.multinode import simulated_cluster
+
+    yield from simulated_cluster(compute=2, cpus=2)
+
+
+@pytest.mark.parametrize("site", ["debian-openmpi"], indirect=True)
+def test_inside_a_job_srun_starts_the_sites_world_across_two_nodes_and_a_remote_hang_is_named(
+        site, nodes, tmp_path):
+    program, log = tmp_path / "kernel.py", tmp_path / "job.out"
+    program.write_text(KERNEL_IN_JOB)
+    script = tmp_path / "kernel.sbatch"
+    script.write_text("#!/bin/sh\n#SBATCH --nodes=2\n#SBATCH --ntasks=2\n#SBATCH --ntasks-per-node=1\n"
+                      f"#SBATCH --time=5\n#SBATCH --output={log}\n"
+                      f"exec {site_venvs.python(site)} {program}\n")
+    env = {**nodes.env, "PATH": os.pathsep.join([os.environ["PATH"], "/usr/sbin", "/sbin"]),
+           "IPYTHONDIR": str(tmp_path / "ipython")}
+    job = nodes.run("sbatch", "--parsable", str(script), cwd=tmp_path, env=env).stdout.strip().split(";")[0]
+    try:
+        state = nodes.wait_job(job, 300, output=log)
+    finally:
+        if nodes.job_state(job) not in ("COMPLETED", "GONE"):
+            nodes.run("scancel", job, check=False)
+    said = log.read_text(errors="replace") if log.exists() else "(no job output)"
+    lines = [line for line in said.splitlines() if line.startswith("{")]
+    assert state in ("COMPLETED", "GONE") and lines, f"job {job} ended {state}\n{said[-6000:]}\n{nodes.diagnose()}"
+    report = json.loads(lines[-1])
+    assert report["mpi"] == "site" and "srun --mpi=pmix" in report["launcher"], report
+    assert "srun" in " ".join(report["mpiexec"]) and "--mpi=pmix" in report["mpiexec"], report
+    assert [r[:2] for r in report["ranks"]] == [[0, 2], [1, 2]], report
+    assert sorted(r[2] for r in report["ranks"]) == nodes.compute, report  # one rank on each node
+    assert all(r[3].startswith("Open MPI") for r in report["ranks"]), report
+    hang = report["hang"]
+    assert (hang["call"], hang["peer"], hang["tag"]) == ("MPI_Recv", 0, 79), hang["text"]
+    assert hang["host"] == nodes.compute[-1], hang["text"]
+    assert "stopped" in report["stop"], report
+    # (the module's simulated cluster checks, when it is torn down, that nothing of the job is left)
