@@ -240,6 +240,7 @@ class Nodes(Slurm):
             (self.root / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
         for name in self.compute:
             (self.root / f"spool-{name}").mkdir(mode=0o700)
+            (self.root / f"tmp-{name}").mkdir(mode=0o1777)
         key = self.root / "munge" / "munge.key"
         key.write_bytes(secrets.token_bytes(1024))
         key.chmod(0o400)
@@ -251,7 +252,9 @@ class Nodes(Slurm):
         self.conf.write_text(slurm_conf(
             "multi-node", r, self.munge_socket, f"SlurmctldHost={self.head}({self.head_addr})", nodes,
             f"PartitionName={self.partition} Nodes={self.node}", per_node="-%n",
-            extra=f"PlugStackConfig={r}/plugstack.conf\nSlurmdParameters=config_overrides\n"))
+            # each node's own TmpFS (where Slurm's PMIx server keeps a step's directory): the nodes
+            # share one /tmp, and two of them creating /tmp/spmix_appdir_<uid>_<step> collide
+            extra=f"PlugStackConfig={r}/plugstack.conf\nSlurmdParameters=config_overrides\nTmpFS={r}/tmp-%n\n"))
 
     def _daemon(self, key: str, node: str, *args: str) -> None:
         """Start a Slurm daemon on *node* (foreground, so its pid is the one we hold)."""
