@@ -8,7 +8,9 @@ with numba and numba-mpi equal to the serial answer, the hang report of the inte
 against the site's ``mpi.h`` naming ``MPI_Recv`` and its peer, a restart, and the mpich wheel's
 launcher refused; from the command line, the wave solver on 3 ranks with the C kernel and backend
 compiled by the site's ``mpicc``, ``bench pingpong`` with the ``c`` and ``mpi4py-buf`` backends,
-``info`` naming the site's library and launcher, and the mismatches refused before any rank starts.
+``info`` naming the site's library and launcher, and the mismatches refused before any rank starts;
+on two simulated nodes, a kernel in a Slurm job whose world ``srun`` starts with the library's PMI,
+a rank on the second node blocked in ``MPI_Recv`` named with its host.
 
 (In the notebook tier: it runs notebook kernels, and its lane has the time; ``make
 test-notebooks`` builds the venvs first.)
@@ -32,8 +34,8 @@ from tests.notebooks.test_notebooks import printed_by, run_notebook
 from tests.notebooks.test_readme_runs import README, readme_cells
 
 pytestmark = pytest.mark.cost(
-    200, "two distribution MPIs: the README's first cells in a notebook kernel of each, their CLI runs "
-         "at 2 and 3 ranks, and the refusals")
+    260, "two distribution MPIs: the README's first cells in a notebook kernel of each, their CLI runs "
+         "at 2 and 3 ranks, the refusals, and a job of two simulated nodes under each")
 
 SITES = list(site_venvs.SITES)
 MESH, STEPS = 17, 10
@@ -232,7 +234,11 @@ def nodes():
     yield from simulated_cluster(compute=2, cpus=2)
 
 
-@pytest.mark.parametrize("site", ["debian-openmpi"], indirect=True)
+#: The PMI ``srun`` speaks with each library (``srun --mpi=…``).
+PMI = {"debian-openmpi": "pmix", "debian-mpich": "pmi2"}
+
+
+@pytest.mark.parametrize("site", SITES, indirect=True)
 def test_inside_a_job_srun_starts_the_sites_world_across_two_nodes_and_a_remote_hang_is_named(
         site, nodes, tmp_path):
     program, log = tmp_path / "kernel.py", tmp_path / "job.out"
@@ -253,11 +259,11 @@ def test_inside_a_job_srun_starts_the_sites_world_across_two_nodes_and_a_remote_
     lines = [line for line in said.splitlines() if line.startswith("{")]
     assert state in ("COMPLETED", "GONE") and lines, f"job {job} ended {state}\n{said[-6000:]}\n{nodes.diagnose()}"
     report = json.loads(lines[-1])
-    assert report["mpi"] == "site" and "srun --mpi=pmix" in report["launcher"], report
-    assert "srun" in " ".join(report["mpiexec"]) and "--mpi=pmix" in report["mpiexec"], report
+    assert report["mpi"] == "site" and f"srun --mpi={PMI[site]}" in report["launcher"], report
+    assert "srun" in " ".join(report["mpiexec"]) and f"--mpi={PMI[site]}" in report["mpiexec"], report
     assert [r[:2] for r in report["ranks"]] == [[0, 2], [1, 2]], report
     assert sorted(r[2] for r in report["ranks"]) == nodes.compute, report  # one rank on each node
-    assert all(r[3].startswith("Open MPI") for r in report["ranks"]), report
+    assert all(r[3].startswith(TITLES[site][:7]) for r in report["ranks"]), report
     hang = report["hang"]
     assert (hang["call"], hang["peer"], hang["tag"]) == ("MPI_Recv", 0, 79), hang["text"]
     assert hang["host"] == nodes.compute[-1], hang["text"]
