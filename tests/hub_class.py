@@ -9,7 +9,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,6 +17,7 @@ from pathlib import Path
 
 from mpiworkbench.core.shm import WORLD_FILE_PREFIXES
 from tests.cluster.slurm import processes_with_env, wait_until
+from tests.ports import free_port
 
 #: Generous bound (seconds) on the hub's start, a server's start, a world's start.
 LIMIT = 180
@@ -109,13 +109,6 @@ def world_files(nodes) -> dict[str, list[str]]:
     """Compute node → the MPI world files in its own /dev/shm."""
     return {node: [n for n in nodes.on(node, "ls", "-A", "/dev/shm").stdout.split() if n.startswith(WORLD_FILE_PREFIXES)]
             for node in nodes.compute}
-
-
-def free_port() -> int:
-    """A port free on this machine (the hub runs in head's namespace, where it is free too)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class ClassHub:

@@ -21,7 +21,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -33,6 +32,7 @@ import pytest
 
 from mpiworkbench.cli.lab import lab_command, lab_settings
 from tests import timetable
+from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 #: Where screenshots go (a failing test's too): outside the checkout, kept after the run.
@@ -59,12 +59,6 @@ class LabServer:
         return f"{self.url}/lab/tree/{name}?token={self.token}"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _wait_for_http(url: str, timeout: float, process: subprocess.Popen) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -88,7 +82,7 @@ def lab_server(tmp_path_factory):
         shutil.copy(nb, root / nb.name)
     # the lab's own files beside the directory it serves, not in its file browser
     home = tmp_path_factory.mktemp("lab-home")
-    port, token = _free_port(), secrets.token_hex(16)
+    port, token = free_port(), secrets.token_hex(16)
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     env["MPIWORKBENCH_SMALL"] = "1"

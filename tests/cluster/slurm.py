@@ -22,6 +22,8 @@ from typing import Callable
 
 import pytest
 
+from tests.ports import free_ports
+
 DAEMONS = ("munged", "slurmctld", "slurmd")
 CLIENTS = ("sinfo", "squeue", "sbatch", "scancel")
 #: Generous limits (seconds): conditions are polled, these only bound a failure.
@@ -40,18 +42,6 @@ def _which(name: str) -> str:
     found = shutil.which(name, path=path)
     assert found, f"{name} not found"
     return found
-
-
-def _free_ports(n: int) -> list[int]:
-    """*n* distinct ports free on loopback now (all held open while choosing)."""
-    sockets = [socket.socket() for _ in range(n)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def _memory_mb() -> int:
@@ -201,7 +191,7 @@ class Slurm:
         key.write_bytes(secrets.token_bytes(1024))
         key.chmod(0o400)
         r = self.root
-        ctld_port, slurmd_port = _free_ports(2)
+        ctld_port, slurmd_port = free_ports(2)
         self.conf.write_text(slurm_conf(
             "single-node", r, self.munge_socket,
             f"SlurmctldHost={self.node}(127.0.0.1)\nSlurmctldPort={ctld_port}\nSlurmdPort={slurmd_port}",
