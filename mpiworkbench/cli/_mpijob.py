@@ -54,9 +54,9 @@ def add_implementation_argument(parser: argparse.ArgumentParser, several: bool =
         default=None,
         metavar="NAME[,NAME...]" if several else "NAME",
         help=(f"MPI implementation(s) to run under, side by side in one run ({names}; "
-              f"default: ${implementations.VARIABLE}, else {implementations.DEFAULT})") if several else
+              f"default: ${implementations.VARIABLE}, else {implementations.DEFAULT_SAID})") if several else
              (f"MPI implementation to run under ({names}; default: ${implementations.VARIABLE}, "
-              f"else {implementations.DEFAULT})"),
+              f"else {implementations.DEFAULT_SAID})"),
     )
 
 

@@ -19,7 +19,8 @@ def register(subparsers) -> None:
     create.add_argument("--name", default=None,
                         help="profile name (default: mpi, or mpi-NAME for --mpi NAME other than mpich)")
     create.add_argument("--mpi", default=None, choices=implementations.names(),
-                        help="MPI implementation of the engines (default: $MPIWORKBENCH_MPI, else mpich)")
+                        help=f"MPI implementation of the engines (default: ${implementations.VARIABLE}, else "
+                             f"{implementations.DEFAULT_SAID})")
     create.add_argument("--launcher", default="mpi",
                         help="engines started by mpiexec here (mpi, default) or as one Slurm job (slurm)")
     create.add_argument("--ip", default="127.0.0.1", help="controller interface (default: loopback only)")

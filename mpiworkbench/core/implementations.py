@@ -57,6 +57,8 @@ SIZE_VARIABLE = "MPIWORKBENCH_WORLD_SIZE"
 DEFAULT = "mpich"
 #: The name of the site's MPI (:class:`SiteImplementation`).
 SITE = "site"
+#: :func:`default_name`'s rule, in the words of the commands' help.
+DEFAULT_SAID = f"{SITE} when mpi4py loads an MPI library from outside this venv, else {DEFAULT}"
 
 
 class MPIMismatch(RuntimeError):

@@ -31,9 +31,11 @@ SHM_DIR = "/dev/shm"
 #: Name prefixes of the files an MPI world keeps in ``/dev/shm``: MPICH's shared-memory
 #: segments, Open MPI's (``sm_segment.<host>.<uid>.<job>.<local rank>``, 16 MiB, one per rank,
 #: removed by its ``prterun`` at the job's end — a killed ``prterun`` or a singleton leaves
-#: them), Intel MPI's (``Intel_MPI_<random>``, unlinked once mapped: left only by a rank
-#: killed in between) and the interposer's per-process files.
-WORLD_FILE_PREFIXES = ("mpich_shm_", "sm_segment.", "Intel_MPI_", "mpiworkbench-")
+#: them), Open MPI 4's (its ``vader`` transport: ``vader_segment.<host>.<job>.<local rank>``, what a
+#: site's Open MPI 4.1 leaves as Open MPI 5 leaves ``sm_segment``), Intel MPI's
+#: (``Intel_MPI_<random>``, unlinked once mapped: left only by a rank killed in between) and the
+#: interposer's per-process files.
+WORLD_FILE_PREFIXES = ("mpich_shm_", "sm_segment.", "vader_segment.", "Intel_MPI_", "mpiworkbench-")
 
 
 def is_world_file(path: str) -> bool:

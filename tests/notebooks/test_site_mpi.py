@@ -28,7 +28,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from mpiworkbench.core import implementations
+from mpiworkbench.core import implementations, sitempi
 from tests import site_venvs
 from tests.notebooks.test_notebooks import printed_by, run_notebook
 from tests.notebooks.test_readme_runs import README, readme_cells
@@ -101,8 +101,10 @@ def checks(kernel: str, exchange: str, field: Path) -> list[str]:
         # numba-mpi, or the C kernel and backend, under the site's library
         f"import numpy as np\nw = wb.wave(mesh={MESH}, kernel={kernel!r}, exchange={exchange!r})\n"
         f"w.step({STEPS})\nnp.save({str(field)!r}, w.field())\nw.close()",
-        "from mpiworkbench import ExecutionTimeout\nwb.timeout = 5\ntry:\n"
-        f"    wb.execute({DEADLOCK!r})\nexcept ExecutionTimeout as exc:\n    hang = exc\n"
+        # traced: the interposer built with the site's mpicc records the calls up to the hang
+        "from mpiworkbench import ExecutionTimeout\nwb.timeout = 5\ntry:\n    with wb.trace():\n"
+        f"        wb.execute({DEADLOCK!r})\nexcept ExecutionTimeout as exc:\n    hang = exc\n"
+        "print('TRACED', None if hang.trace is None else sorted({int(r) for r in hang.trace.events['rank']}))\n"
         "print('HANG', [(s.rank, s.inflight.call if s.inflight else None, s.inflight.peer if s.inflight else None)"
         " for s in hang.ranks])\nprint(hang)\nwb.timeout = 120\nwb.restart()",
         "%%px\nprint(f'after the restart {MPI.COMM_WORLD.rank} of {MPI.COMM_WORLD.size}')",
@@ -125,6 +127,8 @@ def _check_run(nb, name: str, n: int, field: Path, serial: np.ndarray) -> None:
     assert "(0, 'MPI_Recv', 1)" in hang, said  # rank 0 blocked receiving from rank 1
     assert all(f"({rank}, 'MPI_Barrier'" in hang for rank in range(1, n)), said
     assert "blocked in MPI_Recv(source=1, tag=7" in said, said
+    traced = next(line for line in said.splitlines() if line.startswith("TRACED"))
+    assert traced == f"TRACED {list(range(n))}", said  # every rank's calls up to the hang
     refused = next(line for line in said.splitlines() if line.startswith("REFUSED"))
     assert "MPIMismatch" in refused and "built from source for" in refused and "--mpi site" in refused, refused
 
@@ -164,6 +168,20 @@ def test_bench_pingpong_and_info_under_the_sites_mpi(site, tmp_path):
     mpiexec = site_venvs.SITES[site][1]
     assert "(this job)" in line and os.path.realpath(mpiexec) in {
         os.path.realpath(word.rstrip(";")) for word in line.split()}, line
+
+
+@pytest.mark.parametrize("site", SITES, indirect=True)
+def test_a_profile_for_the_sites_mpi_starts_its_engines_with_the_sites_launcher(site, tmp_path):
+    proc = cli(site, "profile", "create", "--mpi", "site", "--ipython-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    config = (tmp_path / "profile_mpi-site" / "ipcluster_config.py").read_text()
+    launcher = subprocess.run([str(site_venvs.python(site)), "-c", "from mpiworkbench.core import implementations; "
+                               "print(implementations.get('site').mpiexec())"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    # the launcher of the site's family (Debian's alternatives may name it /usr/bin/mpiexec)
+    assert os.path.realpath(launcher) == os.path.realpath(site_venvs.SITES[site][1]), launcher
+    assert repr(launcher) in config and "'MPIWORKBENCH_MPI': 'site'" in config, config
+    assert sitempi.FACTS_VARIABLE in config, config  # the engines need not detect it again
 
 
 @pytest.mark.parametrize("site", ["debian-openmpi"], indirect=True)

@@ -181,7 +181,8 @@ def test_after_a_kill_this_hosts_files_go_and_other_hosts_wait_for_their_next_ra
 
 
 def test_open_mpis_and_intel_mpis_segments_are_world_files():
-    for name in ("sm_segment.vm.0.7d330001.1", "Intel_MPI_4hGdUL", "mpich_shm_d6840a72_0"):
+    for name in ("sm_segment.vm.0.7d330001.1", "vader_segment.vm.2b0c0001.1", "Intel_MPI_4hGdUL",
+                 "mpich_shm_d6840a72_0"):
         assert shm.is_world_file(os.path.join(shm.SHM_DIR, name))
     assert not shm.is_world_file(os.path.join(shm.SHM_DIR, "psm_x"))
 
