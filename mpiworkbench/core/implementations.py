@@ -213,6 +213,9 @@ REGISTRY: tuple[Implementation, ...] = (
     ),
 )
 _BY_NAME = {impl.name: impl for impl in REGISTRY}
+_SITE_INSTALL = ("load your site's MPI (module load …, or the distribution's packages), then build mpi4py against "
+                 "it: MPICC=$(command -v mpicc) {python} -m pip install --no-binary mpi4py --no-cache-dir "
+                 "--force-reinstall mpi4py")
 
 
 @dataclass(frozen=True)
@@ -253,9 +256,7 @@ class SiteImplementation(Implementation):
         return f"{self.facts.title} ({self.facts.library or 'library file not found'})"
 
     def install_command(self) -> str:
-        return ("load your site's MPI (module load …, or the distribution's packages), then build mpi4py against "
-                f"it: MPICC=$(command -v mpicc) {sys.executable} -m pip install --no-binary mpi4py "
-                "--no-cache-dir --force-reinstall mpi4py")
+        return _SITE_INSTALL.format(python=sys.executable)
 
     def missing(self) -> str:
         if self.problem:
@@ -291,7 +292,14 @@ def _detect_site() -> sitempi.Detected:
 
 
 def _site() -> SiteImplementation:
-    """The site's MPI as detected in this process's environment."""
+    """The site's MPI as detected in this process's environment. Not detected at all when mpi4py
+    is PyPI's wheel loading the venv's own MPICH (the laptop's case: no child process, no
+    launcher probed — every rank's ``environment()`` asks)."""
+    if _wheel_loads_venv_mpi():
+        ours = _BY_NAME[DEFAULT]
+        return SiteImplementation(SITE, "site MPI", (), "", "", "-genv", notes="not detected", problem=(
+            f"mpi4py is PyPI's wheel and loads {ours.library_file()}, the venv's own {ours.title} from PyPI, "
+            f"not a site's MPI: use --mpi {DEFAULT}, or {_SITE_INSTALL.format(python=sys.executable)}"))
     try:
         facts = _detect_site()
     except (RuntimeError, OSError, ValueError) as exc:

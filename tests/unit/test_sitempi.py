@@ -111,6 +111,7 @@ def test_the_site_is_the_default_when_mpi4py_loads_a_library_outside_the_venv(mo
 
 
 def test_a_site_without_a_launcher_of_its_family_is_refused_naming_what_was_found(monkeypatch):
+    monkeypatch.setattr(impls, "_abi_wheel", lambda: False)  # mpi4py built from source
     monkeypatch.setattr(sitempi, "detect", lambda env=None, **_: _facts(
         mpiexec="", reasons={"mpiexec": "none of Open MPI's found (passed over: /usr/bin/mpiexec is MPICH ABI's)"}))
     site = impls.get("site")
@@ -142,10 +143,21 @@ def test_a_site_that_cannot_load_is_refused_with_mpi4pys_error(monkeypatch):
         raise RuntimeError("mpi4py could not load an MPI library (…): undefined symbol: MPI_Buffer_iflush")
 
     monkeypatch.setattr(sitempi, "detect", fails)
+    monkeypatch.setattr(impls, "_abi_wheel", lambda: False)  # mpi4py built from source
     with pytest.raises(impls.MPIMismatch, match="site's MPI cannot be used: .*MPI_Buffer_iflush"):
         impls.check(impls.get("site"))
-    monkeypatch.setattr(impls, "_abi_wheel", lambda: False)
     assert impls.default_name() == "mpich"  # nothing loads: the commands that need MPI say so
+
+
+def test_with_pypis_wheel_loading_the_venvs_mpich_nothing_is_probed(monkeypatch):
+    """The laptop's case, asked by every rank's environment(): no child process, no launcher run."""
+    def probed(env=None, **_):
+        raise AssertionError("detected although mpi4py is the wheel loading the venv's MPICH")
+
+    monkeypatch.delenv("MPI4PY_LIBMPI", raising=False)
+    monkeypatch.setattr(sitempi, "detect", probed)
+    assert impls.default_name() == "mpich"
+    assert "the venv's own MPICH from PyPI" in impls.status()["site"]
 
 
 def test_the_mpi_of_this_venv_is_detected_as_the_wheels(monkeypatch):
