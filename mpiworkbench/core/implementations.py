@@ -295,26 +295,24 @@ def _site() -> SiteImplementation:
     """The site's MPI as detected in this process's environment. Not detected at all when mpi4py
     is PyPI's wheel loading the venv's own MPICH (the laptop's case: no child process, no
     launcher probed — every rank's ``environment()`` asks)."""
+    def undetected(problem: str) -> SiteImplementation:
+        return SiteImplementation(SITE, "site MPI", (), "", "", "-genv", problem=problem, notes="not detected")
+
     if _wheel_loads_venv_mpi():
         ours = _BY_NAME[DEFAULT]
-        return SiteImplementation(SITE, "site MPI", (), "", "", "-genv", notes="not detected", problem=(
-            f"mpi4py is PyPI's wheel and loads {ours.library_file()}, the venv's own {ours.title} from PyPI, "
-            f"not a site's MPI: use --mpi {DEFAULT}, or {_SITE_INSTALL.format(python=sys.executable)}"))
+        return undetected(f"mpi4py is PyPI's wheel and loads {ours.library_file()}, the venv's own {ours.title} "
+                          f"from PyPI, not a site's MPI: use --mpi {DEFAULT}, or "
+                          f"{_SITE_INSTALL.format(python=sys.executable)}")
     try:
         facts = _detect_site()
     except (RuntimeError, OSError, ValueError) as exc:
-        return SiteImplementation(SITE, "site MPI", (), "", "", "-genv", problem=str(exc),
-                                  notes="not detected")
+        return undetected(str(exc))
     openmpi = facts.family == "openmpi"
     return SiteImplementation(
-        SITE, f"site MPI ({facts.title})", (), facts.library, FAMILIES_MARKER.get(facts.family or "", facts.title),
+        SITE, f"site MPI ({facts.title})", (), facts.library, sitempi.MARKERS.get(facts.family or "", facts.title),
         "-x" if openmpi else "-genv", launcher_args=("--oversubscribe",) if openmpi else (),
         environment=dict(RUN_AS_ROOT) if openmpi else {}, facts=facts,
         notes=f"the MPI mpi4py was built for: {facts.title}, launched by {facts.mpiexec or 'no mpiexec found'}")
-
-
-#: The version marker of each family (what :attr:`Implementation.marker` holds for the site's).
-FAMILIES_MARKER = {"openmpi": "Open MPI", "mpich": "MPICH"}
 
 
 def _is_ours(library: str) -> bool:

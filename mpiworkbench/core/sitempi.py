@@ -43,6 +43,8 @@ FACTS_VARIABLE = "MPIWORKBENCH_SITE_MPI"
 
 #: The families of MPI libraries: which launchers and headers belong together.
 FAMILIES = {"openmpi": "Open MPI", "mpich": "MPICH ABI"}
+#: A string each family's ``MPI_Get_library_version`` contains (the site's ``marker``).
+MARKERS = {"openmpi": "Open MPI", "mpich": "MPICH"}
 
 #: Seconds a probe (a child process importing mpi4py, an ``mpiexec --version``) may take.
 PROBE_LIMIT_S = 120
