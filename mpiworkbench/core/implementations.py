@@ -35,6 +35,8 @@ Importing this module imports neither mpi4py nor anything that loads MPI.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 import sys
 from dataclasses import dataclass, field
@@ -452,10 +454,9 @@ def choices() -> tuple[list[Implementation], list[str]]:
     return usable, reasons
 
 
+@functools.cache  # what is installed does not change under a process: asked on every launch and current()
 def _abi_wheel() -> bool:
     """Whether mpi4py is PyPI's wheel (it loads the library ``MPI4PY_LIBMPI`` names)."""
-    import importlib.util
-
     spec = importlib.util.find_spec("mpi4py")
     return bool(spec and spec.submodule_search_locations
                 and any(Path(list(spec.submodule_search_locations)[0]).glob("MPI.mpich.*")))

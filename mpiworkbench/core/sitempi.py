@@ -243,20 +243,19 @@ def detect(env: Mapping[str, str] | None = None, *, own_bins: frozenset[str] = f
 
 
 def _detect(probe_env: dict[str, str], own_bins: frozenset[str], run_env: dict[str, str]) -> Detected:
-    env = probe_env
     facts = probe_library(probe_env)
     family = family_of_version(facts["version"])
     reasons: dict[str, str] = {"library": "what mpi4py loads" + (
         f" (MPI4PY_LIBMPI={probe_env['MPI4PY_LIBMPI']})" if probe_env.get("MPI4PY_LIBMPI") else "")}
     built_with = str(facts["config"].get("mpicc") or "")
-    built_with = shutil.which(built_with.split()[0], path=env.get("PATH")) or built_with if built_with else ""
+    built_with = shutil.which(built_with.split()[0], path=probe_env.get("PATH")) or built_with if built_with else ""
     library_dir = os.path.dirname(facts["library"])
     near = [os.path.join(os.path.dirname(library_dir), "bin")]
     if built_with:
         near.insert(0, os.path.dirname(built_with))
     run_env = {**probe_env, **run_env}
-    path = env.get("PATH", "")
-    mpiexec = _pick("mpiexec", env.get(MPIEXEC_VARIABLE), _candidates("mpiexec", near, path, own_bins) +
+    path = probe_env.get("PATH", "")
+    mpiexec = _pick("mpiexec", probe_env.get(MPIEXEC_VARIABLE), _candidates("mpiexec", near, path, own_bins) +
                     _candidates("mpirun", near, path, own_bins), family,
                     lambda p: launcher_family(p, run_env)[0], reasons)
     compilers = []
@@ -269,7 +268,7 @@ def _detect(probe_env: dict[str, str], own_bins: frozenset[str], run_env: dict[s
         if os.path.isfile(sibling):
             compilers.append(sibling)
     compilers += _candidates("mpicc", near, path, own_bins)
-    mpicc = _pick("mpicc", env.get(MPICC_VARIABLE), list(dict.fromkeys(compilers)), family,
+    mpicc = _pick("mpicc", probe_env.get(MPICC_VARIABLE), list(dict.fromkeys(compilers)), family,
                   lambda p: compiler_family(p, run_env), reasons)
     return Detected(library=facts["library"], version=facts["version"], family=family, mpi4py=facts["mpi4py"],
                     extension=facts["extension"], built_with=built_with, mpiexec=mpiexec, mpicc=mpicc,
