@@ -117,11 +117,30 @@ def members(profile_dir: str, cluster_id: str) -> list[processes.Identity]:
     return list(dict.fromkeys(processes.tree(own)))
 
 
+def freeze(profile_dir: str, cluster_id: str) -> list[processes.Identity]:
+    """Stop (SIGSTOP) every process of the cluster on this host, rescanning until a scan finds
+    none that is not stopped yet (a stopped process starts no child); the processes stopped.
+
+    A rank starting its MPI world creates the shared-memory segment of its host and, only then,
+    records its footprint: a rank that ran on between its footprint's reading and its end could
+    leave a segment nobody recorded. Stopped first, every file it has is in the footprint."""
+    frozen: dict[int, processes.Identity] = {}
+    for _scan in range(SCANS):
+        new = [who for who in members(profile_dir, cluster_id)
+               if who.pid != os.getpid() and who.pid not in frozen]
+        if not new:
+            break
+        for who in new:
+            if processes.send(who, signal.SIGSTOP):
+                frozen[who.pid] = who
+    return list(frozen.values())
+
+
 def end_cluster(profile_dir: str, cluster_id: str) -> None:
     """End every process of the cluster on this host, then remove what they left (see the module)."""
     killed: list[dict] = []
     for _scan in range(SCANS):
-        found = [who for who in members(profile_dir, cluster_id) if who.pid != os.getpid()]
+        found = freeze(profile_dir, cluster_id)
         if not found:
             break
         killed += [shm.footprint(who.pid) for who in found]

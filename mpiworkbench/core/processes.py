@@ -156,12 +156,13 @@ def send(who: Identity, sig: int, belongs: Callable[[int], bool] | None = None) 
 
 
 def end(processes: Iterable[Identity], grace: float = 3.0, belongs: Callable[[int], bool] | None = None) -> None:
-    """SIGTERM *processes* (identities: see :func:`send`), then SIGKILL whichever of them still
-    runs after *grace* seconds."""
+    """SIGTERM *processes* (identities: see :func:`send`; a stopped one is continued so that it
+    acts on it), then SIGKILL whichever of them still runs after *grace* seconds."""
     processes = list(processes)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for who in processes:
-            send(who, sig, belongs)
+            if send(who, sig, belongs) and sig == signal.SIGTERM:
+                send(who, signal.SIGCONT, belongs)  # a stopped process acts on SIGTERM once continued
         deadline = time.monotonic() + grace
         while any(who.alive() for who in processes) and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -203,6 +203,44 @@ def test_the_watchdog_command_ends_the_cluster_when_its_parent_dies_without_the_
                 process.wait()
 
 
+#: A process of a cluster that makes world files in /dev/shm as fast as it can (as a rank's MPI
+#: start makes its segment at a moment nobody chooses), each held open, none ever removed by it.
+MAKER = """
+import os, sys
+prefix = sys.argv[1]
+held = []
+while True:
+    path = f"{prefix}{len(held)}"
+    held.append(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+    print(path, flush=True)
+"""
+
+
+def test_the_watchdog_removes_a_file_its_cluster_made_up_to_the_moment_it_was_ended(tmp_path):
+    """The watchdog stops the cluster's processes before it reads their files: a file made while
+    it ended them (a rank's segment, made during a start) is recorded and removed with the rest."""
+    from mpiworkbench.client import watchdog
+    from mpiworkbench.core import shm
+
+    profile, cluster_id = str(tmp_path / "profile_x"), "the-id"
+    prefix = os.path.join(shm.SHM_DIR, f"mpich_shm_wbtest{os.getpid()}_")
+    maker = subprocess.Popen([sys.executable, "-c", MAKER, prefix], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "IPP_CLUSTER_ID": cluster_id, "IPP_PROFILE_DIR": profile})
+    try:
+        assert maker.stdout.readline().startswith(prefix), "the cluster's process makes files"
+        watchdog.end_cluster(profile, cluster_id)
+        assert maker.wait(timeout=60) is not None
+        made = [name for name in os.listdir(shm.SHM_DIR) if os.path.join(shm.SHM_DIR, name).startswith(prefix)]
+        assert not made, f"{len(made)} file(s) its cluster made were left, e.g. {made[:3]}"
+    finally:
+        if maker.poll() is None:
+            maker.kill()
+            maker.wait()
+        for name in os.listdir(shm.SHM_DIR):
+            if os.path.join(shm.SHM_DIR, name).startswith(prefix):
+                os.unlink(os.path.join(shm.SHM_DIR, name))
+
+
 class _Engine:
     """What :func:`engine_start.connected_before_registered` needs of ipyparallel's ``IPEngine``:
     a registration that connects a shell socket to a queue, then starts the heart."""
