@@ -14,7 +14,8 @@ to its ranks) — so a kernel killed at any moment of a start, before the cluste
 anything, leaves nothing, and a pid of the cluster file that another process got since is left
 alone (:func:`members`; every signal goes to a process whose pid, start time and cluster match:
 :func:`mpiworkbench.core.processes.send`). Then it removes what they leave: the world files of
-the killed ranks in ``/dev/shm``, the cluster file, the controller's connection files, the
+the killed ranks in ``/dev/shm`` and their launchers' in the temporary directory
+(:data:`mpiworkbench.core.shm.LAUNCHER_FILE_PREFIXES`), the cluster file, the controller's connection files, the
 hub's engine state file (:func:`engine_state_file`) and the shared world's directory. A
 workbench that stops normally terminates its watchdog first.
 """
@@ -143,10 +144,11 @@ def end_cluster(profile_dir: str, cluster_id: str) -> None:
         found = freeze(profile_dir, cluster_id)
         if not found:
             break
-        killed += [shm.footprint(who.pid) for who in found]
+        killed += [{**shm.footprint(who.pid), "launcher_files": shm.launcher_files(who.pid)} for who in found]
         processes.end(found)
     shm.wait_gone(killed, EXIT_TIMEOUT_S)
     shm.remove_left_behind(killed, also=shm.own_files)
+    shm.remove_launcher_files(killed)
     for path in cluster_files(profile_dir, cluster_id):
         with contextlib.suppress(OSError):
             path.unlink()
