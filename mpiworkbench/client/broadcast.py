@@ -30,7 +30,7 @@ import time
 import traceback
 from typing import Any, Callable
 
-from mpiworkbench.client import relay
+from mpiworkbench.client import relay, upstream
 from mpiworkbench.client.caches import forget as forget_history
 from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, RankStatus
 from mpiworkbench.client.output import RankOutput
@@ -71,20 +71,16 @@ def quiet_statuses() -> None:
     request twice on IOPub, and every client takes in every announcement: 2n messages a call
     the notebook has no use for (its coalesced reply says when the call ended); nor for a call
     relayed by rank 0 (:mod:`~mpiworkbench.client.relay`), rank 0's included. Other calls keep
-    their statuses (``%px``'s output waits for the idle one). This replaces the engine kernel's
-    ``_publish_status`` method on the instance (ipykernel's, private): idempotent."""
+    their statuses (``%px``'s output waits for the idle one). Idempotent
+    (:func:`~mpiworkbench.client.upstream.filter_statuses`)."""
     kernel = getattr(_shell(), "kernel", None)
-    if kernel is None or getattr(kernel, "_wb_quiet_coalesced", False):
-        return
-    publish = kernel._publish_status
+    if kernel is not None:
+        upstream.filter_statuses(kernel, _not_coalesced)
 
-    def publish_unless_coalesced(status, channel, parent=None):
-        metadata = (parent or kernel.get_parent(channel) or {}).get("metadata") or {}
-        if not (metadata.get("is_coalescing") or metadata.get("label") == relay.LABEL):
-            publish(status, channel, parent)
 
-    kernel._publish_status = publish_unless_coalesced
-    kernel._wb_quiet_coalesced = True
+def _not_coalesced(parent: dict | None, channel: str) -> bool:
+    metadata = (parent or {}).get("metadata") or {}
+    return not (metadata.get("is_coalescing") or metadata.get("label") == relay.LABEL)
 
 
 def call(func: Callable[..., Any], args: tuple, kwargs: dict) -> tuple:
@@ -172,9 +168,7 @@ def forget(client, ar) -> None:
     finished call; and drop what the engines' copies of the call left in the client's metadata
     (failure notices, output written below Python) under ids ipyparallel does not know."""
     for msg_id in getattr(ar, "msg_ids", ()):
-        output = client._output_futures.pop(msg_id, None)
-        if output is not None and not output.done():
-            output.set_result(None)
+        upstream.end_output(client, msg_id)
     for key in copies(client, ar):
         client.metadata.pop(key, None)
 
@@ -249,7 +243,7 @@ def finished_ranks(dview, ranks: dict[int, int], msg_id: str, by: float) -> set[
     ar.add_done_callback(lambda _f: forget_history(ar, (dview.client.history, dview.history)))
     ar.wait(PROBE_S)
     done = set()
-    for engine, part in zip(ar._targets, ar.split()):
+    for engine, part in zip(upstream.targets(ar), ar.split()):
         if part.done() and part.exception() is None and part.get()[0] == msg_id and part.get()[1] <= by:
             done.add(ranks.get(engine, engine))
     return done

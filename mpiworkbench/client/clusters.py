@@ -14,6 +14,7 @@ import contextlib
 import logging
 import math
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -256,8 +257,12 @@ def _running_cluster(profile: str, cluster_id: str, ipython_dir_: str | None):
     # from another notebook) would rewrite the owner's file from our stale view and drop the
     # engines recorded there. Writes are allowed only where we act (see `acting_on`), to the
     # file we read it from.
-    cluster._attached_file, cluster.cluster_file = str(cluster_file), ""
+    _attached_files[cluster], cluster.cluster_file = str(cluster_file), ""
     return cluster
+
+
+#: The cluster file an attached session read its cluster from (where :func:`acting_on` writes).
+_attached_files: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
 
 
 def restoring(config, directory: Path):
@@ -286,7 +291,7 @@ def acting_on(cluster, attached: bool) -> Iterator[None]:
     if not attached:
         yield
         return
-    cluster.cluster_file = cluster._attached_file
+    cluster.cluster_file = _attached_files[cluster]
     try:
         yield
     finally:
@@ -329,11 +334,6 @@ def check_one_world(infos: dict[int, dict[str, Any]], n: int) -> None:
         "started them does not belong to the MPI library mpi4py loaded: start the cluster with one "
         "implementation's own launcher (Workbench(mpi=...), `mpiworkbench profile create --mpi ...`) "
         "and do not set MPI4PY_LIBMPI by hand")
-
-
-def engine_uuids(client) -> dict[int, str]:
-    """Engine id → the uuid of its registration (new for every engine a restart starts)."""
-    return {int(k): str(v) for k, v in getattr(client, "_engines", {}).items()}
 
 
 def engine_count(cluster) -> int:

@@ -11,7 +11,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from mpiworkbench.client import clusters, health
+from mpiworkbench.client import clusters, health, upstream
 from mpiworkbench.client.errors import EnginesNotStarted, WorldBusy
 from mpiworkbench.client.watchdog import stop_watchdog
 from mpiworkbench.client.world import World, exclusive_use
@@ -92,7 +92,7 @@ class Connection:
         if not record:
             return None
         self.client.ids  # noqa: B018 - takes in the controller's news of engines (re)registered
-        uuids = clusters.engine_uuids(self.client)
+        uuids = upstream.engine_identities(self.client)
         engines = {int(e): tuple(v) for e, v in (record.get("engines") or {}).items()}
         if len(engines) != n or any(uuids.get(e) != u for e, (_rank, u) in engines.items()):
             return None
@@ -145,7 +145,7 @@ class Connection:
                  "hosts": {info["rank"]: info.get("host", "") for info in infos.values()}, "mpi": found_mpi,
                  "generation": None}
         if self.world is not None:
-            uuids = clusters.engine_uuids(self.client)
+            uuids = upstream.engine_identities(self.client)
             known["generation"] = self.world.record_engine_set(
                 known["ranks"], restarted=restarted,
                 engines={str(e): [r, uuids.get(e, "")] for e, r in known["ranks"].items()},

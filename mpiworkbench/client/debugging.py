@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from mpiworkbench.client import allocation, kernel_relay
+from mpiworkbench.client import allocation, kernel_relay, upstream
 from mpiworkbench.client.rank_debugger import REQUEST_TIMEOUT_S, DebuggerError, RankDebugger
 from mpiworkbench.trace import hang, stops
 
@@ -39,6 +39,9 @@ KERNEL_NAME = "python3"
 
 
 # ---------------------------------------------------------------------------- on the engines
+_debug_shells: set[int] = set()  # ids of the kernels whose debugger's shell link is made (one per engine)
+
+
 def open_kernel(bind: bool = True) -> dict[str, Any]:
     """On an engine: make its kernel's debugger startable (once) and, with *bind*, bind the
     kernel's sockets for Jupyter clients (once); return the connection information (without
@@ -51,13 +54,13 @@ def open_kernel(bind: bool = True) -> dict[str, Any]:
     engine = IPEngine.instance()
     app = engine.kernel_app
     kernel = engine.kernel
-    if bind and not engine._kernel_bound:
+    if bind and not upstream.kernel_bound(engine):
         app.ip = allocation.own_address(engine.registration_url)
         engine.bind_kernel()
         with contextlib.suppress(OSError):
             Path(app.abs_connection_file).unlink()  # ipyparallel's copy; the client writes its own
     shell = getattr(kernel, "debug_shell_socket", None)
-    if shell is not None and not getattr(kernel, "_wb_debug_shell", False):
+    if shell is not None and id(kernel) not in _debug_shells:
         import atexit
         import shutil
 
@@ -68,7 +71,7 @@ def open_kernel(bind: bool = True) -> dict[str, Any]:
         address = f"inproc://mpiworkbench-debug-shell-{os.getpid()}"
         engine.shell_socket.bind(address)
         shell.connect(address)
-        kernel._wb_debug_shell = True
+        _debug_shells.add(id(kernel))
         # the debugger writes the cells it is shown (dumpCell) there, and never removes them
         atexit.register(shutil.rmtree, get_tmp_directory(), ignore_errors=True)
     info = {}

@@ -32,6 +32,7 @@ import threading
 import time
 from typing import Any
 
+from mpiworkbench.client import upstream
 from mpiworkbench.trace.stops import KEPT_PAUSES, WHERE_KEY
 
 #: Requests remembered while their reply is awaited (an unanswered one is forgotten after this many newer).
@@ -51,13 +52,13 @@ class KernelRelay:
 
         self.rank = rank
         self.engine = engine
-        self._target = client._engines[engine].encode("utf8")
+        self._target = upstream.engine_identities(client)[engine].encode("utf8")
         self._down_session = Session(key=secrets.token_hex(32).encode(), signature_scheme="hmac-sha256",
                                      username="mpiworkbench")
         theirs = client.session
         self._up_session = Session(key=theirs.key, signature_scheme=theirs.signature_scheme,
                                    packer=theirs.packer, unpacker=theirs.unpacker, username="mpiworkbench")
-        config = client._config
+        config = upstream.client_config(client)
         curve = dict(curve_serverkey=client.curve_serverkey, curve_publickey=client.curve_publickey,
                      curve_secretkey=client.curve_secretkey)
         self.down: dict[str, Any] = {}

@@ -24,7 +24,7 @@ from IPython.display import display
 from ipyparallel import error
 from ipyparallel.client.magics import ParallelMagics
 
-from mpiworkbench.client import broadcast
+from mpiworkbench.client import broadcast, upstream
 from mpiworkbench.client.debugging import debug_options, debugging_cell
 from mpiworkbench.client.errors import RankFailure
 from mpiworkbench.client.output import GroupedOutput, RankOutput
@@ -105,7 +105,7 @@ class WorkbenchMagics(ParallelMagics):
         if broadcast_fits and (self._broadcast or (self._broadcast is None and len(targets) > STREAM_UP_TO)):
             return self._broadcast_cell(cell, label, save_name, signal_on_interrupt)
         result = wb.submit(label, lambda: self.view.execute(cell, silent=False, block=False), keep=True)
-        result._fname = "%px"
+        upstream.name_call(result, "%px")
         self.last_result = result
         if save_name:
             self.shell.user_ns[save_name] = result
@@ -121,7 +121,7 @@ class WorkbenchMagics(ParallelMagics):
                     try:
                         result.get()
                     except error.CompositeError as exc:
-                        if result._output_ready:
+                        if upstream.output_streamed(result):
                             raise error.AlreadyDisplayedError(exc) from None
                         raise
                 elif any(s.state == "failed" for s in statuses):
@@ -162,7 +162,7 @@ class WorkbenchMagics(ParallelMagics):
         return None
 
     def _engines(self, targets) -> list:
-        return self.view.client._build_targets(targets)[1]
+        return upstream.engine_ids(self.view.client, targets)
 
 
 def show_grouped(result, rank_of) -> GroupedOutput:
@@ -171,7 +171,7 @@ def show_grouped(result, rank_of) -> GroupedOutput:
     rank; returns the :class:`GroupedOutput` (``wb.last_output``)."""
     outputs, rich = [], []
     parts = result.split()
-    for engine, part in zip(result._targets if isinstance(result._targets, list) else [result._targets], parts):
+    for engine, part in zip(upstream.targets(result), parts):
         if not part.ready():
             continue
         part.wait_for_output(OUTPUT_WAIT_S)
@@ -190,7 +190,7 @@ def show_grouped(result, rank_of) -> GroupedOutput:
     for rank, part, result_too in rich:
         print(f"[output:{rank}]")
         for output in part.outputs:
-            part._republish_displaypub(output, part.engine_id)
+            upstream.republish(part, output)
         if result_too:
             display(part.get())
     return grouped

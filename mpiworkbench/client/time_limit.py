@@ -32,6 +32,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from mpiworkbench.client import upstream
 from mpiworkbench.client.allocation import Allocation
 
 __all__ = ["MARGIN_S", "JobTimeLimit", "JobClock", "parse_duration", "watch", "forget"]
@@ -154,7 +155,7 @@ def _show(shell, etype, value, tb, tb_offset=None) -> list[str]:
     if _WATCH is not None:
         _WATCH.stop_sessions()
     stb = [f"{etype.__name__}: {value}"]
-    shell._showtraceback(etype, value, stb)
+    upstream.show_traceback(shell, etype, value, stb)
     return stb
 
 

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from mpiworkbench.client import broadcast, leftovers
+from mpiworkbench.client import broadcast, leftovers, upstream
 from mpiworkbench.client.caches import forget
 from mpiworkbench.client.errors import ExecutionTimeout
 from mpiworkbench.trace import hang, recorder
@@ -81,7 +81,7 @@ def arm_engines(wb) -> dict[int, dict[str, Any]]:
     started, files}``. The ranks also remove what ranks killed before them on their hosts left
     in ``/dev/shm`` (:func:`mpiworkbench.client.leftovers.elsewhere`)."""
     # the engines' identities (ipyparallel gives every registration a new uuid): a restart re-arms
-    key = (id(wb.client), tuple(sorted(wb.ranks.items())), tuple(sorted(getattr(wb.client, "_engines", {}).items())))
+    key = (id(wb.client), tuple(sorted(wb.ranks.items())), tuple(sorted(upstream.engine_identities(wb.client).items())))
     if getattr(wb, "_armed_for", None) == key:
         return wb._rank_processes
     left_behind = leftovers.elsewhere()
@@ -92,7 +92,7 @@ def arm_engines(wb) -> dict[int, dict[str, Any]]:
     ar = wb.view.apply_async(arm_engine, left_behind, hosts != {here})
     processes: dict[int, dict[str, Any]] = {}
     if ar.wait(ARM_TIMEOUT_S):
-        targets = getattr(ar, "_targets", None) or list(wb.ranks)
+        targets = upstream.targets(ar) or list(wb.ranks)
         infos = dict(zip(targets, ar.get()))
         for engine, info in infos.items():
             rank = info["rank"] if info["rank"] is not None else wb.ranks.get(engine, engine)
@@ -165,7 +165,7 @@ def _published(wb, ar, key: str = hang.REPORT_KEY) -> dict[int, dict[str, Any]]:
     # the execution's own metadata (what the client's IOPub handler updates) and the client's
     # table: that one may have handed its entries over to the result already, and what a rank
     # publishes after its part has finished (a rank that failed, then waits) lands in a new one
-    metadata = list(getattr(ar, "_metadata", None) or [])
+    metadata = upstream.metadata(ar)
     metadata += [wb.client.metadata.get(m) for m in getattr(ar, "msg_ids", ())]
     # a call on every rank (wb.run: relayed by rank 0): each rank's copy of it has an id of its own
     metadata += [wb.client.metadata.get(m) for m in broadcast.copies(wb.client, ar)]

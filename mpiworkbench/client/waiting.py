@@ -13,6 +13,7 @@ import concurrent.futures
 import time
 from typing import Any, Generator, Mapping
 
+from mpiworkbench.client import upstream
 from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, RankStatus
 
 #: A feature's one loop, written once for both ways of waiting (see :func:`drive`): it
@@ -83,11 +84,6 @@ async def until_ready(ar, timeout: float | None = None, grace: float = 2.0, poll
     return True
 
 
-def _targets(ar) -> list[int]:
-    targets = getattr(ar, "_targets", None)
-    if isinstance(targets, int):
-        return [targets]
-    return list(targets) if targets else []
 
 
 def _error_status(rank: int, engine_id: int, exc: BaseException) -> RankStatus:
@@ -101,7 +97,7 @@ def _error_status(rank: int, engine_id: int, exc: BaseException) -> RankStatus:
 def rank_statuses(ar, rank_of: Mapping[int, int]) -> list[RankStatus]:
     """The state of each rank's part of *ar* right now."""
     statuses = []
-    for engine_id, part in zip(_targets(ar), ar.split()):
+    for engine_id, part in zip(upstream.targets(ar), ar.split()):
         rank = rank_of.get(engine_id, engine_id)
         if not part.done():
             statuses.append(RankStatus(rank, engine_id, "running"))

@@ -1,0 +1,106 @@
+"""The private names of ipyparallel, ipykernel, jupyter_client and IPython the runtime reaches are
+all in one module (``mpiworkbench/client/upstream.py``), the installed packages still have each,
+and ``pyproject.toml`` bounds those packages to the minor versions the suite runs against."""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from packaging.requirements import Requirement
+
+from mpiworkbench.client import upstream
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "mpiworkbench"
+HOOKS_MODULE = PACKAGE / "client" / "upstream.py"
+#: Private names of the standard library and mpi4py the package uses on purpose (documented there).
+FOREIGN_ALLOWED = {("sys", "_getframe"), ("sys", "_current_frames"), ("os", "_exit"), ("MPI", "_sizeof")}
+#: The packages whose private names the hooks reach, bounded in pyproject.toml.
+BOUNDED = ("ipyparallel", "ipykernel", "jupyter_client", "ipython")
+
+
+def _sources() -> dict[Path, ast.AST]:
+    return {path: ast.parse(path.read_text(), str(path)) for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _ours(trees) -> set[str]:
+    """Every private name the package itself defines: functions, classes, arguments, names and
+    attributes it assigns (outside the hooks module, which assigns upstream's)."""
+    names: set[str] = set()
+    for path, tree in trees.items():
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.arg):
+                names.add(node.arg)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and path != HOOKS_MODULE:
+                names.add(node.attr)
+            elif isinstance(node, ast.alias):
+                names.add(node.asname or node.name.split(".")[-1])
+    return {name for name in names if name.startswith("_")}
+
+
+def test_no_module_but_the_hooks_module_reaches_a_private_name_of_upstream():
+    trees = _sources()
+    ours = _ours(trees)
+    reached = []
+    for path, tree in trees.items():
+        if path == HOOKS_MODULE:
+            continue
+        for node in ast.walk(tree):
+            name, base = None, None
+            if isinstance(node, ast.Attribute):
+                name, base = node.attr, ast.unparse(node.value)
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                  and node.func.id in ("getattr", "setattr", "hasattr") and len(node.args) >= 2
+                  and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+                name, base = node.args[1].value, ast.unparse(node.args[0])
+            if (name and name.startswith("_") and not name.startswith("__") and name not in ours
+                    and (base, name) not in FOREIGN_ALLOWED):
+                reached.append(f"{path.relative_to(ROOT)}:{node.lineno}: {base}.{name}")
+    assert not reached, ("private names of other packages reached outside mpiworkbench/client/upstream.py "
+                         "(add a hook there, with why):\n" + "\n".join(reached))
+
+
+def test_every_hook_is_a_function_of_the_hooks_module_and_reaches_its_name():
+    source = HOOKS_MODULE.read_text()
+    tree = ast.parse(source)
+    functions = {node.name: ast.unparse(node) for node in tree.body if isinstance(node, ast.FunctionDef)}
+    for hook in upstream.HOOKS:
+        assert hook.used_by in functions, f"{hook.used_by} is not a function of upstream.py"
+        assert hook.name in functions[hook.used_by], f"upstream.{hook.used_by} does not reach {hook.name}"
+
+
+def test_the_installed_packages_have_every_private_name_the_hooks_reach():
+    assert upstream.moved() == []
+
+
+def test_a_hook_whose_name_moved_is_named_with_the_function_using_it():
+    gone = upstream.Hook("ipyparallel.client.asyncresult:AsyncResult", "_no_such_name", "targets", "a test")
+    [message] = upstream.moved((gone, *upstream.HOOKS[:2]))
+    version = importlib.metadata.version("ipyparallel")
+    assert message.startswith(f"ipyparallel {version}: ipyparallel.client.asyncresult.AsyncResult._no_such_name is gone")
+    assert "mpiworkbench.client.upstream.targets" in message
+    run = subprocess.run([sys.executable, "-m", "mpiworkbench.client.upstream"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and f"all {len(upstream.HOOKS)} private names" in run.stdout, run.stdout + run.stderr
+
+
+def test_pyproject_bounds_the_hooked_packages_to_the_installed_minor_versions():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    requirements = [Requirement(text) for text in project["dependencies"]]
+    for extra in project["optional-dependencies"].values():
+        requirements += [Requirement(text) for text in extra if not text.startswith("mpiworkbench")]
+    for package in BOUNDED:
+        found = [r for r in requirements if r.name.replace("-", "_") == package]
+        assert found, f"pyproject.toml does not name {package}"
+        for requirement in found:
+            installed = importlib.metadata.version(package)
+            assert requirement.specifier.contains(installed), f"{requirement} excludes the installed {installed}"
+            assert any(spec.operator == "<" for spec in requirement.specifier), f"{requirement} has no upper bound"
