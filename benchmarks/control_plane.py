@@ -1,6 +1,6 @@
 """The control plane's cost per call as the world grows: the old path (a DirectView: n requests,
 n replies, each engine's IOPub), the controller's broadcast with coalescing replies (one request,
-one reply of n results) and the relay (:mod:`mpiworkbench.client.relay`: one request to rank 0,
+one reply of n results) and the relay (:mod:`mpiworkbench.client.ranks.relay`: one request to rank 0,
 which hands the call to the other ranks, one reply), alternated in one run.
 
 Run on demand (not part of ``make test``)::
@@ -18,7 +18,7 @@ client CPU (larger / smallest) is the median of the rounds' ratios, so that the 
 which changes from minute to minute on a shared machine, falls on both sides of each ratio alike:
 
 * ``wb.run`` of a no-op function (old: ``view.apply_async`` on the DirectView through the same
-  world turn and waits; coalescing: :func:`mpiworkbench.client.broadcast.apply` on the
+  world turn and waits; coalescing: :func:`mpiworkbench.client.calls.relayed.apply` on the
   controller's coalescing broadcast view, the same way; new: ``wb.run``, the relay; and the
   floor, a call of the same function on rank 0's engine alone, the same way: what a call costs
   the notebook when nothing in it is per rank);
@@ -93,7 +93,8 @@ def measure(controller: list[int], counter, call, calls: int, idle_ms_per_s: flo
 
 def paths(wb, shell):
     """Path name → one call of it on *wb*'s world (``%%px`` through *shell*, on *wb*'s magics)."""
-    from mpiworkbench.client import broadcast
+    from mpiworkbench.client.calls import relayed
+    from mpiworkbench.client.ranks import relay
 
     def run_old():  # what wb.run did before: the DirectView, through the same world turn and waits
         ar = wb.submit("bench: DirectView run", lambda: wb.view.apply_async(noop))
@@ -108,12 +109,12 @@ def paths(wb, shell):
         result = shell.run_cell(f"%%px --no-stream --broadcast\n{CELL}")
         assert result.success, result.error_in_exec
 
-    coalescing = broadcast.view(wb.client, list(wb.view.targets))
+    coalescing = wb.client.broadcast_view(targets=list(wb.view.targets), is_coalescing=True)
 
     def run_coalescing():  # the controller's broadcast with coalescing replies (wb.run's path before the relay)
-        ar = wb.submit("bench: coalescing run", lambda: broadcast.apply(coalescing, broadcast.call, noop, (), {}))
+        ar = wb.submit("bench: coalescing run", lambda: relayed.apply(coalescing, relay.call, noop, (), {}))
         wb.wait_explained(ar, wb.timeout)
-        return broadcast.results(ar)
+        return relayed.results(ar)
 
     one = wb.client[wb._engine_of(0)]
 
@@ -132,12 +133,12 @@ class World:
 
     def __init__(self, n: int, shell):
         from mpiworkbench import Workbench
-        from mpiworkbench.client import broadcast
+        from mpiworkbench.client.calls import relayed
         from mpiworkbench.core.processes import family
 
         self.shell = shell
         self.wb = Workbench(n=n, oversubscribe=True, timeout=600).start()
-        self.counter = broadcast.MessageCounter(self.wb.client.session)
+        self.counter = relayed.MessageCounter(self.wb.client.session)
         self.controller = family(self.wb.cluster.controller.process.pid)  # its schedulers, heart monitor: found once
         self.calls = paths(self.wb, shell)
         self.use()

@@ -31,7 +31,7 @@ is shared: read ratios from one run, not absolute times across runs). Usage::
     .venv/bin/python benchmarks/interactive.py [--quick] [--frames 60] [--repeat 3] [--yield] [--ordering] [--json FILE]
 
 ``--ordering`` plays every case a second time, right after, without the shared MPI world's turn
-(:mod:`mpiworkbench.client.world`): what ordering every call across notebooks costs a panel.
+(:mod:`mpiworkbench.client.calls.turns`): what ordering every call across notebooks costs a panel.
 
 ``--sweep`` measures instead the mesh sweep of issue 24 (wave 33³…257³, CG 257²…4097²): per case,
 Play with the picture reduced on the ranks to the pixels the panel draws
@@ -220,16 +220,16 @@ def run_cluster(cases, args, env: dict[str, str] | None = None) -> list[dict]:
             seen = wb.run(environment_variable, next(iter(env)))
             assert all(v == next(iter(env.values())) for v in seen), f"engines did not get {env}: {seen}"
         results = []
-        world = wb._world
+        world = wb._turns
         for solver, size in cases:
             # --ordering: each case also without the world's turn (an unordered client, as before
             # the shared-world issue), right after, on the same cluster
             for ordered in ((True, False) if args.ordering else (True,)):
-                wb._connection.world = world if ordered else None
+                wb._connection.turns = world if ordered else None
                 try:
                     row = measure_case(wb, solver, size, args.frames, args.warmup, args.repeat)
                 finally:
-                    wb._connection.world = world
+                    wb._connection.turns = world
                 row["yield"], row["ordered"] = bool(env), ordered
                 print(format_row(row), flush=True)
                 results.append(row)

@@ -26,7 +26,7 @@ controller's start time (until its connection file is written and a client conne
 (the controller and its children, resident, summed), the time to register the engines, and the
 median round trip of a no-op through a ``DirectView`` and through the coalescing broadcast view
 (what ``wb.run`` uses), alternated call by call. The threaded controller is the workbench's
-(``mpiworkbench.client.controller``: ipyparallel's with one bug mended, without which a coalescing
+(``mpiworkbench.client.cluster.controller``: ipyparallel's with one bug mended, without which a coalescing
 call never returns); the other is ipyparallel's as it is.
 
 The machine has 2 cores: every figure beyond 2 engines is oversubscribed.
@@ -57,9 +57,9 @@ def _cluster(threads: bool):
     import ipyparallel as ipp
     from traitlets.config import Config
 
-    from mpiworkbench.client import clusters, controller
+    from mpiworkbench.client.cluster import controller, start
 
-    args, config = clusters.hub_args(), Config()
+    args, config = start.hub_args(), Config()
     if threads:
         args += controller.ARGS
         config.LocalControllerLauncher.controller_cmd = controller.COMMAND
@@ -135,7 +135,7 @@ def stand_in_storm(n: int, per_process: int, hold_s: float) -> str:
     seconds later, how many the hub still holds (longer than it tolerates missed heartbeats)."""
     import subprocess
 
-    from mpiworkbench.client import clusters
+    from mpiworkbench.client.cluster.start import HEARTBEAT_MISSES, HEARTBEAT_MS
 
     cluster = _cluster(threads=False)
     cluster.start_controller_sync()
@@ -168,7 +168,7 @@ def stand_in_storm(n: int, per_process: int, hold_s: float) -> str:
         client.close()
         cluster.stop_cluster_sync()
     last = seen[-1] if seen else float("nan")
-    tolerated = clusters.HEARTBEAT_MS * clusters.HEARTBEAT_MISSES / 1000
+    tolerated = HEARTBEAT_MS * HEARTBEAT_MISSES / 1000
     return (f"| engine STAND-INS started (protocol-level, not engines) | processes | registered | lost | first s | "
             f"last s | s per extra stand-in | still held after {hold_s:g} s | stand-ins' memory MB |\n"
             f"|---|---|---|---|---|---|---|---|---|\n"

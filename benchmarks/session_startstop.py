@@ -66,7 +66,7 @@ def time_defaults(n: int) -> tuple[float, float]:
     client.close()
     cluster.stop_cluster_sync()
     stopped = time.perf_counter()
-    from mpiworkbench.client.watchdog import engine_state_file
+    from mpiworkbench.client.cluster.watchdog import engine_state_file
 
     engine_state_file(cluster.profile_dir, cluster.cluster_id).unlink(missing_ok=True)  # ipyparallel leaves it
     return t1 - t0, stopped - t1
@@ -85,15 +85,15 @@ def time_workbench(n: int) -> tuple[float, float]:
 
 def _ipcluster(n: int, ipython_dir: str) -> subprocess.Popen:
     """``ipcluster start`` of our ``mpi`` profile; returns once its engines answer."""
-    from mpiworkbench.client import clusters
-    from mpiworkbench.client.profile import create_profile
+    from mpiworkbench.client.cluster import attach
+    from mpiworkbench.client.cluster.profiles import create_profile
 
     create_profile("mpi", launcher="mpi", ipython_dir_=ipython_dir)
     server = subprocess.Popen([str(Path(sys.executable).with_name("ipcluster")), "start", "-n", str(n), "--profile=mpi"],
                               cwd=ipython_dir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        cluster = clusters.running_cluster("mpi")
+        cluster = attach.running_cluster("mpi")
         if cluster is not None and cluster.engines:
             client = cluster.connect_client_sync()
             client.wait_for_engines(n, timeout=120)
@@ -239,15 +239,16 @@ def one_start(n: int, px_repeats: int) -> dict:
     import ipyparallel as ipp
     from IPython.core.interactiveshell import InteractiveShell
 
-    from mpiworkbench.client import clusters, session
+    from mpiworkbench.client.calls import session
+    from mpiworkbench.client.cluster import engines
 
     marks: dict[str, float] = {}
     _marking(marks, ipp.Cluster, "start_controller", "controller spawned")
     _marking(marks, ipp.Cluster, "start_engines", "engines launched")
     _marking(marks, ipp.Cluster, "connect_client", "client connected")
     _marking(marks, ipp.Client, "wait_for_engines", "engines registered")
-    _marking(marks, clusters, "rank_map", "rank map")
-    _marking(marks, session.Session, "_build_view", "view and %px")
+    _marking(marks, engines, "rank_map", "rank map")
+    _marking(marks, session.Session, "_take_engine_set", "view and %px")
     shell = InteractiveShell.instance()  # so that %px is activated, as in a notebook
     from mpiworkbench import Workbench
 

@@ -1,4 +1,4 @@
-"""What ordering every call through the MPI world's turn costs (``mpiworkbench.client.world``).
+"""What ordering every call through the MPI world's turn costs (``mpiworkbench.client.calls.turns``).
 
 Run on demand (not part of ``make test``)::
 
@@ -59,7 +59,7 @@ def main() -> int:
 
     shell = InteractiveShell.instance()
     wb = Workbench(n=args.n, oversubscribe=True).start()  # activate: %%px on this shell
-    world = wb._world
+    world = wb._turns
     samples: dict[str, list[float]] = {k: [] for k in ("run ordered", "run unordered", "px ordered",
                                                          "px unordered", "ipyparallel")}
     cases = {
@@ -71,13 +71,13 @@ def main() -> int:
             order = ["ordered", "unordered"] if block % 2 == 0 else ["unordered", "ordered"]
             for name, call in cases.items():
                 for mode in order:
-                    wb._connection.world = world if mode == "ordered" else None
+                    wb._connection.turns = world if mode == "ordered" else None
                     samples[f"{name} {mode}"].append(per_call(call, args.calls))
-            wb._connection.world = world
+            wb._connection.turns = world
             samples["ipyparallel"].append(per_call(lambda: wb.view.apply_sync(allreduce_one), args.calls))
             print(f"block {block + 1}/{args.blocks}", file=sys.stderr, flush=True)
     finally:
-        wb._connection.world = world
+        wb._connection.turns = world
         wb.stop()
 
     med = {k: statistics.median(v) for k, v in samples.items()}

@@ -70,7 +70,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from mpiworkbench.client import controller
+from mpiworkbench.client.cluster import controller
 from mpiworkbench.core.processes import Identity, cmdline, end
 
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):

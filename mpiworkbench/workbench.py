@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mpiworkbench.client.session import Session
-from mpiworkbench.client.trace import tracing
+from mpiworkbench.client.calls.session import Session
+from mpiworkbench.client.calls.trace import tracing
 from mpiworkbench.drivers.cg import CGHandle
 from mpiworkbench.drivers.heat import HeatHandle
 from mpiworkbench.drivers.wave import WaveHandle
@@ -24,7 +24,7 @@ __all__ = ["Workbench"]
 class Workbench(Session):
     """An ipyparallel cluster whose engines are the ranks of one MPI world, with its panels.
 
-    Everything of :class:`~mpiworkbench.client.session.Session` (start, stop, restart,
+    Everything of :class:`~mpiworkbench.client.calls.session.Session` (start, stop, restart,
     ``run``, ``%%px`` with a timeout, remote objects), plus the control panel and the
     live solvers, benchmarks and speedup experiments.
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import ipyparallel as ipp
 
-from mpiworkbench.client.clusters import engines_recorded
+from mpiworkbench.client.cluster.attach import engines_recorded
 from mpiworkbench.core import shm
 from tests.cluster.slurm import processes_with_env, wait_until
 

@@ -438,7 +438,7 @@ class HeadIPCluster:
 
     def start(self, n: int, limit: float) -> None:
         """Start ipcluster; return once its cluster file records the engine set."""
-        from mpiworkbench.client.clusters import engines_recorded
+        from mpiworkbench.client.cluster.attach import engines_recorded
 
         self.server = self.nodes.spawn(
             self.nodes.head, str(Path(sys.executable).with_name("ipcluster")), "start", "-n", str(n),

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from mpiworkbench.client import controller
+from mpiworkbench.client.cluster import controller
 from mpiworkbench.core import shm
 from mpiworkbench.core.processes import alive, cmdline, descendants as _descendants
 

@@ -36,7 +36,7 @@ def register(subparsers) -> None:
 def run_create(args: argparse.Namespace) -> int:
     import warnings
 
-    from mpiworkbench.client.profile import create_profile, profile_name  # lazy: the client imports ipyparallel and IPython; only `profile create` needs them
+    from mpiworkbench.client.cluster.profiles import create_profile, profile_name  # lazy: the client imports ipyparallel and IPython; only `profile create` needs them
 
     args.name = args.name or profile_name(args.mpi or implementations.current().name)
     with warnings.catch_warnings(record=True) as caught:

@@ -127,7 +127,7 @@ class RankFailure(_RankReport):
 class ExecutionTimeout(_RankReport, TimeoutError):
     """Some ranks did not finish in time — typically blocked in a collective.
 
-    With the hang report attached (:func:`mpiworkbench.client.trace.explain_timeout`):
+    With the hang report attached (:func:`mpiworkbench.client.calls.trace.explain_timeout`):
     ``hang_lines`` say per rank the MPI call it is blocked in and its Python line, ``causes``
     the likely causes, ``ranks`` the raw per-rank states, and ``trace`` (inside ``wb.trace()``)
     the events recorded up to the timeout; ``execution`` is the timed-out ``AsyncResult``.

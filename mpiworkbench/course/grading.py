@@ -39,10 +39,10 @@ from pathlib import Path
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Float, Integer, Unicode
 
-from mpiworkbench.client import clusters
-from mpiworkbench.client.profile import create_profile
-from mpiworkbench.client.execution import REFUSE_AFTER_HANG_VARIABLE, TIMEOUT_VARIABLE
-from mpiworkbench.client.session import Session
+from mpiworkbench.client.cluster import attach
+from mpiworkbench.client.cluster.profiles import create_profile
+from mpiworkbench.client.calls.execution import REFUSE_AFTER_HANG_VARIABLE, TIMEOUT_VARIABLE
+from mpiworkbench.client.calls.session import Session
 
 __all__ = ["configure", "FreshWorld", "GradingWorld"]
 
@@ -73,7 +73,7 @@ class GradingWorld:
     def fresh(self) -> Session:
         """A fresh MPI world for the next submission (the session the grader holds on it)."""
         if self.session is None:
-            if clusters.running_cluster(self.profile) is None:
+            if attach.running_cluster(self.profile) is None:
                 self._start_ipcluster()
             self.session = Session.attach(self.profile, timeout=self.timeout, activate=False)
             if self.session.n != self.ranks:
@@ -87,7 +87,7 @@ class GradingWorld:
         return self.session
 
     def _start_ipcluster(self) -> None:
-        directory = clusters.profile_dir(self.profile)
+        directory = attach.profile_dir(self.profile)
         if not (directory / "ipcluster_config.py").exists():
             create_profile(self.profile)
         self._log_dir = tempfile.mkdtemp(prefix="mpiworkbench-grading-")
@@ -102,7 +102,7 @@ class GradingWorld:
         atexit.register(self.close)
         cluster_file = directory / "security" / "cluster-.json"
         deadline = time.monotonic() + START_LIMIT_S
-        while not clusters.engines_recorded(cluster_file):
+        while not attach.engines_recorded(cluster_file):
             if self.ipcluster.poll() is not None or time.monotonic() > deadline:
                 why = "exited" if self.ipcluster.poll() is not None else f"was not up within {START_LIMIT_S:g} s"
                 tail = logfile.read_text(errors="replace")[-3000:]

@@ -17,7 +17,7 @@ What the configuration does:
   root), with the resources of one student: ``--ntasks`` = the MPI ranks of their world, a time
   limit, memory, a partition. The server runs in the job's batch step (no ``srun`` around it),
   so a kernel's ``Workbench()`` takes the job's whole allocation
-  (:mod:`mpiworkbench.client.allocation`): its ranks run on the job's nodes, inside the job;
+  (:mod:`mpiworkbench.client.cluster.allocation`): its ranks run on the job's nodes, inside the job;
 * **addresses**: the proxy (the only way in, with the hub's login) listens on loopback unless
   told otherwise; the hub's API listens where the compute nodes reach it (``--hub-ip``: the
   head node's address on the cluster network), which the servers on the nodes call back to;

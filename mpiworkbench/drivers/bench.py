@@ -21,8 +21,8 @@ from typing import Any, Callable
 
 from mpiworkbench.backends import implemented_names
 from mpiworkbench.bench.method import Policy, parse_sizes
-from mpiworkbench.client import cli_job
-from mpiworkbench.client.waiting import Steps, drive, drive_async
+from mpiworkbench.client.cluster import cli_job
+from mpiworkbench.client.calls.waiting import Steps, drive, drive_async
 from mpiworkbench.core import implementations
 
 #: Backends a sweep runs on unless told otherwise (the registry's order, C first).
@@ -68,8 +68,8 @@ def start_run(wb, benchmark: str, backends=DEFAULT_BACKENDS, sizes: str | list[i
 def sweep(run, on_rows: OnRows | None = None, should_stop: Callable[[], bool] = lambda: False) -> Steps:
     """The one loop of a sweep: one size per engine call, then the results document.
 
-    A generator of :data:`~mpiworkbench.client.waiting.Steps`, waited on by
-    :func:`~mpiworkbench.client.waiting.drive` or :func:`~mpiworkbench.client.waiting.drive_async`.
+    A generator of :data:`~mpiworkbench.client.calls.waiting.Steps`, waited on by
+    :func:`~mpiworkbench.client.calls.waiting.drive` or :func:`~mpiworkbench.client.calls.waiting.drive_async`.
     The sweep is deleted on the engines when the loop ends, however it ends.
 
     Parameters

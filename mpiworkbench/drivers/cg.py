@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from mpiworkbench.client.trace import trace_steps
+from mpiworkbench.client.calls.trace import trace_steps
 from mpiworkbench.drivers.solver_handle import Frame, SolverHandle, field_frame, slowest
 from mpiworkbench.solvers.cg import poisson
 from mpiworkbench.solvers.picture import DEFAULT_RESOLUTION, Picture, check_resolution, reduce_picture

@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from mpiworkbench.client import cli_job
-from mpiworkbench.client.waiting import Steps, drive, drive_async
+from mpiworkbench.client.cluster import cli_job
+from mpiworkbench.client.calls.waiting import Steps, drive, drive_async
 from mpiworkbench.core import implementations
 from mpiworkbench.speedup import analysis, experiments
 from mpiworkbench.speedup.analysis import SpeedupResult
@@ -58,7 +58,7 @@ def on_engines(wb, spec: SpeedupSpec, on_point: OnPoint | None = None, label: st
                should_stop: Callable[[], bool] = lambda: False) -> Steps:
     """:func:`~mpiworkbench.speedup.plan.run_steps` with every point submitted to the engines.
 
-    A generator of :data:`~mpiworkbench.client.waiting.Steps` (each point's
+    A generator of :data:`~mpiworkbench.client.calls.waiting.Steps` (each point's
     :func:`~mpiworkbench.speedup.point.run_point` call on every rank; rank 0's record is sent
     on to the plan's loop). Arguments as :func:`run_on_workbench`.
 

@@ -13,7 +13,7 @@ interposer's clock, one per host). The client reads it:
   (:func:`describe`).
 
 Written by :func:`record` from the kernel's debug-event callback (the engines' kernels are made
-debuggable by :mod:`mpiworkbench.client.engine_start`); nothing is written while no debugger is
+debuggable by :mod:`mpiworkbench.client.cluster.engine_start`); nothing is written while no debugger is
 attached, and the file goes when the process exits (or, killed, is swept with its slot by
 :func:`mpiworkbench.trace.hang.sweep_stale`).
 """

@@ -26,7 +26,7 @@ from typing import Callable, Sequence
 from mpiworkbench.bench import results
 from mpiworkbench.bench.catalog import BENCHMARKS
 from mpiworkbench.bench.fit import pingpong_fits
-from mpiworkbench.client.trace import tracing
+from mpiworkbench.client.calls.trace import tracing
 from mpiworkbench.drivers import bench as driver
 from mpiworkbench.drivers.bench import DEFAULT_BACKENDS
 from mpiworkbench.plot import bench as bench_plot, render

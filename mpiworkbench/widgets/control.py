@@ -10,7 +10,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from mpiworkbench.client import clusters
+from mpiworkbench.client.cluster import attach, engines
 from mpiworkbench.core import implementations, machine
 
 
@@ -74,11 +74,11 @@ def status_html(state: str, ranks: list[dict[str, Any]], env: dict[str, Any] | N
 
 def profile_status(profile: str) -> str:
     """One line on *profile*'s cluster: running (how many engines, which launcher) or not."""
-    cluster = clusters.running_cluster(profile) if profile else None
+    cluster = attach.running_cluster(profile) if profile else None
     if cluster is None:
         return f"profile <b>{html.escape(profile or '—')}</b>: no cluster running"
-    return (f"profile <b>{html.escape(profile)}</b>: running, {clusters.engine_count(cluster)} engine(s), "
-            f"launcher {html.escape(clusters.launcher_name(cluster))}")
+    return (f"profile <b>{html.escape(profile)}</b>: running, {engines.engine_count(cluster)} engine(s), "
+            f"launcher {html.escape(engines.launcher_name(cluster))}")
 
 
 #: The style of the panel's labelled controls: each label as wide as its text (ipywidgets' fixed
@@ -98,7 +98,7 @@ class ControlPanel:
     def __init__(self, wb):
         self.wb = wb
         self.status = widgets.HTML()
-        names = clusters.profiles()
+        names = attach.profiles()
         self.profile = widgets.Dropdown(options=names, value=wb.profile if wb.profile in names else (names[0] if names else None),
                                         description="Profile", style=WHOLE_LABEL)
         self.profile_info = widgets.HTML()

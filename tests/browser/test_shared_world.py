@@ -1,7 +1,7 @@
 """Two notebooks on one cluster, in Chromium: the ``mpi`` cluster started as the sidebar's START
 does, a wave panel playing in one notebook and ``%%px`` collective cells run in the other at
 the same time. Both finish with the right results: the world's turn orders the two notebooks'
-MPI work (``mpiworkbench.client.world``), and each ``wb.clients()`` lists both.
+MPI work (``mpiworkbench.client.calls.turns``), and each ``wb.clients()`` lists both.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from mpiworkbench.client.profile import create_profile
+from mpiworkbench.client.cluster.profiles import create_profile
 from tests.browser.conftest import run_cells, screenshot, shutdown_kernels, wait_idle, write_notebook
 from tests.browser.test_sidebar_cluster import KEY, _clusters, _running_engines, _wait
 from tests.browser.widgets_support import (

@@ -16,7 +16,7 @@ import urllib.request
 
 import pytest
 
-from mpiworkbench.client.profile import create_profile
+from mpiworkbench.client.cluster.profiles import create_profile
 from tests.browser.conftest import open_notebook, run_cells, screenshot, shutdown_kernels, wait_idle
 from tests.browser.test_start_here import CELLS_THROUGH_PLOT
 

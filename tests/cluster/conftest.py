@@ -7,7 +7,7 @@ import os
 import pytest
 
 from mpiworkbench import Workbench
-from mpiworkbench.client.profile import create_profile
+from mpiworkbench.client.cluster.profiles import create_profile
 from tests.ipcluster import IPCluster
 
 

@@ -13,7 +13,7 @@ import ipyparallel as ipp
 import pytest
 
 from mpiworkbench import Workbench
-from mpiworkbench.client import clusters
+from mpiworkbench.client.cluster import attach
 from mpiworkbench.client.errors import WorldDied
 from mpiworkbench.core.machine import THREAD_LEVELS
 from tests.cluster.slurm import wait_until
@@ -54,12 +54,12 @@ def test_attach_drives_a_cluster_ipcluster_started(ipcluster_mpi):
         said = wb.stop()
         assert "detached" in said and "keeps running" in said
         assert wb.state == "stopped"
-        assert clusters.running_cluster("mpi") is not None, "detaching leaves the cluster running"
+        assert attach.running_cluster("mpi") is not None, "detaching leaves the cluster running"
 
         again = Workbench(n=2, profile="mpi", activate=False).start()  # start() attaches when one runs
         assert not again.owns_cluster and again.run(_rank) == [0, 1]
         again.stop(cluster=True)  # explicit: stop the cluster itself
-        wait_until(lambda: clusters.running_cluster("mpi") is None, "the cluster to stop", LIMIT)
+        wait_until(lambda: attach.running_cluster("mpi") is None, "the cluster to stop", LIMIT)
         wait_until(lambda: ipcluster_mpi.server.poll() is not None, "ipcluster to exit", LIMIT)
     finally:
         wb.stop()
@@ -80,7 +80,7 @@ def test_control_panel_picks_the_profile_attaches_detaches_and_starts_its_own(ip
         assert panel.stop_button.description == "Detach" and panel.start_button.disabled
         assert html.escape("attached (profile 'mpi')") in panel.status.value
         panel.stop_button.click()
-        assert wb.state == "stopped" and clusters.running_cluster("mpi") is not None, "detached, still running"
+        assert wb.state == "stopped" and attach.running_cluster("mpi") is not None, "detached, still running"
 
         panel.ranks.value, panel.level.value = 1, "single"  # now one rank of its own, at thread level single
         panel.start_button.click()
@@ -98,7 +98,7 @@ def test_attach_without_a_running_cluster_says_how_to_start_one(tmp_path, monkey
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path))
     with pytest.raises(RuntimeError, match=r"no cluster of profile 'mpi'.*ipcluster start"):
         Workbench.attach(profile="mpi")
-    assert clusters.running_cluster("mpi") is None
+    assert attach.running_cluster("mpi") is None
 
 
 @pytest.mark.parametrize("fresh_wb", [2], indirect=True)

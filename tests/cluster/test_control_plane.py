@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from mpiworkbench import RankFailure, Workbench
-from mpiworkbench.client.broadcast import MessageCounter
+from mpiworkbench.client.calls.relayed import MessageCounter
 
 #: 32 ranks load both cores: not beside the tier's other tests (tests/timetable.py)
 pytestmark = [pytest.mark.cost(30), pytest.mark.alone]

@@ -127,7 +127,7 @@ def _a_wrong_key_runs_nothing(wb, path):
     dropped (counted), never reaches the rank, and gets no reply."""
     from jupyter_client import BlockingKernelClient
 
-    from mpiworkbench.client.kernel_relay import relays_of
+    from mpiworkbench.client.calls.kernel_proxy import relays_of
 
     relay = relays_of(wb)[0]
     before = relay.dropped
@@ -218,7 +218,7 @@ def test_px_debug_stops_the_ranks_named_and_another_client_continues_them(shell,
     _wait_until(lambda: 1 in wb.stops(), "rank 1 to stop at the breakpoint", limit=120)
     assert sorted(wb.stops()) == [1]
     assert wb.where()[1] == f"rank 1 stopped at a breakpoint (cell line {STOP})"
-    from mpiworkbench.client.rank_debugger import RankDebugger
+    from mpiworkbench.client.calls.rank_debugger import RankDebugger
 
     lab = RankDebugger(1, wb.connection_file(1)).start()
     try:

@@ -3,7 +3,7 @@
 A hub of the class (``tests/hub_class.py``) whose servers are jobs of a two-minute limit. A
 student logs in, starts a server (a job on a compute node) and, in a kernel there, starts a world
 of the job's allocation and runs a ``%%px`` cell that would run for an hour. A minute before the
-limit (:data:`mpiworkbench.client.time_limit.MARGIN_S`) the cell must end with the workbench's
+limit (:data:`mpiworkbench.client.cluster.time_limit.MARGIN_S`) the cell must end with the workbench's
 error, which names the job and its limit and says what to do (what JupyterLab shows as the cell's
 error output: the Jupyter protocol's ``error`` message, read here over the server's websocket),
 with the world already stopped (its ranks gone from the node while the job still runs); a later
@@ -16,7 +16,7 @@ import re
 
 import pytest
 
-from mpiworkbench.client.time_limit import MARGIN_S
+from mpiworkbench.client.cluster.time_limit import MARGIN_S
 from tests.cluster.slurm import wait_until
 from tests.cluster.test_hub import CLASS_CLIENT, _plan
 from tests.hub_class import LIMIT, PYTHON, STUDENTS, ClassHub

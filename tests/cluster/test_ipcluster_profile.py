@@ -18,7 +18,7 @@ import ipyparallel as ipp
 import pytest
 
 from mpiworkbench import Workbench
-from mpiworkbench.client.profile import create_profile
+from mpiworkbench.client.cluster.profiles import create_profile
 from tests.cluster.slurm import processes_with_env, slurm, wait_until  # noqa: F401 - fixture
 from tests.ipcluster import JOB_MINUTES, LIMIT, IPCluster, _bin
 

@@ -14,7 +14,7 @@ import pytest
 
 from mpiworkbench import Workbench
 from mpiworkbench.client.errors import WorldInUse, WorldRestarted
-from mpiworkbench.client.profile import create_profile
+from mpiworkbench.client.cluster.profiles import create_profile
 from mpiworkbench.core import launch, processes
 from tests.cluster.slurm import processes_with_env, wait_until
 from tests.ipcluster import IPCluster

@@ -14,7 +14,7 @@ import ipyparallel as ipp
 import pytest
 
 from mpiworkbench import Workbench
-from mpiworkbench.client.profile import create_profile, profile_name
+from mpiworkbench.client.cluster.profiles import create_profile, profile_name
 from mpiworkbench.core import implementations
 from tests.ipcluster import IPCluster
 

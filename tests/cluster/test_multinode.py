@@ -442,7 +442,7 @@ def test_a_late_send_across_the_nodes_is_late_sender_of_the_receiver(multinode, 
 
 
 def test_workbench_attaches_to_engines_on_both_nodes(multinode, tmp_path):
-    from mpiworkbench.client.profile import create_profile
+    from mpiworkbench.client.cluster.profiles import create_profile
 
     ranks = 4
     ipython_dir = tmp_path / "ipython"

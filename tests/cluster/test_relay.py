@@ -1,5 +1,5 @@
 """Calls on every rank go to rank 0's engine alone, which hands them to the other ranks
-(:mod:`mpiworkbench.client.relay`): at 1, 2 and 3 ranks, the notebook sends one message and takes
+(:mod:`mpiworkbench.client.ranks.relay`): at 1, 2 and 3 ranks, the notebook sends one message and takes
 in one, each rank runs its own copy of the call in its kernel, and a rank that never finishes is
 told apart from those that did."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from mpiworkbench import ExecutionTimeout
-from mpiworkbench.client import relay
-from mpiworkbench.client.broadcast import MessageCounter
+from mpiworkbench.client.ranks import relay
+from mpiworkbench.client.calls.relayed import MessageCounter
 
 pytestmark = pytest.mark.cost(35)
 

@@ -16,7 +16,7 @@ import pytest
 
 from mpiworkbench import Workbench
 from mpiworkbench.client.errors import WorldBlocked
-from mpiworkbench.client.profile import create_profile
+from mpiworkbench.client.cluster.profiles import create_profile
 from mpiworkbench.core import shm
 from tests.cluster.slurm import wait_until
 from tests.ipcluster import LIMIT, IPCluster

@@ -18,7 +18,7 @@ import ipyparallel as ipp
 import pytest
 
 from mpiworkbench import Workbench
-from mpiworkbench.client import clusters
+from mpiworkbench.client.cluster import attach
 from mpiworkbench.core import shm
 from mpiworkbench.trace.hang import interposer_paths
 from tests.cluster.slurm import wait_until
@@ -112,6 +112,6 @@ def test_attached_ipcluster_start_three_restarts_and_stop_leave_dev_shm_as_found
                        "ipcluster to consider its engines started", LIMIT)
 
         _start_restart_stop_leaves_nothing(wb, decoys, before_restart=after_early_shutdown)
-        wait_until(lambda: clusters.running_cluster("mpi") is None, "the cluster to stop", LIMIT)
+        wait_until(lambda: attach.running_cluster("mpi") is None, "the cluster to stop", LIMIT)
     finally:
         wb.stop()

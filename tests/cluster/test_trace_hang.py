@@ -8,7 +8,7 @@ import ipyparallel as ipp
 import pytest
 
 from mpiworkbench import ExecutionTimeout, Workbench
-from mpiworkbench.client import trace as client_trace
+from mpiworkbench.client.calls import trace as client_trace
 
 pytestmark = pytest.mark.cost(55)
 
@@ -95,7 +95,7 @@ def _receive_from_the_other():
 
 def test_a_relayed_call_is_reported_rank_by_rank_from_another_host_too(wb, seen_from):
     """``wb.run`` (and ``%%px``) go to rank 0, which hands the call to the others
-    (``client/relay.py``): what each rank publishes about its copy reaches the notebook. It once
+    (``client/ranks/relay.py``): what each rank publishes about its copy reaches the notebook. It once
     did only for rank 0 — the copies carried rank 0's session, and a client takes in only what
     answers its own — so from another host rank 1 read "no in-flight record"."""
     with pytest.raises(ExecutionTimeout) as info:
@@ -202,7 +202,7 @@ def test_trace_up_to_a_timeout(wb):
 def test_px_trace_magic(wb):
     from IPython.core.interactiveshell import InteractiveShell
 
-    from mpiworkbench.client.magics import activate
+    from mpiworkbench.client.calls.magics import activate
 
     shell = InteractiveShell.instance()
     try:

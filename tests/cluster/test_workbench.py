@@ -76,7 +76,7 @@ def test_rank_failing_before_collective_does_not_hang(fresh_wb):
 
 def test_slow_execution_times_out_then_recovers():
     # 5 s: rank 0, which hands the call on, says which ranks finished once the call runs past
-    # 0.5 s (client/relay.py); with the tiers side by side on 2 cores that took more than 1 s once
+    # 0.5 s (client/ranks/relay.py); with the tiers side by side on 2 cores that took more than 1 s once
     bench = Workbench(n=2, timeout=5.0)
     try:
         bench.start()

@@ -16,7 +16,7 @@ import pytest
 
 from mpiworkbench import exercises
 from mpiworkbench.cli import main
-from mpiworkbench.client.profile import create_profile
+from mpiworkbench.client.cluster.profiles import create_profile
 from tests.cluster.slurm import processes_with_env, wait_until
 from tests.ipcluster import LIMIT, IPCluster
 from tests.unit.test_course import NOTEBOOKS, nbgrader

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from mpiworkbench.client.profile import create_profile
+from mpiworkbench.client.cluster.profiles import create_profile
 from tests.cluster.slurm import wait_until
 from tests.multinode import HeadIPCluster, client_json, simulated_cluster
 from tests.notebooks.test_notebooks import ALL

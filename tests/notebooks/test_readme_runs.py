@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from mpiworkbench.client.profile import create_profile
+from mpiworkbench.client.cluster.profiles import create_profile
 from tests.ipcluster import IPCluster
 from tests.notebooks.test_notebooks import printed, run_notebook
 

@@ -1,11 +1,12 @@
-"""Reading the Slurm allocation a kernel runs in (``mpiworkbench.client.allocation``) from its
+"""Reading the Slurm allocation a kernel runs in (``mpiworkbench.client.cluster.allocation``) from its
 environment; the world inside a real job is ``tests/cluster/test_allocation.py``."""
 
 from __future__ import annotations
 
 import pytest
 
-from mpiworkbench.client import allocation
+from mpiworkbench.client.cluster import allocation
+from mpiworkbench.core import addresses
 
 BATCH = {"SLURM_JOB_ID": "41", "SLURM_NTASKS": "3", "SLURM_JOB_NUM_NODES": "2",
          "SLURM_TASKS_PER_NODE": "2,1", "SLURM_JOB_NODELIST": "node[1-2]"}
@@ -71,4 +72,4 @@ def test_a_hostname_on_loopback_is_refused_saying_what_to_pass(monkeypatch):
 @pytest.mark.parametrize("url", ["tcp://127.0.0.1:5555", "tcp://localhost:1", "tcp://[::1]:2", "tcp://127.0.1.1:3"])
 def test_a_loopback_url_is_reached_from_loopback(url):
     # (a relay or a rank's kernel then listens on loopback only: nothing beyond this host)
-    assert allocation.own_address(url) == "127.0.0.1"
+    assert addresses.own_address(url) == "127.0.0.1"

@@ -201,6 +201,57 @@ def test_no_module_is_longer_than_a_room():
     assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
 
 
+#: The runtime (``client``) is three rooms and what they share. A room imports its own modules,
+#: the shared ones and the rooms named here: the session's calls build on the cluster's lifecycle
+#: and ship the ranks' code; the cluster's room knows nothing of the calls; the code that runs
+#: inside the ranks imports neither.
+RUNTIME = "mpiworkbench.client"
+RUNTIME_SHARED = {f"{RUNTIME}.{name}" for name in ("upstream", "errors", "history")} | {RUNTIME}
+RUNTIME_ROOMS: dict[str, set[str]] = {"cluster": set(), "calls": {"cluster", "ranks"}, "ranks": set()}
+#: No module of the runtime is longer than this: a newcomer reads one in a sitting.
+MAX_RUNTIME_LINES = 400
+
+
+def _room(module: str) -> str | None:
+    """The runtime's room of *module* (``cluster``, ``calls``, ``ranks``), ``"shared"``, or None."""
+    if module in RUNTIME_SHARED:
+        return "shared"
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and module.startswith(RUNTIME + ".") else None
+
+
+def test_every_module_of_the_runtime_is_in_a_room_or_shared():
+    loose = sorted(m for m in MODULES if m.startswith(RUNTIME + ".") and _room(m) not in (*RUNTIME_ROOMS, "shared")
+                   and m.split(".")[2] not in RUNTIME_ROOMS)
+    assert not loose, f"modules of the runtime in no room: {loose}; move each to cluster/, calls/ or ranks/"
+
+
+def test_the_runtimes_rooms_import_only_what_they_build_on():
+    wrong = []
+    for module, targets in GRAPH.items():
+        room = _room(module)
+        if room is None:
+            continue
+        allowed = RUNTIME_SHARED | {t for t in GRAPH if _room(t) in {room, *RUNTIME_ROOMS.get(room, ())}}
+        if room == "shared":
+            allowed = RUNTIME_SHARED
+        wrong += [f"{module} ({room}) imports {target} ({_room(target)})" for target in sorted(targets)
+                  if target.startswith(RUNTIME) and target not in allowed]
+    assert not wrong, "imports between the runtime's rooms that run the wrong way:\n" + "\n".join(wrong)
+
+
+def test_no_module_of_the_runtime_is_longer_than_a_sitting():
+    long = sorted(f"{module}: {n} lines" for module, path in MODULES.items()
+                  if module.startswith(RUNTIME) and (n := len(path.read_text().splitlines())) > MAX_RUNTIME_LINES)
+    assert not long, f"modules of the runtime over {MAX_RUNTIME_LINES} lines: {long}"
+
+
+def test_the_room_rules_can_fail():
+    assert _room("mpiworkbench.client.ranks.relay") == "ranks" and _room("mpiworkbench.client.errors") == "shared"
+    assert "mpiworkbench.client.calls.session" in GRAPH and _room("mpiworkbench.client.calls.session") == "calls"
+    assert "calls" not in RUNTIME_ROOMS["cluster"] and not RUNTIME_ROOMS["ranks"]
+
+
 #: Imports of the package's own modules inside functions hide the import graph this file
 #: guards; the few left are there for import cost or a cycle, and say so on their line.
 MAX_INNER_IMPORTS = 60

@@ -11,7 +11,7 @@ import concurrent.futures
 import pytest
 
 from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, RankStatus
-from mpiworkbench.client.waiting import drive_async, wait_ranks
+from mpiworkbench.client.calls.waiting import drive_async, wait_ranks
 
 
 class Pending:

@@ -10,7 +10,7 @@ import pytest
 
 from mpiworkbench.drivers import bench, speedup
 from mpiworkbench.drivers.cg import CGHandle
-from mpiworkbench.client.waiting import drive, drive_async
+from mpiworkbench.client.calls.waiting import drive, drive_async
 from mpiworkbench.drivers.wave import WaveHandle
 from mpiworkbench.speedup import SpeedupSpec
 

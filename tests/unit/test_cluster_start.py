@@ -1,5 +1,5 @@
-"""How a workbench's own cluster is started (``mpiworkbench.client.clusters.new_cluster``,
-``mpiworkbench.client.engine_start``), without starting one: the engines are launched with the
+"""How a workbench's own cluster is started (``mpiworkbench.client.cluster.start.new_cluster``,
+``mpiworkbench.client.cluster.engine_start``), without starting one: the engines are launched with the
 controller and read its connection file only when no stale file of that cluster id could
 mislead them; each engine's nanny is forked from it."""
 
@@ -17,7 +17,7 @@ import threading
 import pytest
 import zmq
 
-from mpiworkbench.client import clusters, engine_start
+from mpiworkbench.client.cluster import engine_start, start
 
 
 @pytest.fixture
@@ -27,33 +27,33 @@ def ipython_dir(tmp_path, monkeypatch):
 
 
 def test_a_fresh_cluster_launches_its_engines_with_the_controller(ipython_dir):
-    cluster = clusters.new_cluster(2, "fresh-id")
+    cluster = start.new_cluster(2, "fresh-id")
     assert not cluster.send_engines_connection_env  # engines read the file; mpiexec starts at once
     launcher = cluster.config.MPIEngineSetLauncher
     assert launcher.engine_cmd == engine_start.ENGINE_CMD
-    assert f"--IPEngine.wait_for_url_file={clusters.CONNECTION_FILE_WAIT_S}" in launcher.engine_args
-    assert clusters.engine_connection_file(cluster).name == "ipcontroller-fresh-id-engine.json"
+    assert f"--IPEngine.wait_for_url_file={start.CONNECTION_FILE_WAIT_S}" in launcher.engine_args
+    assert start.engine_connection_file(cluster).name == "ipcontroller-fresh-id-engine.json"
     # the engines wait until the file is whole, not only until it exists
     assert launcher.environment[engine_start.CONNECTION_FILE_VARIABLE] == (
-        f"{clusters.engine_connection_file(cluster)}:{clusters.CONNECTION_FILE_WAIT_S}")
+        f"{start.engine_connection_file(cluster)}:{start.CONNECTION_FILE_WAIT_S}")
     assert cluster.controller_ip == "127.0.0.1"  # the file the engines read names loopback only
 
 
 def test_the_connection_file_is_named_as_ipyparallel_names_it(ipython_dir):
     # the empty id (ipcluster's default, which a session that attached and detached keeps) has no id part
-    cluster = clusters.new_cluster(1, "")
+    cluster = start.new_cluster(1, "")
     launcher = cluster.engine_launcher_class(work_dir=".", parent=cluster, log=cluster.log, profile_dir=cluster.profile_dir,
                                              cluster_id=cluster.cluster_id, engine_set_id="1")
-    assert str(clusters.engine_connection_file(cluster)) == launcher.connection_files["engine"]
-    assert clusters.engine_connection_file(cluster).name == "ipcontroller-engine.json"
+    assert str(start.engine_connection_file(cluster)) == launcher.connection_files["engine"]
+    assert start.engine_connection_file(cluster).name == "ipcontroller-engine.json"
 
 
 def test_a_stale_connection_file_makes_the_engines_wait_for_the_controller(ipython_dir):
-    cluster = clusters.new_cluster(2, "reused-id")
-    stale = clusters.engine_connection_file(cluster)
+    cluster = start.new_cluster(2, "reused-id")
+    stale = start.engine_connection_file(cluster)
     stale.parent.mkdir(parents=True, exist_ok=True)
     stale.write_text("{}")
-    again = clusters.new_cluster(2, "reused-id")
+    again = start.new_cluster(2, "reused-id")
     assert again.send_engines_connection_env  # ipyparallel's way: the connection in their environment
 
 
@@ -160,15 +160,16 @@ def test_the_engine_command_runs_the_file_without_importing_the_client_package()
 
 
 def test_the_watchdog_command_ends_the_cluster_when_its_parent_dies_without_the_client_package(tmp_path):
-    from mpiworkbench.client import watchdog
-    from mpiworkbench.client.world import world_directory
+    from mpiworkbench.client.cluster import watchdog
+    from mpiworkbench.client.cluster.record import world_directory
 
     probe = watchdog.WATCHDOG_CODE.replace("run_name='__main__'", "run_name='probe'") + (
-        "print(sorted(name for name in sys.modules if name.startswith('mpiworkbench')))\n")
+        "\nimport sys; print('ipyparallel' in sys.modules, sorted(name for name in sys.modules if name.startswith('mpiworkbench')))\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
-    assert "ipyparallel" not in out.stdout and "mpiworkbench.client.session" not in out.stdout
-    assert set(eval(out.stdout)) <= {  # noqa: S307
-        "mpiworkbench", "mpiworkbench.client", "mpiworkbench.client.errors", "mpiworkbench.client.world",
+    loaded_ipyparallel, loaded = out.stdout.split(" ", 1)
+    assert loaded_ipyparallel == "False" and "mpiworkbench.client.calls.session" not in loaded
+    assert set(eval(loaded)) <= {  # noqa: S307
+        "mpiworkbench", "mpiworkbench.client", "mpiworkbench.client.cluster", "mpiworkbench.client.cluster.record",
         "mpiworkbench.core", "mpiworkbench.core.processes", "mpiworkbench.core.shm"}
 
     profile, cluster_id = str(tmp_path / "profile_x"), "the-id"
@@ -219,7 +220,7 @@ while True:
 def test_the_watchdog_removes_a_file_its_cluster_made_up_to_the_moment_it_was_ended(tmp_path):
     """The watchdog stops the cluster's processes before it reads their files: a file made while
     it ended them (a rank's segment, made during a start) is recorded and removed with the rest."""
-    from mpiworkbench.client import watchdog
+    from mpiworkbench.client.cluster import watchdog
     from mpiworkbench.core import shm
 
     profile, cluster_id = str(tmp_path / "profile_x"), "the-id"

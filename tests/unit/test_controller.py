@@ -1,5 +1,5 @@
 """The workbench's controller: ipyparallel's with its schedulers as threads, each broadcast
-scheduler given reply and target dicts of its own (``mpiworkbench.client.controller``)."""
+scheduler given reply and target dicts of its own (``mpiworkbench.client.cluster.controller``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import sys
 
 from ipyparallel.controller.broadcast_scheduler import BroadcastScheduler
 
-from mpiworkbench.client import controller
-from mpiworkbench.client.clusters import new_cluster
+from mpiworkbench.client.cluster import controller
+from mpiworkbench.client.cluster.start import new_cluster
 
 
 def test_mended_schedulers_keep_their_own_replies():

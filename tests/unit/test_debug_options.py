@@ -2,7 +2,7 @@
 
 import pytest
 
-from mpiworkbench.client.debugging import debug_options, first_code_line
+from mpiworkbench.client.calls.debugging import debug_options, first_code_line
 
 
 @pytest.mark.parametrize("line, rest, debug", [
@@ -36,7 +36,7 @@ def test_the_default_stop_is_the_first_statement():
 def test_a_curve_secured_cluster_is_always_reached_through_the_relay():
     from types import SimpleNamespace
 
-    from mpiworkbench.client.debugging import relayed
+    from mpiworkbench.client.calls.debugging import relayed
 
     curve = SimpleNamespace(client=SimpleNamespace(curve_serverkey=b"x" * 40))
     plain = SimpleNamespace(client=SimpleNamespace(curve_serverkey=None))

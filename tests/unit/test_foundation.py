@@ -15,7 +15,7 @@ from mpiworkbench.cli.lab import lab_command
 from mpiworkbench.core.launch import mpiexec_command
 from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, RankStatus, ranks_text
 from mpiworkbench.widgets.control import status_html
-from mpiworkbench.client.profile import create_profile
+from mpiworkbench.client.cluster.profiles import create_profile
 def _modules_after_import(statement: str) -> set[str]:
     code = f"import sys; {statement}; print(' '.join(sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -78,7 +78,7 @@ def test_profile_files(tmp_path):
     assert 'engine_launcher_class = "mpi"' in cluster and "mpi_cmd" in cluster
     from traitlets.config.loader import PyFileConfigLoader
 
-    from mpiworkbench.client.engine_start import ENGINE_CMD
+    from mpiworkbench.client.cluster.engine_start import ENGINE_CMD
 
     config = PyFileConfigLoader("ipcluster_config.py", path=str(profile)).load_config()
     assert config.MPIEngineSetLauncher.engine_cmd == ENGINE_CMD  # engines fork their nannies there too

@@ -4,7 +4,7 @@ rank, errors once per type with the ranks that raised them, and a cap with the w
 from __future__ import annotations
 
 from mpiworkbench.client.errors import RankFailure, RankStatus, status_lines
-from mpiworkbench.client.output import SHOW_LINE_CHARS, SHOW_LINES, GroupedOutput, RankOutput
+from mpiworkbench.client.calls.output import SHOW_LINE_CHARS, SHOW_LINES, GroupedOutput, RankOutput
 
 
 def _failed(rank: int, error: str) -> RankStatus:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mpiworkbench.client.profile import profile_name
+from mpiworkbench.client.cluster.profiles import profile_name
 from mpiworkbench.core import implementations as impls
 
 

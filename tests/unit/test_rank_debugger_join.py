@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mpiworkbench.client.rank_debugger import DebuggerError, RankDebugger
+from mpiworkbench.client.calls.rank_debugger import DebuggerError, RankDebugger
 
 
 class Scripted(RankDebugger):

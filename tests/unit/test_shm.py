@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mpiworkbench.client import leftovers
+from mpiworkbench.client.cluster import leftovers
 from mpiworkbench.core import shm
 
 pytestmark = pytest.mark.skipif(not os.path.isdir(shm.SHM_DIR) or not os.path.isdir("/proc"),

@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import psutil
 import pytest
 
-from mpiworkbench.client import health
-from mpiworkbench.client.connection import Connection
+from mpiworkbench.client.cluster import health
+from mpiworkbench.client.calls.connection import Connection
 from mpiworkbench.client.errors import EnginesNotStarted, WorldBusy
 
 

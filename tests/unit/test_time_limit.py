@@ -1,11 +1,11 @@
-"""The job's time left as ``squeue`` writes it, and who is watched (mpiworkbench.client.time_limit)."""
+"""The job's time left as ``squeue`` writes it, and who is watched (mpiworkbench.client.cluster.time_limit)."""
 
 from __future__ import annotations
 
 import pytest
 
-from mpiworkbench.client import time_limit
-from mpiworkbench.client.allocation import Allocation
+from mpiworkbench.client.cluster import time_limit
+from mpiworkbench.client.cluster.allocation import Allocation
 
 
 @pytest.mark.parametrize("text, seconds", [

@@ -274,7 +274,7 @@ def test_a_hung_worlds_trace_merges_events_published_on_other_hosts():
     are put on the common wall clock (then corrected causally)."""
     from types import SimpleNamespace
 
-    from mpiworkbench.client import trace as client_trace
+    from mpiworkbench.client.calls import trace as client_trace
 
     wall = 1.7e9
     # node-a's monotonic clock reads 1000 at wall time `wall`, node-b's 5000

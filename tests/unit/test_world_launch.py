@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from mpiworkbench.client import clusters, profile
+from mpiworkbench.client.cluster import profiles, start
 from mpiworkbench.core import implementations, launch
 
 #: What a caller's environment may hold that would cut an interactive world short.
@@ -50,11 +50,11 @@ def test_each_implementation_is_clean_of_the_others(name):
 
 def test_every_starter_uses_the_recipe(tmp_path):
     recipe = launch.world_launch()
-    cluster = clusters.new_cluster(2, "recipe-check")
+    cluster = start.new_cluster(2, "recipe-check")
     assert cluster.config.MPILauncher.mpi_cmd == list(recipe.mpiexec)
     for name in ("mpi", "slurm"):
-        with pytest.warns(UserWarning) if name in profile.REMOTE_ENGINES else contextlib.nullcontext():
-            directory = profile.create_profile(f"p{name}", launcher=name, ipython_dir_=tmp_path)
+        with pytest.warns(UserWarning) if name in profiles.REMOTE_ENGINES else contextlib.nullcontext():
+            directory = profiles.create_profile(f"p{name}", launcher=name, ipython_dir_=tmp_path)
         text = (directory / "ipcluster_config.py").read_text()
         assert "-u" in text and "MPIEXEC_TIMEOUT" in text, text
 

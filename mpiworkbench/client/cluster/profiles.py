@@ -14,10 +14,10 @@ import shlex
 import warnings
 from pathlib import Path
 
-from mpiworkbench.client import controller
-from mpiworkbench.client.clusters import (HEARTBEAT_MISSES, HEARTBEAT_MS, engine_heartbeat_misses, hub_database_settings,
-                                          ipython_dir)
-from mpiworkbench.client.engine_start import ENGINE_CMD
+from mpiworkbench.client.cluster import controller
+from mpiworkbench.client.cluster.attach import ipython_dir
+from mpiworkbench.client.cluster.start import HEARTBEAT_MISSES, HEARTBEAT_MS, engine_heartbeat_misses, hub_database_settings
+from mpiworkbench.client.cluster.engine_start import ENGINE_CMD
 from mpiworkbench.core import implementations
 from mpiworkbench.core.launch import world_launch
 from mpiworkbench.trace.library import mpiexec_args
@@ -38,7 +38,7 @@ LAUNCHERS: dict[str, list[str]] = {
         "# every rank runs with mpiworkbench's MPI interposer preloaded (traces, hang reports)",
         "c.MPIEngineSetLauncher.mpi_args = {preload!r}",
         "# each engine forks its nanny instead of starting a second Python for it (0.14 s of CPU",
-        "# per engine): ipengine, started by mpiworkbench.client.engine_start",
+        "# per engine): ipengine, started by mpiworkbench.client.cluster.engine_start",
         "c.MPIEngineSetLauncher.engine_cmd = {engine_cmd!r}",
     ],
     "slurm": [
@@ -51,7 +51,7 @@ LAUNCHERS: dict[str, list[str]] = {
         "# a notebook would otherwise write it into the notebook's directory).",
         "import os",
         'c.SlurmEngineSetLauncher.batch_file_name = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log", "slurm_engine.sbatch")',
-        "# each rank: ipengine, started by mpiworkbench.client.engine_start (its kernel debuggable)",
+        "# each rank: ipengine, started by mpiworkbench.client.cluster.engine_start (its kernel debuggable)",
         "c.SlurmEngineSetLauncher.engine_cmd = {engine_cmd!r}",
         "# every rank runs with mpiworkbench's MPI interposer preloaded (traces, hang reports);",
         "# its library must be readable at the same path on the compute nodes",
@@ -135,7 +135,7 @@ def create_profile(name: str = "mpi", launcher: str = "mpi", ip: str = "127.0.0.
     (profile / "ipcluster_config.py").write_text(
         _HEADER + "c = get_config()  # noqa: F821\n" + launcher_lines + "\n"
         "c.Cluster.delay = 0\n"
-        "# the controller in one process, its schedulers as threads (mpiworkbench.client.controller)\n"
+        "# the controller in one process, its schedulers as threads (mpiworkbench.client.cluster.controller)\n"
         f"c.LocalControllerLauncher.controller_cmd = {controller.COMMAND!r}\n"
         f"c.LocalControllerLauncher.controller_args = {controller.ARGS!r}\n"
     )
@@ -156,7 +156,7 @@ def create_profile(name: str = "mpi", launcher: str = "mpi", ip: str = "127.0.0.
         "# engine id = MPI rank, and `MPI`, `mpi_rank`, `mpi_size` in every engine's namespace\n"
         "c.IPEngine.use_mpi = True\n"
         "# how long an engine waits for a silent controller (a stall) before it leaves: the\n"
-        "# workbench's ENGINE_PATIENCE_S (mpiworkbench.client.clusters), in heartbeat checks\n"
+        "# workbench's ENGINE_PATIENCE_S (mpiworkbench.client.cluster.start), in heartbeat checks\n"
         f"c.IPEngine.max_heartbeat_misses = {engine_heartbeat_misses()}\n"
     )
     return profile

@@ -9,7 +9,7 @@ import contextlib
 import time
 from pathlib import Path
 
-from mpiworkbench.client import clusters
+from mpiworkbench.client.cluster import engines, start
 
 
 def _launchers(cluster) -> list:
@@ -59,20 +59,20 @@ def how_it_ended(cluster, client, ranks: dict[int, int], hosts: dict[int, str] |
     it finds ended, often one it killed itself while cleaning up.)"""
     if cluster is None:
         return ""
-    if not clusters.controller_alive(cluster):
+    if not engines.controller_alive(cluster):
         data = getattr(cluster.controller, "stop_data", None)
         return f"the controller has gone{f' ({data})' if data else ''}: every rank lost it"
     # a local mpiexec ends its job a moment after a rank died: its words name the cause
     deadline = time.monotonic() + MPIEXEC_SETTLE_S
-    while clusters.local_processes(cluster) and not clusters.engines_exited(cluster) and time.monotonic() < deadline:
+    while engines.local_processes(cluster) and not engines.engines_exited(cluster) and time.monotonic() < deadline:
         time.sleep(0.05)
-    if clusters.engines_exited(cluster):
+    if engines.engines_exited(cluster):
         said = world_log(cluster).upper()
         cause = next((why for marks, why in _CAUSES if any(mark in said for mark in marks)), None)
         codes = [getattr(launcher, "stop_data", None) or {} for launcher in (cluster.engines or {}).values()]
         code = next((data.get("exit_code") for data in codes if data.get("exit_code") is not None), None)
         cause = (cause or "its mpiexec ended").format(who="a rank").replace(
-            "ENGINE_PATIENCE_S", f"{clusters.ENGINE_PATIENCE_S:g} s")
+            "ENGINE_PATIENCE_S", f"{start.ENGINE_PATIENCE_S:g} s")
         return cause + (f" (mpiexec's exit code {code})" if code is not None else "")
     try:
         registered = set(client.ids)
@@ -90,7 +90,7 @@ def how_it_ended(cluster, client, ranks: dict[int, int], hosts: dict[int, str] |
 def world_died(cluster, client, n: int) -> bool:
     """Whether the MPI world of a started *cluster* has died: its ``mpiexec`` ended, fewer than
     *n* engines are registered, or *client* lost the controller."""
-    if clusters.engines_exited(cluster):
+    if engines.engines_exited(cluster):
         return True
     try:
         return len(client.ids) < n
@@ -111,7 +111,7 @@ def launcher_report(cluster, lines: int = REPORT_LINES) -> str:
         process = getattr(launcher, "process", None)
         if process is None:
             state = "no local process (a batch job)"
-        elif clusters.alive(process):
+        elif engines.alive(process):
             state = f"mpiexec (pid {process.pid}) running"
         else:
             code = getattr(launcher, "stop_data", None) or {}

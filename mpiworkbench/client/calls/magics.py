@@ -10,7 +10,7 @@ blocked, its Python line and the likely cause.
 ``%%px --trace`` records the cell's MPI calls on every rank (``wb.last_trace`` afterwards;
 ``mpiworkbench.plot.trace.timeline(wb.last_trace)`` draws it).
 
-Every cell, blocking or not, reaches the engines through :meth:`~mpiworkbench.client.session.Session.submit`:
+Every cell, blocking or not, reaches the engines through :meth:`~mpiworkbench.client.calls.session.Session.submit`:
 it takes the MPI world's turn, so cells of several notebooks on one cluster never interleave
 their collectives.
 """
@@ -24,12 +24,14 @@ from IPython.display import display
 from ipyparallel import error
 from ipyparallel.client.magics import ParallelMagics
 
-from mpiworkbench.client import broadcast, upstream
-from mpiworkbench.client.debugging import debug_options, debugging_cell
+from mpiworkbench.client import upstream
+from mpiworkbench.client.calls import relayed
+from mpiworkbench.client.ranks import relay
+from mpiworkbench.client.calls.debugging import debug_options, debugging_cell
 from mpiworkbench.client.errors import RankFailure
-from mpiworkbench.client.output import GroupedOutput, RankOutput
-from mpiworkbench.client.trace import tracing
-from mpiworkbench.client.waiting import rank_statuses
+from mpiworkbench.client.calls.output import GroupedOutput, RankOutput
+from mpiworkbench.client.calls.trace import tracing
+from mpiworkbench.client.calls.waiting import rank_statuses
 
 #: Up to this many ranks ``%%px`` streams output as it comes, engine by engine (ipyparallel's
 #: way); beyond, it shows every rank's output grouped when the cell ends (``--stream`` streams).
@@ -51,9 +53,9 @@ class WorkbenchMagics(ParallelMagics):
 
     def cell_px(self, line="", cell=None):
         """ipyparallel's ``%%px``, plus ``--debug [RANKS] [--break LINES]``: stop the ranks at
-        the cell's first statement (or LINES) for JupyterLab's debugger (:mod:`~mpiworkbench.client.debugging`); ``--trace``: record the cell's MPI calls (``wb.last_trace``);
+        the cell's first statement (or LINES) for JupyterLab's debugger (:mod:`~mpiworkbench.client.calls.debugging`); ``--trace``: record the cell's MPI calls (``wb.last_trace``);
         ``--broadcast`` / ``--direct``: send the cell as one message, to rank 0, which hands it
-        to the other ranks (:mod:`~mpiworkbench.client.relay`; the default above
+        to the other ranks (:mod:`~mpiworkbench.client.ranks.relay`; the default above
         :data:`STREAM_UP_TO` ranks), or engine by engine (ipyparallel's way)."""
         line, debug = debug_options(line)  # %%px --debug [RANKS] [--break LINES]
         if debug is not None:
@@ -138,10 +140,10 @@ class WorkbenchMagics(ParallelMagics):
 
     def _broadcast_cell(self, cell, label, save_name, signal_on_interrupt):
         """Run the cell as one message with one reply (relayed by rank 0; the ranks' output comes
-        in it: :func:`~mpiworkbench.client.broadcast.run_cell`), show it grouped, raise the ranks'
+        in it: :func:`~mpiworkbench.client.ranks.relay.run_cell`), show it grouped, raise the ranks'
         errors grouped. A timeout reports every rank that published no failure as still running."""
         wb = self.workbench
-        ar = wb.submit(label, lambda: wb._on_every_rank(broadcast.run_cell, cell), keep=True)
+        ar = wb.submit(label, lambda: wb._on_every_rank(relay.run_cell, cell), keep=True)
         if save_name:
             self.shell.user_ns[save_name] = ar
         try:
@@ -155,7 +157,7 @@ class WorkbenchMagics(ParallelMagics):
             self.view.client.send_signal(signal_on_interrupt, targets=self.view.targets, block=True)
         finally:
             if ar.ready():
-                wb.last_output = GroupedOutput(broadcast.outputs(ar, wb.ranks))
+                wb.last_output = GroupedOutput(relayed.outputs(ar, wb.ranks))
                 text = wb.last_output.text(errors=False)
                 if text:
                     print(text)
@@ -166,7 +168,7 @@ class WorkbenchMagics(ParallelMagics):
 
 
 def show_grouped(result, rank_of) -> GroupedOutput:
-    """Print the finished ranks' output of *result* grouped (:mod:`~mpiworkbench.client.output`;
+    """Print the finished ranks' output of *result* grouped (:mod:`~mpiworkbench.client.calls.output`;
     errors are left to the :class:`RankFailure` raised) and republish their rich outputs rank by
     rank; returns the :class:`GroupedOutput` (``wb.last_output``)."""
     outputs, rich = [], []

@@ -14,7 +14,7 @@ hands it its arguments (:func:`handing_over`). And the engine imports NumPy befo
 for the controller: ipyparallel's serializer imports it at the engine's first reply anyway (the
 rank map), which was on the critical path too.
 
-The engines start together with the controller (:func:`mpiworkbench.client.clusters.new_cluster`)
+The engines start together with the controller (:func:`mpiworkbench.client.cluster.start.new_cluster`)
 and read its connection file, which the controller writes in place: an engine could read it
 half-written. :func:`wait_for_connection_file` waits until it parses.
 
@@ -74,7 +74,7 @@ def handing_over(nanny: ForkedNanny, original: Callable[..., Any]) -> Callable[.
 
 
 #: The environment variable naming the controller's connection file for the engines, and how
-#: long to wait for it (``PATH:SECONDS``); set by :func:`mpiworkbench.client.clusters.new_cluster`.
+#: long to wait for it (``PATH:SECONDS``); set by :func:`mpiworkbench.client.cluster.start.new_cluster`.
 CONNECTION_FILE_VARIABLE = "MPIWORKBENCH_ENGINE_CONNECTION_FILE"
 
 
@@ -232,7 +232,7 @@ def debuggable(kernel_class: type) -> type:
     on the control thread's loop (``debug_request`` is a control message, served while the
     main thread is stopped at a breakpoint), and the socket through which the debugger asks the
     kernel's shell to start debugpy. Both are idle until a client sends a ``debug_request``:
-    debugpy is imported and started only then (:mod:`mpiworkbench.client.debugging`
+    debugpy is imported and started only then (:mod:`mpiworkbench.client.calls.debugging`
     connects that shell socket when it opens the rank's kernel to clients)."""
     import zmq
     from zmq.eventloop.zmqstream import ZMQStream

@@ -22,8 +22,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from mpiworkbench.client import broadcast, leftovers, upstream
-from mpiworkbench.client.caches import forget
+from mpiworkbench.client import upstream
+from mpiworkbench.client.calls import relayed
+from mpiworkbench.client.cluster import leftovers
+from mpiworkbench.client.ranks import reports
+from mpiworkbench.client.history import drop
 from mpiworkbench.client.errors import ExecutionTimeout
 from mpiworkbench.trace import hang, recorder
 from mpiworkbench.trace.model import Trace
@@ -79,7 +82,7 @@ def tracing(wb, capacity: int = recorder.DEFAULT_CAPACITY, lines: bool = True) -
 def arm_engines(wb) -> dict[int, dict[str, Any]]:
     """Arm every engine's stack dumper once per engine set; rank → ``{pid, host, interposer,
     started, files}``. The ranks also remove what ranks killed before them on their hosts left
-    in ``/dev/shm`` (:func:`mpiworkbench.client.leftovers.elsewhere`)."""
+    in ``/dev/shm`` (:func:`mpiworkbench.client.cluster.leftovers.elsewhere`)."""
     # the engines' identities (ipyparallel gives every registration a new uuid): a restart re-arms
     key = (id(wb.client), tuple(sorted(wb.ranks.items())), tuple(sorted(upstream.engine_identities(wb.client).items())))
     if getattr(wb, "_armed_for", None) == key:
@@ -89,7 +92,7 @@ def arm_engines(wb) -> dict[int, dict[str, Any]]:
     # rank here (the usual case) their trace events are read from /dev/shm instead
     here = socket.gethostname()
     hosts = set((getattr(wb, "hosts", None) or {}).values())
-    ar = wb.view.apply_async(arm_engine, left_behind, hosts != {here})
+    ar = wb.view.apply_async(reports.arm_engine, left_behind, hosts != {here})
     processes: dict[int, dict[str, Any]] = {}
     if ar.wait(ARM_TIMEOUT_S):
         targets = upstream.targets(ar) or list(wb.ranks)
@@ -97,7 +100,7 @@ def arm_engines(wb) -> dict[int, dict[str, Any]]:
         for engine, info in infos.items():
             rank = info["rank"] if info["rank"] is not None else wb.ranks.get(engine, engine)
             processes[rank] = info
-        forget(ar, (wb.client.history, wb.view.history))
+        drop(ar, (wb.client.history, wb.view.history))
         leftovers.remember_armed(wb.client, infos)
         leftovers.handed_over(left_behind, {info["host"] for info in infos.values()})
         wb._armed_for = key
@@ -108,17 +111,6 @@ def arm_engines(wb) -> dict[int, dict[str, Any]]:
 #: Seconds a hang report waits for the reports of ranks on other hosts
 #: (:data:`mpiworkbench.trace.hang.REPORT_AFTER_S` after a rank got stuck, plus the way here).
 REPORT_WAIT_S = 2.0
-
-
-def arm_engine(left_behind: list[dict[str, Any]], publish_events: bool = False) -> dict[str, Any]:
-    """On an engine: :func:`mpiworkbench.trace.hang.arm`, with the engine's data publisher for
-    the reporter thread (ranks on other hosts report themselves through it, and with
-    *publish_events* also their trace events)."""
-    from IPython import get_ipython
-
-    shell = get_ipython()
-    return hang.arm(left_behind, publisher=getattr(shell, "data_pub", None) if shell is not None else None,
-                    publish_events=publish_events)
 
 
 def _rank_states(wb, statuses, since: float | None, ar=None) -> list[hang.RankState]:
@@ -168,7 +160,7 @@ def _published(wb, ar, key: str = hang.REPORT_KEY) -> dict[int, dict[str, Any]]:
     metadata = upstream.metadata(ar)
     metadata += [wb.client.metadata.get(m) for m in getattr(ar, "msg_ids", ())]
     # a call on every rank (wb.run: relayed by rank 0): each rank's copy of it has an id of its own
-    metadata += [wb.client.metadata.get(m) for m in broadcast.copies(wb.client, ar)]
+    metadata += [wb.client.metadata.get(m) for m in relayed.copies(wb.client, ar)]
     found = {}
     for md in metadata:
         report = ((md or {}).get("data") or {}).get(key)
@@ -204,7 +196,7 @@ def explain_timeout(wb, exc: ExecutionTimeout, since: float | None = None, ar=No
         lines.append("  (no in-flight records: the engines run without the interposer, e.g. a cluster "
                      "started elsewhere, or were not armed)")
     causes = hang.diagnose(states)
-    world = getattr(wb, "_world", None)
+    world = getattr(wb, "_turns", None)
     if world is not None and ar is not None:
         lines.append(f"  this call came from {world.me.who()}: {getattr(ar, '_wb_label', 'a call')}")
         with contextlib.suppress(Exception):  # the report must never hide the timeout itself
@@ -239,7 +231,7 @@ def other_clients_work(wb, ar) -> list[str]:
         owners_ = []
         for msg_id in msg_ids:
             session = (records.get(msg_id) or {}).get("client_uuid", "")
-            client = wb._world.session_of(session) if session else None
+            client = wb._turns.session_of(session) if session else None
             owners_.append(f"{client['notebook']} (pid {client['pid']})" if client else
                            f"a client outside the workbench (ipyparallel session {session[:8] or '?'})")
         lines.append(f"  rank {wb.ranks.get(engine, engine)} also has {len(msg_ids)} call(s) of "

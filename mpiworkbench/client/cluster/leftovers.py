@@ -26,7 +26,7 @@ import socket
 import time
 from typing import Any, Iterable
 
-from mpiworkbench.client.caches import forget
+from mpiworkbench.client.history import drop
 from mpiworkbench.core import processes, shm
 from mpiworkbench.trace.hang import interposer_paths
 
@@ -105,7 +105,7 @@ def _ask(client, engine_ids: list[int], timeout: float) -> list[dict[str, Any]]:
     for engine, ar in pending.items():
         if ar.wait(max(0.0, deadline - time.monotonic())) and ar.successful():
             answers.append({**ar.get(), "client": client_tag(client), "engine": engine})
-            forget(ar, (client.history,))
+            drop(ar, (client.history,))
     return answers
 
 

@@ -2,7 +2,7 @@
 relayed over the cluster's own (signed, and encrypted with CurveZMQ where the cluster is) channels.
 
 Why: Jupyter clients (JupyterLab, its Debugger sidebar, ``jupyter console``,
-:class:`~mpiworkbench.client.rank_debugger.RankDebugger`) speak the kernel protocol over plain
+:class:`~mpiworkbench.client.calls.rank_debugger.RankDebugger`) speak the kernel protocol over plain
 ZeroMQ, signed with an HMAC key. A cluster whose engines run on other hosts encrypts its traffic
 with CurveZMQ, and signs with no key; a rank's kernel bound for Jupyter clients there
 (ipyparallel's ``bind_kernel``) would listen, unencrypted and unsigned, on the network. Instead,

@@ -2,7 +2,7 @@
 
 At its time limit Slurm kills the job: the JupyterLab server that runs as that job, its kernels
 and every rank, mid-call. A cell still running then never ends, and the tab shows only that the
-server went away. So a world started by a kernel inside a job (:mod:`~mpiworkbench.client.allocation`)
+server went away. So a world started by a kernel inside a job (:mod:`~mpiworkbench.client.cluster.allocation`)
 is watched: :data:`MARGIN_S` seconds before the job's end (``squeue``'s time left, asked again
 when the moment comes, so an extended limit is followed), the cell that runs is interrupted by
 :class:`JobTimeLimit`, the world is stopped, and the notebook shows, instead of a traceback,
@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from mpiworkbench.client import upstream
-from mpiworkbench.client.allocation import Allocation
+from mpiworkbench.client.cluster.allocation import Allocation
 
-__all__ = ["MARGIN_S", "JobTimeLimit", "JobClock", "parse_duration", "watch", "forget"]
+__all__ = ["MARGIN_S", "JobTimeLimit", "JobClock", "parse_duration", "watch", "unwatch"]
 
 #: Seconds before the job's time limit at which its worlds are stopped: enough to stop them and
 #: to show the message before Slurm's ``SIGTERM`` (sent at the limit, up to half a minute late).
@@ -191,7 +191,7 @@ def watch(session: Any, allocation: Allocation | None) -> bool:
     return True
 
 
-def forget(session: Any) -> None:
+def unwatch(session: Any) -> None:
     """*session* stopped: no longer watched (the timer stays armed for the others)."""
     if _WATCH is not None:
         _WATCH.sessions.discard(session)

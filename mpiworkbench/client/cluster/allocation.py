@@ -9,11 +9,11 @@ allocation and starts its proxies with ``srun`` inside the job. The controller r
 kernel's process, inside the job too; nothing is started outside it, and when the job ends
 (``scancel``, its time limit) Slurm ends the whole world with it. In a notebook, the world is
 stopped a minute before the job's time limit, the running cell ending with a message that says
-so (:mod:`~mpiworkbench.client.time_limit`).
+so (:mod:`~mpiworkbench.client.cluster.time_limit`).
 
 Across several nodes the engines must reach the controller: it listens on this host's address
 on the job's network (what its hostname resolves to) instead of loopback, with the traffic
-encrypted (CurveZMQ), as a profile with ``--ip`` does (:mod:`~mpiworkbench.client.profile`).
+encrypted (CurveZMQ), as a profile with ``--ip`` does (:mod:`~mpiworkbench.client.cluster.profiles`).
 
 Only the batch step counts as "inside the job": a process of a job *step* (``srun python …``,
 ``SLURM_STEP_ID`` a number) holds only the step's share, and a world started from there would
@@ -24,28 +24,14 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 from dataclasses import dataclass
+import socket
 from typing import Mapping
+
+from mpiworkbench.core.addresses import LOOPBACK
 
 #: The rank count of a workbench started outside any allocation.
 DEFAULT_RANKS = 2
-#: Addresses that reach only this host.
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
-
-
-def own_address(url: str) -> str:
-    """The address this host reaches *url*'s host from (``tcp://host:port``): loopback when that
-    host is loopback, else this host's address on the network that leads there (no packet is
-    sent: a UDP socket's ``connect`` only picks the route)."""
-    host = url.rpartition("//")[2].rpartition(":")[0].strip("[]")
-    if host in ("", *LOOPBACK) or host.startswith("127."):
-        return "127.0.0.1"
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.connect((host, 9))
-        return probe.getsockname()[0]
-
-
 @dataclass(frozen=True)
 class Allocation:
     """The Slurm job this process runs in: its id, task count, node count and node list (as

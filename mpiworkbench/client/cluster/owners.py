@@ -9,7 +9,7 @@ three requests the sidebar itself sends — and the notebook attaches to the new
 
 Clusters of ``ipcluster start`` have no such service; ``ipcluster stop`` stops what the
 cluster file lists, so a notebook's restart records its engine set there instead (see
-:meth:`mpiworkbench.client.session.Session.restart`).
+:meth:`mpiworkbench.client.calls.session.Session.restart`).
 """
 
 from __future__ import annotations

@@ -11,10 +11,13 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from mpiworkbench.client import clusters, health, upstream
+from mpiworkbench.client import upstream
+from mpiworkbench.client.cluster import attach, engines, health, stop
 from mpiworkbench.client.errors import EnginesNotStarted, WorldBusy
-from mpiworkbench.client.watchdog import stop_watchdog
-from mpiworkbench.client.world import World, exclusive_use
+from mpiworkbench.client.cluster.watchdog import stop_watchdog
+from mpiworkbench.client.calls.clients import ClientInfo
+from mpiworkbench.client.calls.turns import Turns, exclusive_use
+from mpiworkbench.client.cluster.record import world_directory
 
 
 @dataclass(eq=False)
@@ -29,8 +32,8 @@ class Connection:
         Whether the session started it (and so stops it): False when attached.
     client : ipyparallel.Client or None
         The client connected to its controller (None for the moment it takes to connect).
-    world : World or None
-        The session's place in the cluster's shared MPI world (:mod:`~mpiworkbench.client.world`).
+    turns : Turns or None
+        The session's place in the cluster's shared MPI world (:mod:`~mpiworkbench.client.calls.turns`).
     watchdog : subprocess.Popen or None
         The process that ends the cluster if this kernel dies (own clusters only).
     view : ipyparallel.DirectView or None
@@ -49,7 +52,7 @@ class Connection:
     cluster: Any
     owns_cluster: bool
     client: Any = None
-    world: World | None = None
+    turns: Turns | None = None
     watchdog: Any = None
     view: Any = None
     ranks: dict[int, int] = field(default_factory=dict)
@@ -57,11 +60,37 @@ class Connection:
     generation: Any = None
     relay: tuple[Any, Any] | None = None
 
+    def open_turns(self, refuse_own_blocked: bool) -> None:
+        """Take this client's place among the world's clients (:class:`Turns`, in the world's
+        directory beside the cluster's files)."""
+        directory = world_directory(self.cluster.profile_dir, self.cluster.cluster_id)
+        self.turns = Turns(directory, ClientInfo.here(self.client.session.session), refuse_own_blocked=refuse_own_blocked)
+
+    def connect_engines(self, n: int, limit: float | None, fresh: bool, restarted: bool, thread_level: str | None,
+                        mpi: str) -> dict[str, Any]:
+        """The engine set of the *n* engines, taken (:meth:`take_engine_set`): read from the world's
+        record when it describes these very engines (an attach never waits for busy ranks), asked of
+        the engines otherwise (:meth:`ask_engines`, *limit* seconds at most)."""
+        known = None if fresh or restarted else self.engine_set(n)
+        if known is None:
+            known = self.ask_engines(n, limit, restarted, thread_level, mpi)
+        if self.turns is not None:
+            self.turns.changed_since_seen()  # the record just read or written is seen
+        self.take_engine_set(known)
+        return known
+
+    def take_engine_set(self, known: dict[str, Any]) -> None:
+        """Take an engine set of :meth:`engine_set` or :meth:`ask_engines` (rank map, hosts,
+        generation) and make the view of its engines in rank order."""
+        self.ranks, self.hosts, self.generation = known["ranks"], dict(known.get("hosts") or {}), known.get("generation")
+        self.view = self.client.direct_view(sorted(self.ranks, key=self.ranks.__getitem__))
+        self.view.block = True
+
     def release(self, remove_world: bool) -> None:
         """Let the world go (*remove_world*: delete its shared directory, the cluster being
         stopped) and close the client; the cluster itself is left as it is."""
-        if self.world is not None:
-            self.world.remove() if remove_world else self.world.close()
+        if self.turns is not None:
+            self.turns.remove() if remove_world else self.turns.close()
         if self.client is not None:
             with contextlib.suppress(Exception):
                 self.client.close()
@@ -77,8 +106,8 @@ class Connection:
                     "detached; the cluster keeps running for whoever started it (stop it with "
                     "wb.stop(cluster=True), `ipcluster stop`, or the IPython Parallel sidebar)"
                 )
-            with clusters.acting_on(self.cluster, attached=not self.owns_cluster):
-                clusters.stop_cluster(self.cluster, log_level, self.client)
+            with attach.acting_on(self.cluster, attached=not self.owns_cluster):
+                stop.stop_cluster(self.cluster, log_level, self.client)
             return "stopped the engines and the controller"
         finally:
             stop_watchdog(self.watchdog)
@@ -88,7 +117,7 @@ class Connection:
         ``ranks`` (engine → rank), ``thread_level``, ``hosts`` (rank → host), ``mpi``,
         ``generation``; None when the engines are another set (restarted, or a new cluster of
         the same id) or nothing is recorded."""
-        record = self.world.engine_set() if self.world is not None else None
+        record = self.turns.engine_set() if self.turns is not None else None
         if not record:
             return None
         self.client.ids  # noqa: B018 - takes in the controller's news of engines (re)registered
@@ -119,8 +148,8 @@ class Connection:
             The engines of a cluster this session started did not all register in time.
         """
         try:
-            with exclusive_use(self.world, "connecting to the ranks", limit):
-                infos = clusters.rank_map(self.client, n, timeout=limit)
+            with exclusive_use(self.turns, "connecting to the ranks", limit):
+                infos = engines.rank_map(self.client, n, timeout=limit)
         except TimeoutError as exc:
             if isinstance(exc, WorldBusy):
                 raise
@@ -131,7 +160,7 @@ class Connection:
                     f"(Cluster.engine_timeout).\n{health.launcher_report(self.cluster)}\nThe engines' output above "
                     "says why when they failed; on a machine this loaded they may only be slow: start again, "
                     "or with fewer ranks") from None
-            holder = self.world.holder() if self.world is not None else None
+            holder = self.turns.holder() if self.turns is not None else None
             raise WorldBusy(
                 f"the MPI ranks did not answer within {limit} s ({exc}): they are busy with "
                 f"{'work of ' + str(holder.get('notebook')) if holder else 'work sent by a client outside the workbench'}"
@@ -144,11 +173,30 @@ class Connection:
         known = {"ranks": {e: info["rank"] for e, info in infos.items()}, "thread_level": level,
                  "hosts": {info["rank"]: info.get("host", "") for info in infos.values()}, "mpi": found_mpi,
                  "generation": None}
-        if self.world is not None:
+        if self.turns is not None:
             uuids = upstream.engine_identities(self.client)
-            known["generation"] = self.world.record_engine_set(
+            known["generation"] = self.turns.record_engine_set(
                 known["ranks"], restarted=restarted,
                 engines={str(e): [r, uuids.get(e, "")] for e, r in known["ranks"].items()},
                 thread_level=level, hosts={str(r): h for r, h in known["hosts"].items()},
                 mpi=mpi if self.owns_cluster else found_mpi)["generation"]
         return known
+
+
+class FromConnection:
+    """A read-only attribute of a session read from its :class:`Connection` (*name*), *default*
+    while the session is not connected."""
+
+    def __init__(self, name: str, default: Any, doc: str) -> None:
+        self.name, self.default, self.__doc__ = name, default, doc
+
+    def __get__(self, session: Any, owner: type | None = None) -> Any:
+        if session is None:
+            return self
+        connection = session._connection
+        if connection is None:
+            return type(self.default)() if isinstance(self.default, dict) else self.default
+        return getattr(connection, self.name)
+
+    def __set__(self, session: Any, value: Any) -> None:
+        raise AttributeError(f"{self.name} is the connection's: it changes when the session connects")

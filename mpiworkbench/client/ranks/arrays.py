@@ -1,10 +1,10 @@
-"""Data to and from every rank with one transfer through the controller: the value goes to rank 0
+"""On the ranks: data to and from every rank with one transfer through the controller: the value goes to rank 0
 once, and MPI spreads it (:mod:`mpiworkbench.core.transfer`); rows come back gathered on rank 0,
 which answers once. ipyparallel's ``DirectView.push`` sends the value to each engine in turn
 through the controller: *n* copies leave the notebook.
 
 Used as ``wb.push(name, value)``, ``wb.scatter(name, array)`` and ``wb.collect(name)``
-(:class:`~mpiworkbench.client.execution.Execution`).
+(:class:`~mpiworkbench.client.calls.execution.Execution`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from mpiworkbench.core import mpi, transfer
 STAGING = "_mpiworkbench_staged"
 
 
-# ---------------------------------------------------------------------- on the engines
 def _namespace() -> dict:
     from IPython import get_ipython  # lazy: only engines run this
 
@@ -41,11 +40,3 @@ def collect_rows(name: str) -> Any:
 
     return transfer.gather_rows(np.asarray(_namespace()[name]), mpi.world())
 
-
-# ---------------------------------------------------------------------- in the notebook
-def stage(wb, value: Any) -> None:
-    """Send *value* to rank 0's engine, in the world's turn (one transfer)."""
-    engine = wb._engine_of(0)
-    ar = wb.submit(f"{wb.activity or 'wb.push'}: to rank 0",
-                   lambda: wb.client[engine].push({STAGING: value}, block=False))
-    wb.wait_explained(ar, wb.timeout)

@@ -12,7 +12,7 @@ from mpiworkbench.core import objects
 
 
 class RemoteObject:
-    """A handle on an object that lives on every engine (built by :meth:`Session.create <mpiworkbench.client.session.Session.create>`).
+    """A handle on an object that lives on every engine (built by :meth:`Session.create <mpiworkbench.client.calls.session.Session.create>`).
 
     Parameters
     ----------

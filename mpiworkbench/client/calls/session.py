@@ -1,8 +1,8 @@
 """The notebook's handle on an MPI cluster: ipyparallel engines that are one MPI world.
 
 Its life cycle only — start or attach, restart, detach or stop, the rank map, the world's
-state; running code is :mod:`~mpiworkbench.client.execution`, finding, building, stopping
-and restarting clusters :mod:`~mpiworkbench.client.clusters`.
+state; running code is :mod:`~mpiworkbench.client.calls.execution`, starting, finding, stopping
+and restarting clusters the cluster's room (:mod:`~mpiworkbench.client.cluster`).
 """
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ import os
 import uuid
 from typing import Any, Iterator, Self
 
-from mpiworkbench.client import allocation, clusters, health, owners, restarts, time_limit
-from mpiworkbench.client.connection import Connection
-from mpiworkbench.client.debugging import RankDebugging, remove_connection_files
-from mpiworkbench.client.execution import DEFAULT_TIMEOUT_S, REFUSE_AFTER_HANG_VARIABLE, Execution
-from mpiworkbench.client.magics import activate
-from mpiworkbench.client.watchdog import start_watchdog
-from mpiworkbench.client.world import ClientInfo, World, world_directory
+from mpiworkbench.client.cluster import allocation, attach, engines, health, time_limit
+from mpiworkbench.client.cluster.start import check_start_options, new_cluster
+from mpiworkbench.client.calls import restarts
+from mpiworkbench.client.calls.connection import Connection, FromConnection
+from mpiworkbench.client.calls.debugging import RankDebugging, remove_connection_files
+from mpiworkbench.client.calls.execution import DEFAULT_TIMEOUT_S, REFUSE_AFTER_HANG_VARIABLE, Execution
+from mpiworkbench.client.calls.magics import activate
+from mpiworkbench.client.cluster.watchdog import start_watchdog
 from mpiworkbench.core import implementations, machine
 
 
@@ -31,7 +32,7 @@ class Session(Execution, RankDebugging):
     ----------
     n : int, optional
         Number of MPI ranks (engines): by default 2, or inside a Slurm job the job's task count
-        (the ranks then run on the job's nodes: :mod:`~mpiworkbench.client.allocation`).
+        (the ranks then run on the job's nodes: :mod:`~mpiworkbench.client.cluster.allocation`).
     timeout : float or None
         Seconds a ``%%px`` cell or :meth:`run` may take before its ranks are reported
         as hung (``None`` waits forever). Change it any time: ``wb.timeout = 600``.
@@ -71,7 +72,7 @@ class Session(Execution, RankDebugging):
     [0, 1]
     """
 
-    #: The last ``%%px`` cell's output on every rank, grouped (:class:`~mpiworkbench.client.output.GroupedOutput`:
+    #: The last ``%%px`` cell's output on every rank, grouped (:class:`~mpiworkbench.client.calls.output.GroupedOutput`:
     #: ``print(wb.last_output)``, ``wb.last_output.show_all()``, ``wb.last_output.raw()``).
     last_output = None
 
@@ -91,7 +92,7 @@ class Session(Execution, RankDebugging):
         mpi: str | None = None,
     ):
         n = allocation.world_size(n)  # 2, or the Slurm job's tasks inside one
-        clusters.check_start_options(n, thread_level, oversubscribe)
+        check_start_options(n, thread_level, oversubscribe)
         #: The MPI implementation of the ranks (a name of :mod:`mpiworkbench.core.implementations`).
         self.mpi = (implementations.get(mpi) if mpi else implementations.current()).name
         self.thread_level = thread_level
@@ -113,45 +114,20 @@ class Session(Execution, RankDebugging):
         self.activity = ""
 
     # ------------------------------------------------------------------ the connection
-    @property
-    def cluster(self):
-        """The ipyparallel ``Cluster`` (None while not connected)."""
-        return None if self._connection is None else self._connection.cluster
-
-    @property
-    def client(self):
-        """The ipyparallel ``Client`` connected to the controller (None while not connected)."""
-        return None if self._connection is None else self._connection.client
-
-    @property
-    def view(self):
-        """A ``DirectView`` of every engine in rank order (None while not connected or starting)."""
-        return None if self._connection is None else self._connection.view
-
-    @property
-    def ranks(self) -> dict[int, int]:
-        """Engine id → MPI rank (empty while not connected)."""
-        return {} if self._connection is None else self._connection.ranks
-
-    @property
-    def hosts(self) -> dict[int, str]:
-        """MPI rank → the host it runs on, from the rank map (empty while not connected)."""
-        return {} if self._connection is None else self._connection.hosts
-
-    @property
-    def owns_cluster(self) -> bool:
-        """Whether this session started its cluster (and so stops it): False when attached.
-        A session not connected starts a cluster of its own unless it finds its profile's."""
-        return True if self._connection is None else self._connection.owns_cluster
+    cluster = FromConnection("cluster", None, "The ipyparallel ``Cluster`` (None while not connected).")
+    client = FromConnection("client", None, "The ipyparallel ``Client`` connected to the controller (None while not connected).")
+    view = FromConnection("view", None, "A ``DirectView`` of every engine in rank order (None while not connected or starting).")
+    ranks = FromConnection("ranks", {}, "Engine id → MPI rank (empty while not connected).")
+    hosts = FromConnection("hosts", {}, "MPI rank → the host it runs on, from the rank map (empty while not connected).")
+    owns_cluster = FromConnection("owns_cluster", True, "Whether this session started its cluster (and so stops it): "
+                                  "False when attached. A session not connected starts a cluster of its own unless it "
+                                  "finds its profile's.")
+    _turns = FromConnection("turns", None, "The session's place among the world's clients (None while not connected).")
 
     @property
     def oversubscribed(self) -> bool:
         """Whether the world has more ranks than this machine has cores (timings then mean little)."""
         return self.n > machine.cores()
-
-    @property
-    def _world(self) -> World | None:
-        return None if self._connection is None else self._connection.world
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -181,7 +157,7 @@ class Session(Execution, RankDebugging):
             return "starting"
         if self._world_died():
             return "dead"
-        holder = self._world.holder() if self._world is not None else None
+        holder = self._turns.holder() if self._turns is not None else None
         if holder is not None:
             if holder.get("blocked"):
                 return "blocked"
@@ -193,7 +169,7 @@ class Session(Execution, RankDebugging):
         ``kernel``, ``pid``, ``host``, ``since`` (epoch seconds), ``state`` (``running``,
         ``blocked``, ``waiting`` or ``idle``), ``label`` (what it runs or waits to run) and
         ``me`` (this session). What the control panel lists."""
-        return [] if self._world is None else self._world.clients()
+        return [] if self._turns is None else self._turns.clients()
 
     @contextlib.contextmanager
     def doing(self, activity: str) -> Iterator[None]:
@@ -250,7 +226,7 @@ class Session(Execution, RankDebugging):
         """Attach this (stopped) session to the running cluster of *profile*; see :meth:`attach`."""
         if self.cluster is not None:
             raise RuntimeError(f"this session already runs a cluster ({self.origin}); wb.stop() it first")
-        found = clusters.running_cluster(profile, cluster_id, required=True)
+        found = attach.running_cluster(profile, cluster_id, required=True)
         self.profile, self._attach_id = profile, cluster_id
         return self._attach(found)
 
@@ -260,8 +236,8 @@ class Session(Execution, RankDebugging):
         try:
             connection.client = cluster.connect_client_sync()
             # the launchers' count; the registered engines when the file lost track of them
-            self.n = clusters.engine_count(cluster) or max(1, len(connection.client.ids))
-            connection.world = self._open_world()
+            self.n = engines.engine_count(cluster) or max(1, len(connection.client.ids))
+            connection.open_turns(refuse_own_blocked=os.environ.get(REFUSE_AFTER_HANG_VARIABLE) == "1")
             self._connect_engines(restarted=restarted)
         except BaseException:
             self.stop()
@@ -281,7 +257,7 @@ class Session(Execution, RankDebugging):
     @property
     def launcher(self) -> str:
         """Which ipyparallel launcher started the engines (``"mpi"``, ``"slurm"``, …)."""
-        return "none" if self.cluster is None else clusters.launcher_name(self.cluster)
+        return "none" if self.cluster is None else engines.launcher_name(self.cluster)
 
     def start(self, n: int | None = None, thread_level: str | None = None, own: bool = False,
               mpi: str | None = None) -> Self:
@@ -312,21 +288,20 @@ class Session(Execution, RankDebugging):
             self.mpi = implementations.get(mpi).name
         if n is not None or thread_level is not None:
             n = self.n if n is None else n
-            clusters.check_start_options(n, thread_level, oversubscribe=True)
+            check_start_options(n, thread_level, oversubscribe=True)
             self.n, self.thread_level = n, thread_level
         if self.profile is not None and not own:
-            found = clusters.running_cluster(self.profile, self._attach_id)
+            found = attach.running_cluster(self.profile, self._attach_id)
             if found is not None:
                 return self._attach(found)
-        cluster = clusters.new_cluster(self.n, self.cluster_id, self.controller_ip,
-                                       self.thread_level, self.log_level, mpi=self.mpi)
+        cluster = new_cluster(self.n, self.cluster_id, self.controller_ip, self.thread_level, self.log_level, mpi=self.mpi)
         connection = self._connection = Connection(cluster, owns_cluster=True)
         try:
             # armed first: a kernel killed at any moment of the start leaves nothing running
             connection.watchdog = start_watchdog(cluster.profile_dir, cluster.cluster_id)
             cluster.start_cluster_sync()
             connection.client = cluster.connect_client_sync()
-            connection.world = self._open_world()
+            connection.open_turns(refuse_own_blocked=os.environ.get(REFUSE_AFTER_HANG_VARIABLE) == "1")
             self._connect_engines(fresh=True)
         except BaseException:
             self.stop()
@@ -334,72 +309,27 @@ class Session(Execution, RankDebugging):
         time_limit.watch(self, allocation.current())  # inside a Slurm job: stopped before its time limit
         return self
 
-    def _open_world(self) -> World:
-        directory = world_directory(self.cluster.profile_dir, self.cluster.cluster_id)
-        return World(directory, ClientInfo.here(self.client.session.session),
-                     refuse_own_blocked=os.environ.get(REFUSE_AFTER_HANG_VARIABLE) == "1")
-
     def _connect_engines(self, fresh: bool = False, restarted: bool = False) -> None:
-        """The rank map and the view in rank order. Read from the world's record when it
-        describes these very engines (an attach never waits for busy ranks); asked of the
-        engines otherwise, bounded by :attr:`timeout` on a cluster started elsewhere."""
-        connection = self._connection
-        known = None if fresh or restarted else connection.engine_set(self.n)
-        if known is None:
-            limit = self.cluster.engine_timeout if self.owns_cluster or restarted else self.timeout
-            known = connection.ask_engines(self.n, limit, restarted, self.thread_level, self.mpi)
-        if connection.world is not None:
-            connection.world.changed_since_seen()  # the record just read or written is seen
-        self._take_engine_set(known)
-        self._build_view()
+        """The rank map and the view in rank order (:meth:`Connection.connect_engines`), bounded
+        by :attr:`timeout` on a cluster started elsewhere."""
+        limit = self.cluster.engine_timeout if self.owns_cluster or restarted else self.timeout
+        self._take_engine_set(self._connection.connect_engines(self.n, limit, fresh, restarted, self.thread_level, self.mpi))
 
     def _take_engine_set(self, known: dict[str, Any]) -> None:
-        """Take an engine set of :meth:`Connection.engine_set` or :meth:`Connection.ask_engines`
-        (rank map, hosts, generation); an attached session also takes the engines' thread level
-        and MPI (our own cluster keeps what was asked for)."""
-        self._connection.ranks = known["ranks"]
-        self._connection.hosts = dict(known.get("hosts") or {})
-        self._connection.generation = known.get("generation")
+        """Take an engine set (:meth:`Connection.take_engine_set`: the rank map and the view); an
+        attached session also takes the engines' thread level and MPI (our own cluster keeps what
+        was asked for); ``%px`` goes to the new view."""
+        self._connection.take_engine_set(known)
         if not self.owns_cluster:
             self.thread_level = known["thread_level"]
-            if known.get("mpi"):
-                self.mpi = known["mpi"]
-
-    def _build_view(self) -> None:
-        by_rank = sorted(self.ranks, key=self.ranks.__getitem__)
-        view = self._connection.view = self.client.direct_view(by_rank)
-        view.block = True
+            self.mpi = known.get("mpi") or self.mpi
         if self.activate:
             self._magics = activate(self)
 
     def _follow_restart(self) -> str:
         """When another client restarted the world since our last call: connect to the new
-        ranks and say what happened (``""`` when nothing did)."""
-        connection = self._connection
-        if connection is None or connection.world is None:
-            return ""
-        record = connection.world.changed_since_seen()
-        if not record or record.get("generation") == connection.generation:
-            return ""
-        known = restarts.wait_for_engine_set(connection, self.n)
-        if known is not None:
-            self._take_engine_set(known)
-            self._build_view()
-            if not self.owns_cluster and self.profile is not None:
-                # the cluster file records the new engine set: read it, so that our view of
-                # the launchers (whether the world died) follows
-                connection.cluster = clusters.running_cluster(self.profile, self._attach_id) or connection.cluster
-            elif self.owns_cluster:
-                # our cluster object knows only the engines we started, which are gone
-                clusters.drop_ended_engine_sets(self.cluster)
-        elif not self.owns_cluster and self.profile is not None:
-            # a new controller too (a JupyterLab server restarted its cluster): attach anew
-            self._connection = None
-            connection.release(remove_world=False)
-            self._attach(clusters.running_cluster(self.profile, self._attach_id, required=True))
-        else:
-            return ""
-        return restarts.followed(record)
+        ranks and say what happened (``""`` when nothing did: :func:`restarts.follow`)."""
+        return restarts.follow(self)
 
     def stop(self, cluster: bool = False) -> str:
         """Stop every engine and the controller (idempotent).
@@ -416,7 +346,7 @@ class Session(Execution, RankDebugging):
             What was done, in a sentence.
         """
         connection, self._connection = self._connection, None
-        time_limit.forget(self)
+        time_limit.unwatch(self)
         remove_connection_files(self)
         if connection is None:
             return "not running"
@@ -455,31 +385,7 @@ class Session(Execution, RankDebugging):
         WorldInUse
             Another client's work is running on the ranks and *force* is false.
         """
-        if self.cluster is None:
-            return self.start()
-        connection = self._connection
-        restarts.end_running_work(connection, force)
-        server = None if self.owns_cluster else owners.owning_server(self.cluster)
-        if server is not None:
-            return self._restart_through(server)
-        connection.view = None
-        with restarts.restart_turn(connection.world), clusters.acting_on(self.cluster, attached=not self.owns_cluster):
-            clusters.kill_engines(self.cluster, self.client, self.ranks, self.log_level)
-            self.cluster.start_engines_sync(self.n)
-            self._connect_engines(restarted=True)
-            if not self.owns_cluster:
-                # the owner rewrites the cluster file when it sees its engines stop, which can
-                # drop the set started here: record it again, so `ipcluster stop` stops it too
-                self.cluster.update_cluster_file()
-        return self
-
-    def _restart_through(self, server: owners.JupyterServer) -> Self:
-        # the JupyterLab server owns this cluster (its sidebar's STOP stops what the server
-        # started): ask it for the fresh world, then attach to the cluster it started
-        connection, self._connection = self._connection, None
-        restarts.through_server(connection, server, self.profile, self.cluster_id, self.n)
-        return self._attach(clusters.running_cluster(self.profile, self.cluster_id, required=True),
-                            restarted=True)
+        return restarts.restart(self, force)
 
     def __enter__(self) -> Self:
         return self.start()

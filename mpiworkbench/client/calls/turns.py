@@ -23,7 +23,7 @@ of the cluster's profile; the connection files are there, so every client can re
     found unlocked and removed); the oldest ticket goes next, so a busy loop (a panel's
     Play) cannot starve a cell of another notebook.
 ``clients/<id>.json``
-    every attached session, locked for its life: :meth:`World.clients` lists them.
+    every attached session, locked for its life: :meth:`Turns.clients` lists them.
 ``world.json``
     the current engine set: its rank map and who (re)started it when, so an attach reads the
     rank map without asking busy ranks, and a notebook learns that another restarted the world.
@@ -35,19 +35,17 @@ small file (``benchmarks/shared_world.py`` measures it against unordered calls).
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import json
 import os
-import socket
-import sys
 import threading
 import time
-import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from mpiworkbench.client.calls.clients import ClientInfo, held_by_someone, info_of, try_flock
+from mpiworkbench.client.cluster.record import read_json, recorded_engine_set, write_json_atomic
 from mpiworkbench.client.errors import WorldBlocked, WorldBusy
 
 #: Seconds of waiting before a call says whom it waits for, then how often it says it again.
@@ -55,111 +53,13 @@ SAY_AFTER_S = 1.0
 SAY_EVERY_S = 15.0
 #: Longest sleep between two looks at the turn while waiting (it starts at 0.5 ms).
 POLL_MAX_S = 0.02
-def notebook_name() -> str:
-    """What other clients call this process: the notebook's file name in a Jupyter kernel
-    (``$JPY_SESSION_NAME``), else the script's name."""
-    session = os.environ.get("JPY_SESSION_NAME")
-    if session:
-        return Path(session).name
-    script = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
-    if script in ("", "-c", "ipykernel_launcher.py", "-m"):
-        return "python"
-    return script
-
-
-def _kernel_id() -> str:
-    with contextlib.suppress(Exception):
-        from ipykernel import get_connection_file
-
-        name = Path(get_connection_file()).stem
-        return name[len("kernel-"):] if name.startswith("kernel-") else name
-    return ""
-
-
-@dataclass
-class ClientInfo:
-    """Who a client of the world is: shown to the others while they wait for it."""
-
-    id: str
-    notebook: str
-    pid: int
-    host: str
-    kernel: str = ""
-    since: float = field(default_factory=time.time)
-    #: ipyparallel's session id of the client (the hub records it with every task).
-    session: str = ""
-
-    @classmethod
-    def here(cls, session: str = "") -> "ClientInfo":
-        return cls(uuid.uuid4().hex[:12], notebook_name(), os.getpid(), socket.gethostname(),
-                   _kernel_id(), session=session)
-
-    def who(self) -> str:
-        """``05_speedup.ipynb (pid 4121)``, with the host when it is not this one."""
-        where = f"pid {self.pid}" + ("" if self.host == socket.gethostname() else f" on {self.host}")
-        return f"{self.notebook} ({where})"
-
-
-def _info(data: dict[str, Any]) -> ClientInfo:
-    known = ClientInfo.__dataclass_fields__
-    return ClientInfo(**{k: v for k, v in data.items() if k in known})
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        text = path.read_text()
-        return json.loads(text) if text.strip() else None
-    except (OSError, ValueError):  # gone, or caught while being written
-        return None
-
-
-def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
-
-
-def _try_flock(fd: int, mode: int = fcntl.LOCK_EX) -> bool:
-    try:
-        fcntl.flock(fd, mode | fcntl.LOCK_NB)
-        return True
-    except OSError as exc:
-        if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-            return False
-        raise
-
-
-def _held_by_someone(path: Path) -> bool:
-    """Whether a live process holds the lock of *path* (a ``clients/`` or ``queue/`` entry)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        if _try_flock(fd, fcntl.LOCK_SH):
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            return False
-        return True
-    finally:
-        os.close(fd)
-
-
-def world_directory(profile_dir: str | os.PathLike, cluster_id: str) -> Path:
-    """Where the world of the cluster *cluster_id* of a profile keeps its turn and clients."""
-    return Path(profile_dir) / "security" / f"mpiworkbench-world-{cluster_id}"
 
 
 #: What a client holding the turn to restart the world says it does.
 RESTARTING = "restarting the MPI world"
 
 
-def recorded_engine_set(directory: str | os.PathLike) -> dict[str, Any] | None:
-    """The engine set recorded in the world *directory* (:func:`world_directory`), or ``None``:
-    see :meth:`World.engine_set`."""
-    return _read_json(Path(directory) / "world.json")
-
-
-class World:
+class Turns:
     """This client's handle on the shared state of one cluster's MPI world (see the module).
 
     Parameters
@@ -229,7 +129,7 @@ class World:
 
     def _grab(self, label: str) -> bool:
         """Take the turn if it is free (caller holds the mutex)."""
-        if not _try_flock(self._turn):
+        if not try_flock(self._turn):
             return False
         self._held, self._inflight, self._label, self._since, self._blocked = True, 1, label, time.time(), ""
         self._write_holder()
@@ -287,7 +187,7 @@ class World:
             if name >= mine:
                 return True
             path = self.directory / "queue" / name
-            if _held_by_someone(path):
+            if held_by_someone(path):
                 return False
             with contextlib.suppress(OSError):  # its waiter is gone (a killed kernel)
                 os.unlink(path)
@@ -341,7 +241,7 @@ class World:
         path = self.directory / "turn.lock"
         fd = os.open(path, os.O_RDONLY)
         try:
-            if _try_flock(fd, fcntl.LOCK_SH):
+            if try_flock(fd, fcntl.LOCK_SH):
                 fcntl.flock(fd, fcntl.LOCK_UN)
                 return None
             for _attempt in range(20):  # the holder may be writing its record this moment
@@ -359,8 +259,8 @@ class World:
         out = []
         for name in self._queue_entries():
             path = self.directory / "queue" / name
-            data = _read_json(path)
-            if data and _held_by_someone(path):
+            data = read_json(path)
+            if data and held_by_someone(path):
                 out.append(data)
         return out
 
@@ -371,10 +271,10 @@ class World:
         waiting = {w["id"]: w for w in self.waiting()}
         out = []
         for path in sorted((self.directory / "clients").glob("*.json")):
-            data = _read_json(path) if path != self._client_path else asdict(self.me)
+            data = read_json(path) if path != self._client_path else asdict(self.me)
             if not data:
                 continue
-            if path != self._client_path and not _held_by_someone(path):
+            if path != self._client_path and not held_by_someone(path):
                 with contextlib.suppress(OSError):  # a client whose process is gone
                     path.unlink()
                 continue
@@ -397,7 +297,7 @@ class World:
     def session_of(self, session: str) -> dict[str, Any] | None:
         """The attached client whose ipyparallel session id is *session*, if any."""
         for path in (self.directory / "clients").glob("*.json"):
-            data = _read_json(path) if path != self._client_path else asdict(self.me)
+            data = read_json(path) if path != self._client_path else asdict(self.me)
             if data and data.get("session") == session:
                 return data
         return None
@@ -409,10 +309,10 @@ class World:
             return "another client holds it"
         since = holder.get("running_since")
         for_s = f" (for {time.time() - since:.0f} s)" if since else ""
-        return f"{_info(holder).who()} runs {holder.get('label') or 'a call'}{for_s}"
+        return f"{info_of(holder).who()} runs {holder.get('label') or 'a call'}{for_s}"
 
     def _blocked_message(self, holder: dict[str, Any]) -> str:
-        who = _info(holder).who() if holder else "another client"
+        who = info_of(holder).who() if holder else "another client"
         label = holder.get("label") or "a call"
         report = holder.get("blocked") or ""
         head = (f"the MPI world is blocked: {who}'s {label} outlived its timeout and still runs on "
@@ -444,7 +344,7 @@ class World:
             **{k: v for k, v in old.items() if k not in ("generation", "ranks", "restarted_by", "at")},
             **facts,
         }
-        _write_json_atomic(self.directory / "world.json", record)
+        write_json_atomic(self.directory / "world.json", record)
         self._generation_seen = self._world_stamp()
         return record
 
@@ -479,7 +379,7 @@ class World:
 
 
 @contextlib.contextmanager
-def exclusive_use(world: World | None, label: str, timeout: float | None, restarting: bool = False) -> Iterator[None]:
+def exclusive_use(world: Turns | None, label: str, timeout: float | None, restarting: bool = False) -> Iterator[None]:
     """Use *world*'s ranks alone for a block of blocking calls (a rank map; a restart, with
     *restarting*), waiting at most *timeout* for the other clients' work to end; nothing to
     hold when *world* is ``None`` (ordering switched off)."""

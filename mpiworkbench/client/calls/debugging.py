@@ -4,7 +4,7 @@ Jupyter debug protocol for all of them.
 An ipyparallel engine is an ipykernel kernel whose sockets are connected to the controller,
 not bound; and ipyparallel never gives it the socket its debugger speaks through, so its
 debugger is off. The workbench's engines are made debuggable at start
-(:func:`mpiworkbench.client.engine_start.debuggable`), and here each rank's kernel is opened
+(:func:`mpiworkbench.client.cluster.engine_start.debuggable`), and here each rank's kernel is opened
 on demand: its shell, control, IOPub and stdin sockets are bound beside their controller
 connections (ipyparallel's ``bind_kernel``) and a Jupyter connection file is written for it
 (:func:`connection_file`), signed with the cluster's key like every other message of the
@@ -30,60 +30,10 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from mpiworkbench.client import allocation, kernel_relay, upstream
-from mpiworkbench.client.rank_debugger import REQUEST_TIMEOUT_S, DebuggerError, RankDebugger
+from mpiworkbench.client.calls import kernel_proxy
+from mpiworkbench.client.ranks.kernel import open_kernel
+from mpiworkbench.client.calls.rank_debugger import REQUEST_TIMEOUT_S, DebuggerError, RankDebugger
 from mpiworkbench.trace import hang, stops
-
-#: The kernel spec named in the connection files (what JupyterLab shows and styles them as).
-KERNEL_NAME = "python3"
-
-
-# ---------------------------------------------------------------------------- on the engines
-_debug_shells: set[int] = set()  # ids of the kernels whose debugger's shell link is made (one per engine)
-
-
-def open_kernel(bind: bool = True) -> dict[str, Any]:
-    """On an engine: make its kernel's debugger startable (once) and, with *bind*, bind the
-    kernel's sockets for Jupyter clients (once); return the connection information (without
-    *bind*: whether the rank is debuggable, and its process). The sockets listen on loopback
-    when the controller is reached through loopback, else on the address this host reaches
-    the controller from. Unbound, the rank is reached through the controller
-    (:mod:`mpiworkbench.client.kernel_relay`)."""
-    from ipyparallel.engine.app import IPEngine
-
-    engine = IPEngine.instance()
-    app = engine.kernel_app
-    kernel = engine.kernel
-    if bind and not upstream.kernel_bound(engine):
-        app.ip = allocation.own_address(engine.registration_url)
-        engine.bind_kernel()
-        with contextlib.suppress(OSError):
-            Path(app.abs_connection_file).unlink()  # ipyparallel's copy; the client writes its own
-    shell = getattr(kernel, "debug_shell_socket", None)
-    if shell is not None and id(kernel) not in _debug_shells:
-        import atexit
-        import shutil
-
-        from ipykernel.compiler import get_tmp_directory
-
-        # how the debugger starts debugpy: an execute_request to the kernel's own shell, over a
-        # link inside the process (nothing listens on the network for it)
-        address = f"inproc://mpiworkbench-debug-shell-{os.getpid()}"
-        engine.shell_socket.bind(address)
-        shell.connect(address)
-        _debug_shells.add(id(kernel))
-        # the debugger writes the cells it is shown (dumpCell) there, and never removes them
-        atexit.register(shutil.rmtree, get_tmp_directory(), ignore_errors=True)
-    info = {}
-    if bind:
-        info = dict(app.get_connection_info())
-        key = info.get("key", b"")
-        info["key"] = key.decode() if isinstance(key, bytes) else key
-    info["kernel_name"] = KERNEL_NAME
-    info["debuggable"] = shell is not None and getattr(kernel, "debugger", None) is not None
-    info["pid"] = os.getpid()
-    return info
-
 
 # ---------------------------------------------------------------------------- connection files
 def kernels_directory() -> Path:
@@ -123,7 +73,7 @@ def connection_files(wb, ranks: Iterable[int] | None = None, relay: bool | None 
     _, infos, files = known
     cluster = getattr(wb.cluster, "cluster_id", "") or "cluster"
     wanted = range(len(infos)) if ranks is None else list(ranks)
-    relays = kernel_relay.open_relays(wb, wanted) if through else {}
+    relays = kernel_proxy.open_relays(wb, wanted) if through else {}
     for rank in wanted:
         info = {**infos[rank], **relays[rank].info} if rank in relays else infos[rank]
         if rank not in files or files[rank][1] != info or not files[rank][0].exists():
@@ -144,7 +94,7 @@ def remove_connection_files(wb) -> None:
     for path, _info in (known[2].values() if known else ()):
         with contextlib.suppress(OSError):
             path.unlink()
-    kernel_relay.close_relays(wb)
+    kernel_proxy.close_relays(wb)
 
 
 # ---------------------------------------------------------------------------- all ranks
@@ -279,14 +229,14 @@ class Debugging:
 
 class RankDebugging:
     """Debugging the ranks of a started session (mixed into
-    :class:`~mpiworkbench.client.session.Session`)."""
+    :class:`~mpiworkbench.client.calls.session.Session`)."""
 
     def connection_file(self, rank: int, relay: bool | None = None) -> Path:
         """The Jupyter connection file of *rank*'s kernel: any Jupyter client (a console,
         ``jupyter console --existing FILE``, JupyterLab's running kernels when started by
         ``mpiworkbench lab``) can use the rank through it, and JupyterLab's debugger debug it.
         With *relay* (always on a cluster secured with CurveZMQ), the rank is reached through
-        the controller from this host's loopback (:mod:`mpiworkbench.client.kernel_relay`)."""
+        the controller from this host's loopback (:mod:`mpiworkbench.client.calls.kernel_proxy`)."""
         self._engine_of(rank)  # says which ranks exist
         return connection_files(self, [rank], relay)[rank]
 
@@ -340,7 +290,7 @@ def _stop_records(wb) -> dict[int, dict[str, Any]]:
             stop = stops.read(info["pid"])
             if stop is not None:
                 found[rank] = stop
-    for rank, relay in kernel_relay.relays_of(wb).items():
+    for rank, relay in kernel_proxy.relays_of(wb).items():
         found.setdefault(rank, relay.stop_record())
     return found
 

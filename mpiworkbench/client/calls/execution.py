@@ -1,7 +1,7 @@
 """How code runs on a session's engines: every rank at once, results in rank order, never
-frozen by a failed collective (see :mod:`mpiworkbench.client.waiting`), and in one order
+frozen by a failed collective (see :mod:`mpiworkbench.client.calls.waiting`), and in one order
 with every other client of the same MPI world: every execution is submitted by
-:meth:`Execution.submit`, which takes the world's turn (:mod:`mpiworkbench.client.world`)."""
+:meth:`Execution.submit`, which takes the world's turn (:mod:`mpiworkbench.client.calls.turns`)."""
 
 from __future__ import annotations
 
@@ -13,15 +13,16 @@ import uuid
 from typing import Any, Callable
 
 from mpiworkbench import backends
-from mpiworkbench.client import arrays, broadcast, relay
-from mpiworkbench.client.caches import forget
-from mpiworkbench.client.debugging import paused_since
-from mpiworkbench.client.postmortem import PostMortem
+from mpiworkbench.client.calls import relayed
+from mpiworkbench.client.ranks import arrays, relay
+from mpiworkbench.client.history import drop
+from mpiworkbench.client.calls.debugging import paused_since
+from mpiworkbench.client.calls.postmortem import PostMortem
 from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, WorldDied, WorldRestarted
-from mpiworkbench.client.remote import RemoteObject
-from mpiworkbench.client.trace import arm_engines, explain_timeout, submitted
-from mpiworkbench.client.waiting import wait_ranks
-from mpiworkbench.client.world import RESTARTING
+from mpiworkbench.client.calls.remote import RemoteObject
+from mpiworkbench.client.calls.trace import arm_engines, explain_timeout, submitted
+from mpiworkbench.client.calls.waiting import wait_ranks
+from mpiworkbench.client.calls.turns import RESTARTING
 from mpiworkbench.core import machine, objects, postmortem
 
 #: The environment variable that sets :data:`DEFAULT_TIMEOUT_S` for every session of a process
@@ -53,7 +54,7 @@ REFUSE_AFTER_HANG_VARIABLE = "MPIWORKBENCH_REFUSE_AFTER_HANG"
 
 class Execution:
     """Running code on the engines of a started session (mixed into
-    :class:`~mpiworkbench.client.session.Session`, which owns ``view``, ``client``, ``ranks``,
+    :class:`~mpiworkbench.client.calls.session.Session`, which owns ``view``, ``client``, ``ranks``,
     ``timeout``, ``failure_grace`` and ``_world_died``)."""
 
     def _require_running(self) -> bool:
@@ -76,8 +77,8 @@ class Execution:
     def _restart_under_way(self) -> bool:
         """Whether another client holds the world's turn to restart it (the old ranks are dead;
         a call waits for the turn, then learns of the restart)."""
-        holder = self._world.holder() if self._world is not None else None
-        return bool(holder) and holder.get("id") != self._world.me.id and holder.get("label") == RESTARTING
+        holder = self._turns.holder() if self._turns is not None else None
+        return bool(holder) and holder.get("id") != self._turns.me.id and holder.get("label") == RESTARTING
 
     def submit(self, label: str, send: Callable[[], Any], keep: bool = False):
         """The one way work reaches the ranks: take the world's turn (waiting, visibly, while
@@ -85,12 +86,12 @@ class Execution:
         engines and returns an ``AsyncResult``) and hold the turn until that has finished on
         every rank. *label* says what it is to the clients waiting for it.
 
-        Once finished, the call is dropped from ipyparallel's histories (:func:`forget`):
+        Once finished, the call is dropped from ipyparallel's histories (:func:`~mpiworkbench.client.history.drop`):
         a session's memory is bounded by what its user keeps, not by how many frames, runs
         and polls it made. With *keep* (a user's ``%%px``) it stays, as ipyparallel keeps it;
         ``wb.client.history.clear()`` drops those."""
         behind_restart = self._require_running()
-        world = self._world
+        world = self._turns
         if world is not None:
             world.acquire(label, self.timeout)
             try:  # another notebook may have restarted the world while we waited for the turn
@@ -119,7 +120,7 @@ class Execution:
             _hold(world, ar)
         if not keep:
             histories = (self.client.history, self.view.history)
-            ar.add_done_callback(lambda _f: forget(ar, histories))
+            ar.add_done_callback(lambda _f: drop(ar, histories))
         return ar
 
     def run_async(self, func: Callable[..., Any], *args: Any, **kwargs: Any):
@@ -131,21 +132,21 @@ class Execution:
             The pending call; finish it with :meth:`gather` (hang-protected).
         """
         label = f"{self.activity or 'wb.run'}: {getattr(func, '__name__', 'a function')}"
-        ar = self.submit(label, lambda: self._on_every_rank(broadcast.call, func, tuple(args), dict(kwargs)))
+        ar = self.submit(label, lambda: self._on_every_rank(relay.call, func, tuple(args), dict(kwargs)))
         bview = ar._wb_view  # (made once submit knows the world lives)
-        ar.add_done_callback(lambda _f: forget(ar, (bview.history,)))
+        ar.add_done_callback(lambda _f: drop(ar, (bview.history,)))
         return ar
 
     def _on_every_rank(self, runner: Callable[..., tuple], *args: Any):
-        """Send ``runner(*args)`` (:func:`broadcast.call` or :func:`broadcast.run_cell`) to every
+        """Send ``runner(*args)`` (:func:`relay.call` or :func:`relay.run_cell`) to every
         rank as one message to rank 0, which hands it to the others (:func:`relay.fan_out`); as
         :meth:`submit`'s *send*, holding the world's turn."""
-        return broadcast.apply(self._relay_view(), relay.fan_out, runner, *args)
+        return relayed.apply(self._relay_view(), relay.fan_out, runner, *args)
 
     def _relay_view(self):
         """The view that calls on every rank go through: rank 0's engine, which hands each call
         to the other ranks (one message out, one reply back a call, whatever the world's size:
-        :mod:`~mpiworkbench.client.relay`), made anew with the view. The first use opens the
+        :mod:`~mpiworkbench.client.ranks.relay`), made anew with the view. The first use opens the
         relay on every rank (a collective: call it holding the world's turn)."""
         connection = self._connection
         found = connection.relay
@@ -157,8 +158,8 @@ class Execution:
                                        f"wb.state says what the world is doing")
                 ar.get()
             finally:
-                forget(ar, (self.client.history, self.view.history))
-            found = connection.relay = (self.view, relay.view(self.client, self._engine_of(0)))
+                drop(ar, (self.client.history, self.view.history))
+            found = connection.relay = (self.view, relayed.relay_view(self.client, self._engine_of(0)))
         return found[1]
 
     def gather(self, ar, timeout: float | None | str = "default") -> list[Any]:
@@ -182,13 +183,13 @@ class Execution:
             return list(ar.get())
         # dropped here too, not only when ipyparallel's I/O thread runs the callbacks: so that
         # the histories read right the moment the call returns
-        forget(ar, (self.client.history, ar._wb_view.history))
-        return broadcast.results(ar)
+        drop(ar, (self.client.history, ar._wb_view.history))
+        return relayed.results(ar)
 
     def wait_explained(self, ar, timeout: float | None, raise_failures: bool = True, started: float | None = None,
                        grace: float | None = None):
-        """:func:`~mpiworkbench.client.waiting.wait_ranks`, and on a timeout the hang report:
-        where each rank is blocked and the likely cause (:func:`~mpiworkbench.client.trace.explain_timeout`)."""
+        """:func:`~mpiworkbench.client.calls.waiting.wait_ranks`, and on a timeout the hang report:
+        where each rank is blocked and the likely cause (:func:`~mpiworkbench.client.calls.trace.explain_timeout`)."""
         origin = time.monotonic() if started is None else started
         while True:
             try:
@@ -201,8 +202,8 @@ class Execution:
                 within = not exc.failed and time.monotonic() - (origin + paused) < timeout if timeout else False
                 if timeout is None or not (stopped_now or within):
                     report = explain_timeout(self, exc, getattr(ar, "_wb_submitted", None), ar)
-                    if self._world is not None and not ar.done():
-                        self._world.mark_blocked("\n".join([*(s.line() for s in report.statuses), *report.hang_lines,
+                    if self._turns is not None and not ar.done():
+                        self._turns.mark_blocked("\n".join([*(s.line() for s in report.statuses), *report.hang_lines,
                                                              *(f"  likely: {c}" for c in report.causes)]), id(ar))
                     raise report from None
                 started = origin + paused
@@ -214,11 +215,11 @@ class Execution:
         return statuses
 
     def _wait_parts(self, ar, timeout: float | None, started: float | None, grace: float):
-        """Each rank's status once *ar* has finished (:func:`~mpiworkbench.client.waiting.wait_ranks`);
-        a call on every rank has one reply (relayed or coalesced) instead of per-rank parts (:func:`broadcast.wait`)."""
+        """Each rank's status once *ar* has finished (:func:`~mpiworkbench.client.calls.waiting.wait_ranks`);
+        a call on every rank has one reply (relayed or coalesced) instead of per-rank parts (:func:`relayed.wait`)."""
         if getattr(ar, "_wb_broadcast", False):
-            broadcast.wait(self.client, ar, self.ranks, timeout, grace, started, probe=self.view)
-            return broadcast.statuses(ar, self.ranks)
+            relayed.wait(self.client, ar, self.ranks, timeout, grace, started, probe=self.view)
+            return relayed.statuses(ar, self.ranks)
         return wait_ranks(ar, self.ranks, timeout, raise_failures=False, started=started, grace=grace)
 
     def run(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Any]:
@@ -256,18 +257,26 @@ class Execution:
         self.wait_explained(ar, self.timeout)
         return ar.get()
 
+    def _stage(self, value: Any) -> None:
+        """Send *value* to rank 0's engine, in the world's turn (one transfer), for
+        :func:`~mpiworkbench.client.ranks.arrays.spread` to hand to every rank."""
+        engine = self._engine_of(0)
+        ar = self.submit(f"{self.activity or 'wb.push'}: to rank 0",
+                         lambda: self.client[engine].push({arrays.STAGING: value}, block=False))
+        self.wait_explained(ar, self.timeout)
+
     def push(self, name: str, value: Any) -> None:
         """Bind *name* to *value* on every rank: one transfer to rank 0, then ``MPI.Bcast``
         (a NumPy array; anything else is pickled once and broadcast) — not one copy per rank
         through the controller, as ``wb.view.push`` sends."""
-        arrays.stage(self, value)
+        self._stage(value)
         self.run(arrays.spread, name, "bcast")
 
     def scatter(self, name: str, array: Any) -> list[tuple]:
         """Bind *name* on each rank to its rows of *array* (split along axis 0, the first ranks one
         row more when uneven): one transfer to rank 0, then ``MPI.Scatterv``. Returns each rank's
         shape, in rank order."""
-        arrays.stage(self, array)
+        self._stage(array)
         return self.run(arrays.spread, name, "scatter")
 
     def collect(self, name: str) -> Any:

@@ -6,13 +6,13 @@ ipyparallel drops a call's results and metadata from its client once the call ha
 what it keeps for the client's life is one message id per engine call in the client's and
 the view's ``history`` lists. A user's own ``%%px`` calls stay there (ipyparallel's
 behaviour; ``wb.client.history.clear()`` drops them). The controller keeps task records too
-(its task database, bounded by :func:`mpiworkbench.client.clusters.hub_database_settings`).
+(its task database, bounded by :func:`mpiworkbench.client.cluster.start.hub_database_settings`).
 """
 
 from __future__ import annotations
 
 
-def forget(ar, histories) -> None:
+def drop(ar, histories) -> None:
     """Remove the messages of *ar* (a finished call the workbench made) from ipyparallel's
     *histories* (a client's and a view's ``history``: lists that grow by one message id per
     engine call for as long as the client lives). ipyparallel itself drops a call's results and

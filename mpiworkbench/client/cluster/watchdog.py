@@ -5,7 +5,7 @@ kernel is killed (SIGKILL, an out-of-memory kill, a crashed server): its control
 MPI engines would run on for ever. Each :class:`~mpiworkbench.Workbench` therefore starts
 this small process (:data:`WATCHDOG_CODE`) *before* it starts its cluster::
 
-    python -m mpiworkbench.client.watchdog PARENT_PID PROFILE_DIR CLUSTER_ID
+    python -m mpiworkbench.client.cluster.watchdog PARENT_PID PROFILE_DIR CLUSTER_ID
 
 It sleeps until PARENT_PID exits, then ends every process of the cluster: each process of this
 host whose environment says it belongs to that cluster (ipyparallel gives the controller and
@@ -30,7 +30,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mpiworkbench.client.world import world_directory
+from mpiworkbench.client.cluster.record import world_directory
 from mpiworkbench.core import processes, shm
 
 #: Scans for the cluster's processes at most (a controller being killed may have started a
@@ -40,20 +40,12 @@ SCANS = 5
 EXIT_TIMEOUT_S = 10.0
 
 
-#: What the watchdog runs: ``python -m mpiworkbench.client.watchdog``, with the packages
-#: ``mpiworkbench`` and ``mpiworkbench.client`` entered as bare namespaces, so that their
-#: ``__init__`` (the session, ipyparallel's client: 0.2 s of CPU, at every start, on the cores
-#: the engines are starting on) does not run; this module needs only :mod:`.processes`.
-WATCHDOG_CODE = (
-    "import importlib.util, runpy, sys, types\n"
-    "for name in ('mpiworkbench', 'mpiworkbench.client'):\n"
-    "    spec = importlib.util.find_spec(name)\n"
-    "    package = types.ModuleType(name)\n"
-    "    package.__spec__, package.__file__ = spec, spec.origin\n"
-    "    package.__path__ = list(spec.submodule_search_locations)\n"
-    "    sys.modules[name] = package\n"
-    "runpy.run_module('mpiworkbench.client.watchdog', run_name='__main__', alter_sys=True)\n"
-)
+#: What the watchdog runs: ``python -m mpiworkbench.client.cluster.watchdog``. The packages above
+#: it import nothing until asked (their faces are lazy), so the watchdog loads only what it needs
+#: (:mod:`~mpiworkbench.core.processes`, :mod:`~mpiworkbench.core.shm`, the world's record), not
+#: the session and ipyparallel's client (0.2 s of CPU at every start, on the cores the engines
+#: are starting on).
+WATCHDOG_CODE = "import runpy; runpy.run_module('mpiworkbench.client.cluster.watchdog', run_name='__main__', alter_sys=True)"
 
 
 def start_watchdog(profile_dir: str | os.PathLike, cluster_id: str) -> subprocess.Popen:

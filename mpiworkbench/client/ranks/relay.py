@@ -28,14 +28,22 @@ others.
 
 from __future__ import annotations
 
+import ast
+import contextlib
+import hashlib
+import io
+import linecache
+import sys
 import time
+import traceback
 from typing import Any, Callable
 
 import zmq
 from ipyparallel import serialize
 
-from mpiworkbench.client.allocation import own_address
+from mpiworkbench.client import upstream
 from mpiworkbench.core import mpi
+from mpiworkbench.core.addresses import own_address
 
 #: The label of the request sent to rank 0 (ipyparallel's request metadata), by which rank 0's
 #: kernel knows it as a relayed call (it publishes no busy/idle status for it).
@@ -119,7 +127,7 @@ def _connect(kernel, address: str, key: bytes | None) -> None:
 def fan_out(runner: Callable[..., tuple], *args: Any) -> list[tuple]:
     """On rank 0, as the request the notebook sent it: send ``runner(*args)`` to every other
     rank, run it here, and return every rank's outcome (``(rank, ...)`` as *runner* returns it:
-    :func:`~mpiworkbench.client.broadcast.call` or :func:`~mpiworkbench.client.broadcast.run_cell`,
+    :func:`~mpiworkbench.client.calls.relayed.call` or :func:`~mpiworkbench.client.calls.relayed.run_cell`,
     which never raise), rank 0's first."""
     kernel = _kernel()
     relay, peers = _relay.get("socket"), _relay.get("peers", [])
@@ -199,10 +207,106 @@ def _progress(kernel, finished: list[int]) -> None:
     kernel.shell.data_pub.publish_data({PROGRESS_KEY: finished})
 
 
-# ---------------------------------------------------------------------- in the notebook
-def view(client, engine: int):
-    """The view of rank 0's *engine* that relayed calls are sent through (labelled :data:`LABEL`).
-    The relay must be open: :func:`open_relay` on every rank."""
-    found = client[engine]
-    found.label = LABEL
-    return found
+#: The data key under which a rank publishes its failure at once (see :func:`mpiworkbench.client.calls.relayed.wait`).
+FAILED_KEY = "mpiworkbench_failed"
+
+
+# ---------------------------------------------------------------------- on the engines
+def _rank() -> int:
+    return mpi.world().Get_rank()  # (core.mpi imports mpi4py only when called: on a rank)
+
+
+def _failure(exc: BaseException) -> tuple[str, list[str]]:
+    """The rank's error line and traceback; the exception is kept where ``wb.post_mortem`` and
+    IPython look for the last one (``sys.last_value``), and the failure is published at once
+    (one IOPub message, from this rank only), so that the notebook need not wait for ranks
+    blocked in a collective this rank will never join."""
+    sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, exc.__traceback__
+    lines = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip("\n").split("\n")
+    error = f"{type(exc).__name__}: {exc}"
+    shell = _shell()
+    with contextlib.suppress(Exception):  # the notice is a shortcut: the reply says it anyway
+        shell.data_pub.publish_data({FAILED_KEY: {"rank": _rank(), "error": error, "traceback": lines}})
+    return error, lines
+
+
+def _shell():
+    from IPython import get_ipython  # lazy: only engines run this
+
+    return get_ipython()
+
+
+def quiet_statuses() -> None:
+    """On an engine: publish no busy/idle status for coalesced calls. The kernel announces every
+    request twice on IOPub, and every client takes in every announcement: 2n messages a call
+    the notebook has no use for (its coalesced reply says when the call ended); nor for a call
+    relayed by rank 0 (:mod:`~mpiworkbench.client.ranks.relay`), rank 0's included. Other calls keep
+    their statuses (``%px``'s output waits for the idle one). Idempotent
+    (:func:`~mpiworkbench.client.upstream.filter_statuses`)."""
+    kernel = getattr(_shell(), "kernel", None)
+    if kernel is not None:
+        upstream.filter_statuses(kernel, _not_coalesced)
+
+
+def _not_coalesced(parent: dict | None, channel: str) -> bool:
+    metadata = (parent or {}).get("metadata") or {}
+    return not (metadata.get("is_coalescing") or metadata.get("label") == LABEL)
+
+
+def call(func: Callable[..., Any], args: tuple, kwargs: dict) -> tuple:
+    """On a rank: ``func(*args, **kwargs)`` as ``(rank, "ok", value)`` or
+    ``(rank, "failed", error, traceback_lines)``; never raises."""
+    quiet_statuses()
+    rank = _rank()
+    try:
+        return rank, "ok", func(*args, **kwargs)
+    except Exception as exc:
+        return (rank, "failed", *_failure(exc))
+    finally:
+        _finished_here()
+
+
+_last_finished: list[tuple[str, float]] = [("", 0.0)]
+
+
+def _finished_here() -> None:
+    """Remember the id of the call this engine has just finished (the coalesced or relayed
+    call's own id, not its copy's), and when (epoch seconds: see :func:`last_finished`)."""
+    kernel = getattr(_shell(), "kernel", None)
+    parent = (kernel.get_parent("shell") if kernel is not None else None) or {}
+    call_id = (parent.get("metadata") or {}).get("original_msg_id") or (parent.get("header") or {}).get("msg_id", "")
+    _last_finished[0] = (call_id, time.time())
+
+
+def last_finished() -> tuple[str, float]:
+    """On an engine: the id of the last coalesced call it finished and when, in epoch seconds
+    (what a probe asks)."""
+    return _last_finished[0]
+
+
+def run_cell(code: str) -> tuple:
+    """On a rank: run *code* in the engine's namespace as ``%%px`` does (IPython's syntax, the
+    last expression's value as ``Out``), with its stdout and stderr captured, not streamed:
+    ``(rank, "ok", output)`` or ``(rank, "failed", error, traceback_lines, output)`` as :func:`call`,
+    *output* being ``(stdout, stderr, result_text)``; never raises."""
+    quiet_statuses()
+    rank, out, err = _rank(), io.StringIO(), io.StringIO()
+    shell = _shell()
+    namespace = shell.user_ns if shell is not None else {}
+    error, lines, result = "", [], ""
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            source = shell.transform_cell(code) if shell is not None else code
+            name = f"<%%px cell {hashlib.sha1(source.encode()).hexdigest()[:8]}>"
+            linecache.cache[name] = (len(source), None, source.splitlines(True), name)  # tracebacks show the lines
+            tree = ast.parse(source, name)
+            last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+            exec(compile(tree, name, "exec"), namespace)  # noqa: S102 - what %%px is for
+            if last is not None:
+                value = eval(compile(ast.Expression(last.value), name, "eval"), namespace)  # noqa: S307
+                result = "" if value is None else repr(value)
+        except Exception as exc:
+            error, lines = _failure(exc)
+    _finished_here()
+    output = (out.getvalue(), err.getvalue(), result)
+    return (rank, "failed", error, lines, output) if error else (rank, "ok", output)

@@ -1,8 +1,8 @@
 """One rank's debugger, driven as JupyterLab drives a kernel's: the Debug Adapter Protocol in
 ``debug_request`` / ``debug_reply`` messages on the kernel's control channel, its events in
 ``debug_event`` messages on IOPub (ipykernel relays both to debugpy), over the rank's own
-kernel connection (:func:`mpiworkbench.client.debugging.connection_files`). Any rank, any host:
-only its connection file is needed. :class:`~mpiworkbench.client.debugging.Debugging` drives
+kernel connection (:func:`mpiworkbench.client.calls.debugging.connection_files`). Any rank, any host:
+only its connection file is needed. :class:`~mpiworkbench.client.calls.debugging.Debugging` drives
 several at once."""
 
 from __future__ import annotations

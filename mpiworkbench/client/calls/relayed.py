@@ -1,167 +1,55 @@
-"""One message out, one reply back: a call on every rank whose cost to the notebook does not
-grow with the world.
+"""The notebook's side of a call on every rank: one message out, one reply back, whatever the
+world's size. The call goes to rank 0's engine (:func:`relay_view`), which hands it to the other
+ranks and returns every rank's outcome in one reply (:mod:`mpiworkbench.client.ranks.relay`, where
+what runs on each rank lives: :func:`~mpiworkbench.client.ranks.relay.call` and
+:func:`~mpiworkbench.client.ranks.relay.run_cell`, which never raise but return
+``(rank, outcome…)``, the rank's output captured with it instead of streamed over IOPub).
 
-Through a :class:`~ipyparallel.DirectView` a call on *n* ranks is *n* requests from the client and
-*n* replies back, plus each engine's IOPub traffic (busy, idle, its output): the notebook's
-process handles O(n) messages per call. Through ipyparallel's broadcast view with coalescing
-replies (``client.broadcast_view(is_coalescing=True)``) the client sends one request; the
-controller's broadcast schedulers fan it out and gather the engines' replies into one.
-
-Coalescing has two limits, both handled here: ipyparallel concatenates the replies' buffers
-(a rank that raised sends none, so one error would corrupt the whole reply), and ``execute`` is
-not coalescing at all. So what runs on each rank is :func:`call` or :func:`run_cell`, which never
-raise: they return ``(rank, outcome…)``, the rank's output captured with it instead of streamed
-over IOPub, and :func:`results` turns the coalesced list back into rank order, raising the
-grouped :class:`~mpiworkbench.client.errors.RankFailure` when some ranks raised.
-
-What a coalesced call cannot tell while it runs is which ranks have finished: the reply comes
-when every rank has answered. See :func:`wait` for what a timeout then reports.
+Here: :func:`apply` sends it; :func:`wait` waits for the reply, and on a timeout says which ranks
+had finished (what rank 0 published, and a probe of the others) and which had failed (what they
+published at once); :func:`statuses`, :func:`results` and :func:`outputs` read the reply in rank
+order. The same works through ipyparallel's coalescing broadcast view
+(``client.broadcast_view(is_coalescing=True)``: the controller fans the call out and gathers the
+replies into one), which ``benchmarks/control_plane.py`` compares; a rank's failure there sends no
+buffers, which is why a rank never raises but returns its outcome.
 """
 
 from __future__ import annotations
 
-import ast
-import contextlib
-import hashlib
-import io
-import linecache
-import sys
 import time
-import traceback
 from typing import Any, Callable
 
-from mpiworkbench.client import relay, upstream
-from mpiworkbench.client.caches import forget as forget_history
-from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, RankStatus
-from mpiworkbench.client.output import RankOutput
-from mpiworkbench.core import mpi
-
-
-#: The data key under which a rank publishes its failure at once (see :func:`wait`).
-FAILED_KEY = "mpiworkbench_failed"
-
-
-# ---------------------------------------------------------------------- on the engines
-def _rank() -> int:
-    return mpi.world().Get_rank()  # (core.mpi imports mpi4py only when called: on a rank)
-
-
-def _failure(exc: BaseException) -> tuple[str, list[str]]:
-    """The rank's error line and traceback; the exception is kept where ``wb.post_mortem`` and
-    IPython look for the last one (``sys.last_value``), and the failure is published at once
-    (one IOPub message, from this rank only), so that the notebook need not wait for ranks
-    blocked in a collective this rank will never join."""
-    sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, exc.__traceback__
-    lines = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip("\n").split("\n")
-    error = f"{type(exc).__name__}: {exc}"
-    shell = _shell()
-    with contextlib.suppress(Exception):  # the notice is a shortcut: the reply says it anyway
-        shell.data_pub.publish_data({FAILED_KEY: {"rank": _rank(), "error": error, "traceback": lines}})
-    return error, lines
-
-
-def _shell():
-    from IPython import get_ipython  # lazy: only engines run this
-
-    return get_ipython()
-
-
-def quiet_statuses() -> None:
-    """On an engine: publish no busy/idle status for coalesced calls. The kernel announces every
-    request twice on IOPub, and every client takes in every announcement: 2n messages a call
-    the notebook has no use for (its coalesced reply says when the call ended); nor for a call
-    relayed by rank 0 (:mod:`~mpiworkbench.client.relay`), rank 0's included. Other calls keep
-    their statuses (``%px``'s output waits for the idle one). Idempotent
-    (:func:`~mpiworkbench.client.upstream.filter_statuses`)."""
-    kernel = getattr(_shell(), "kernel", None)
-    if kernel is not None:
-        upstream.filter_statuses(kernel, _not_coalesced)
-
-
-def _not_coalesced(parent: dict | None, channel: str) -> bool:
-    metadata = (parent or {}).get("metadata") or {}
-    return not (metadata.get("is_coalescing") or metadata.get("label") == relay.LABEL)
-
-
-def call(func: Callable[..., Any], args: tuple, kwargs: dict) -> tuple:
-    """On a rank: ``func(*args, **kwargs)`` as ``(rank, "ok", value)`` or
-    ``(rank, "failed", error, traceback_lines)``; never raises."""
-    quiet_statuses()
-    rank = _rank()
-    try:
-        return rank, "ok", func(*args, **kwargs)
-    except Exception as exc:
-        return (rank, "failed", *_failure(exc))
-    finally:
-        _finished_here()
-
-
-_last_finished: list[tuple[str, float]] = [("", 0.0)]
-
-
-def _finished_here() -> None:
-    """Remember the id of the call this engine has just finished (the coalesced or relayed
-    call's own id, not its copy's), and when (epoch seconds: see :func:`last_finished`)."""
-    kernel = getattr(_shell(), "kernel", None)
-    parent = (kernel.get_parent("shell") if kernel is not None else None) or {}
-    call_id = (parent.get("metadata") or {}).get("original_msg_id") or (parent.get("header") or {}).get("msg_id", "")
-    _last_finished[0] = (call_id, time.time())
-
-
-def last_finished() -> tuple[str, float]:
-    """On an engine: the id of the last coalesced call it finished and when, in epoch seconds
-    (what a probe asks)."""
-    return _last_finished[0]
-
-
-def run_cell(code: str) -> tuple:
-    """On a rank: run *code* in the engine's namespace as ``%%px`` does (IPython's syntax, the
-    last expression's value as ``Out``), with its stdout and stderr captured, not streamed:
-    ``(rank, "ok", output)`` or ``(rank, "failed", error, traceback_lines, output)`` as :func:`call`,
-    *output* being ``(stdout, stderr, result_text)``; never raises."""
-    quiet_statuses()
-    rank, out, err = _rank(), io.StringIO(), io.StringIO()
-    shell = _shell()
-    namespace = shell.user_ns if shell is not None else {}
-    error, lines, result = "", [], ""
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            source = shell.transform_cell(code) if shell is not None else code
-            name = f"<%%px cell {hashlib.sha1(source.encode()).hexdigest()[:8]}>"
-            linecache.cache[name] = (len(source), None, source.splitlines(True), name)  # tracebacks show the lines
-            tree = ast.parse(source, name)
-            last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-            exec(compile(tree, name, "exec"), namespace)  # noqa: S102 - what %%px is for
-            if last is not None:
-                value = eval(compile(ast.Expression(last.value), name, "eval"), namespace)  # noqa: S307
-                result = "" if value is None else repr(value)
-        except Exception as exc:
-            error, lines = _failure(exc)
-    _finished_here()
-    output = (out.getvalue(), err.getvalue(), result)
-    return (rank, "failed", error, lines, output) if error else (rank, "ok", output)
+from mpiworkbench.client import upstream
+from mpiworkbench.client.ranks import relay
+from mpiworkbench.client.history import drop
+from mpiworkbench.client.errors import ExecutionTimeout, RankStatus
+from mpiworkbench.client.calls.output import RankOutput
 
 
 # ---------------------------------------------------------------------- in the notebook
-def view(client, targets: list[int]):
-    """A coalescing broadcast view of *targets* (the engines in rank order)."""
-    return client.broadcast_view(targets=targets, is_coalescing=True)
+def relay_view(client, engine: int):
+    """The view of rank 0's *engine* that relayed calls are sent through (labelled :data:`~mpiworkbench.client.ranks.relay.LABEL`).
+    The relay must be open: :func:`~mpiworkbench.client.ranks.relay.open_relay` on every rank."""
+    found = client[engine]
+    found.label = relay.LABEL
+    return found
 
 
 def apply(bview, func: Callable[..., Any], *args: Any):
-    """Submit ``func(*args)`` through *bview*, one message: :func:`call` or :func:`run_cell` on
-    a coalescing broadcast view (:func:`view`), or :func:`relay.fan_out` of them on rank 0's
-    relay view (:func:`relay.view`), which hands them to the other ranks. The result is marked
+    """Submit ``func(*args)`` through *bview*, one message: :func:`relay.fan_out` of
+    :func:`relay.call` or :func:`relay.run_cell` on rank 0's relay view (:func:`relay_view`),
+    which hands them to the other ranks (or one of those on a coalescing broadcast view,
+    ``client.broadcast_view(is_coalescing=True)``, as ``benchmarks/control_plane.py`` compares). The result is marked
     (``_wb_broadcast``) for the waits that read it, and ended in the client when it finishes
-    (:func:`forget`)."""
+    (:func:`end`)."""
     ar = bview.apply_async(func, *args)
     ar._wb_broadcast, ar._wb_view = True, bview
     client = bview.client
-    ar.add_done_callback(lambda _f: forget(client, ar))
+    ar.add_done_callback(lambda _f: end(client, ar))
     return ar
 
 
-def forget(client, ar) -> None:
+def end(client, ar) -> None:
     """End the finished coalesced call *ar* in the client: its output is complete (the ranks'
     output came in the reply), which ipyparallel learns otherwise from each engine's idle status
     (not sent for coalesced calls, :func:`quiet_statuses`) — so its metadata is dropped as for any
@@ -178,7 +66,7 @@ def failures(client, ar) -> dict[int, dict[str, Any]]:
     of the request has an id that extends the call's own, and a relayed call's rank 0 runs the
     request itself; the client's I/O thread takes them in as they come)."""
     return {int(notice["rank"]): notice for notice in _published(client, [*getattr(ar, "msg_ids", ()), *copies(client, ar)],
-                                                                  FAILED_KEY)}
+                                                                  relay.FAILED_KEY)}
 
 
 def _published(client, msg_ids, key: str) -> list:
@@ -239,8 +127,8 @@ def finished_ranks(dview, ranks: dict[int, int], msg_id: str, by: float) -> set[
     finished is *msg_id*, finished by *by* (epoch seconds: when the wait gave up). A rank blocked
     in it cannot answer (its probe waits in its queue); one still computing at *by* answers once
     done, and counts as running then."""
-    ar = dview.apply_async(last_finished)
-    ar.add_done_callback(lambda _f: forget_history(ar, (dview.client.history, dview.history)))
+    ar = dview.apply_async(relay.last_finished)
+    ar.add_done_callback(lambda _f: drop(ar, (dview.client.history, dview.history)))
     ar.wait(PROBE_S)
     done = set()
     for engine, part in zip(upstream.targets(ar), ar.split()):

@@ -1,4 +1,4 @@
-"""The world's turn (``mpiworkbench.client.world``) without a cluster: clients are ``World``
+"""The world's turn (``mpiworkbench.client.calls.turns``) without a cluster: clients are ``Turns``
 objects on one directory — in this process (``flock`` locks belong to each open file, so two
 objects exclude each other like two kernels) or in child processes we kill."""
 
@@ -14,17 +14,19 @@ import time
 
 import pytest
 
-from mpiworkbench.client import world as world_module
+from mpiworkbench.client.calls import turns as world_module
 from mpiworkbench.client.errors import WorldBlocked, WorldBusy
-from mpiworkbench.client.world import ClientInfo, World, world_directory
+from mpiworkbench.client.calls.clients import ClientInfo
+from mpiworkbench.client.calls.turns import Turns
+from mpiworkbench.client.cluster.record import world_directory
 
 LIMIT = 60.0  # seconds; generous bounds on awaited conditions
 
 
-def client(directory, name: str) -> World:
+def client(directory, name: str) -> Turns:
     me = ClientInfo.here()
     me.notebook = name
-    return World(directory, me, say=lambda _line: None)
+    return Turns(directory, me, say=lambda _line: None)
 
 
 def wait_until(condition, what: str, limit: float = LIMIT) -> None:
@@ -102,8 +104,9 @@ def test_blocked_work_refuses_other_clients_at_once_with_its_report(directory):
 def _child(directory, action: str) -> subprocess.Popen:
     code = textwrap.dedent(f"""
         import sys, time
-        from mpiworkbench.client.world import ClientInfo, World
-        w = World({str(directory)!r}, ClientInfo.here(), say=lambda line: None)
+        from mpiworkbench.client.calls.clients import ClientInfo
+        from mpiworkbench.client.calls.turns import Turns
+        w = Turns({str(directory)!r}, ClientInfo.here(), say=lambda line: None)
         {action}
         print("ready", flush=True)
         time.sleep(600)
@@ -139,7 +142,7 @@ def test_a_killed_client_frees_the_world_and_leaves_no_trace(directory):
 def test_interrupting_a_wait_leaves_the_queue_and_harms_nobody(directory, monkeypatch):
     monkeypatch.setattr(world_module, "SAY_AFTER_S", 0.0)
     a = client(directory, "holder")
-    b = World(directory, ClientInfo.here(), say=lambda _line: (_ for _ in ()).throw(KeyboardInterrupt()))
+    b = Turns(directory, ClientInfo.here(), say=lambda _line: (_ for _ in ()).throw(KeyboardInterrupt()))
     a.acquire("work", timeout=None)
     with pytest.raises(KeyboardInterrupt):
         b.acquire("my cell", timeout=LIMIT)

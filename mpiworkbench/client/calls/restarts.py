@@ -1,10 +1,10 @@
 """Restarts of a world that several notebooks share: who may restart it, how the others wait
 while it happens, and what they are told afterwards.
 
-A restart holds the world's turn under the label :data:`~mpiworkbench.client.world.RESTARTING`
+A restart holds the world's turn under the label :data:`~mpiworkbench.client.calls.turns.RESTARTING`
 while the engines are replaced, so other clients wait instead of sending work to dying ranks;
 each of them finds the new engine set recorded in the world on its next call and follows it
-(:meth:`mpiworkbench.client.session.Session.restart` does the restart itself).
+(:meth:`mpiworkbench.client.calls.session.Session.restart` does the restart itself).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from mpiworkbench.client import clusters, leftovers, owners
+from mpiworkbench.client.cluster import attach, engines, leftovers, owners, stop
 from mpiworkbench.client.errors import WorldInUse
-from mpiworkbench.client.world import RESTARTING, exclusive_use
+from mpiworkbench.client.calls.turns import RESTARTING, exclusive_use
 
 #: Seconds a session waits for its client to see the engines another client restarted.
 RESTART_FOLLOW_S = 10.0
@@ -32,7 +32,7 @@ def end_running_work(connection, force: bool) -> None:
     WorldInUse
         Another client's work is running on the ranks and *force* is false.
     """
-    world = connection.world
+    world = connection.turns
     holder = world.holder() if world is not None else None
     if not holder:
         return
@@ -45,7 +45,7 @@ def end_running_work(connection, force: bool) -> None:
             + "; a restart would end it. Wait until wb.state reads 'running', or restart anyway "
             "with wb.restart(force=True): that notebook is told why on its next call.")
     # the ranks' footprints are remembered: the restart's kill_engines removes their files
-    clusters.kill_ranks(connection.cluster, connection.client, connection.ranks)
+    stop.kill_ranks(connection.cluster, connection.client, connection.ranks)
 
 
 def restart_turn(world):
@@ -79,9 +79,9 @@ def through_server(connection, server: owners.JupyterServer, profile: str, clust
     """Restart a cluster the JupyterLab *server* owns (its sidebar's STOP stops what the server
     started) through the server itself, holding the world's turn meanwhile; *connection* is
     released: the caller attaches to the cluster the server started."""
-    left = clusters.kill_ranks(connection.cluster, connection.client, connection.ranks)
+    left = stop.kill_ranks(connection.cluster, connection.client, connection.ranks)
     leftovers.after_kill(left)  # the server's restart does not know the ranks' /dev/shm files
-    world, connection.world = connection.world, None
+    world, connection.turns = connection.turns, None
     connection.release(remove_world=False)
     try:
         with restart_turn(world):
@@ -89,3 +89,65 @@ def through_server(connection, server: owners.JupyterServer, profile: str, clust
     finally:
         if world is not None:
             world.close()
+
+
+def follow(session) -> str:
+    """When another client restarted *session*'s world since its last call: connect it to the new
+    ranks and say what happened (``""`` when nothing did). An attached session whose cluster got a
+    new controller too (a JupyterLab server restarted it) attaches anew."""
+    connection = session._connection
+    if connection is None or connection.turns is None:
+        return ""
+    record = connection.turns.changed_since_seen()
+    if not record or record.get("generation") == connection.generation:
+        return ""
+    known = wait_for_engine_set(connection, session.n)
+    if known is not None:
+        session._take_engine_set(known)
+        if not session.owns_cluster and session.profile is not None:
+            # the cluster file records the new engine set: read it, so that our view of
+            # the launchers (whether the world died) follows
+            connection.cluster = attach.running_cluster(session.profile, session._attach_id) or connection.cluster
+        elif session.owns_cluster:
+            # our cluster object knows only the engines we started, which are gone
+            engines.drop_ended_engine_sets(session.cluster)
+    elif not session.owns_cluster and session.profile is not None:
+        # a new controller too (a JupyterLab server restarted its cluster): attach anew
+        session._connection = None
+        connection.release(remove_world=False)
+        session._attach(attach.running_cluster(session.profile, session._attach_id, required=True))
+    else:
+        return ""
+    return followed(record)
+
+
+def restart(session, force: bool):
+    """:meth:`Session.restart <mpiworkbench.client.calls.session.Session.restart>`: kill
+    *session*'s engines (even blocked in MPI) and start new ones, holding the world's turn; a
+    cluster a JupyterLab server owns is restarted by the server. Returns *session*."""
+    if session.cluster is None:
+        return session.start()
+    connection = session._connection
+    end_running_work(connection, force)
+    server = None if session.owns_cluster else owners.owning_server(session.cluster)
+    if server is not None:
+        return _restart_through(session, server)
+    connection.view = None
+    with restart_turn(connection.turns), attach.acting_on(session.cluster, attached=not session.owns_cluster):
+        stop.kill_engines(session.cluster, session.client, session.ranks, session.log_level)
+        session.cluster.start_engines_sync(session.n)
+        session._connect_engines(restarted=True)
+        if not session.owns_cluster:
+            # the owner rewrites the cluster file when it sees its engines stop, which can
+            # drop the set started here: record it again, so `ipcluster stop` stops it too
+            session.cluster.update_cluster_file()
+    return session
+
+
+def _restart_through(session, server: owners.JupyterServer):
+    # the JupyterLab server owns this cluster (its sidebar's STOP stops what the server
+    # started): ask it for the fresh world, then attach to the cluster it started
+    connection, session._connection = session._connection, None
+    through_server(connection, server, session.profile, session.cluster_id, session.n)
+    return session._attach(attach.running_cluster(session.profile, session.cluster_id, required=True),
+                           restarted=True)

@@ -1,0 +1,94 @@
+"""Who the clients of a world are: each one's identity (its notebook, process, host and kernel),
+shown to the others while they wait for it, and the file locks by which a live client is told from
+a dead one (:mod:`mpiworkbench.client.calls.turns` keeps them in the world's directory)."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import socket
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+def notebook_name() -> str:
+    """What other clients call this process: the notebook's file name in a Jupyter kernel
+    (``$JPY_SESSION_NAME``), else the script's name."""
+    session = os.environ.get("JPY_SESSION_NAME")
+    if session:
+        return Path(session).name
+    script = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    if script in ("", "-c", "ipykernel_launcher.py", "-m"):
+        return "python"
+    return script
+
+
+def _kernel_id() -> str:
+    with contextlib.suppress(Exception):
+        from ipykernel import get_connection_file
+
+        name = Path(get_connection_file()).stem
+        return name[len("kernel-"):] if name.startswith("kernel-") else name
+    return ""
+
+
+@dataclass
+class ClientInfo:
+    """Who a client of the world is: shown to the others while they wait for it."""
+
+    id: str
+    notebook: str
+    pid: int
+    host: str
+    kernel: str = ""
+    since: float = field(default_factory=time.time)
+    #: ipyparallel's session id of the client (the hub records it with every task).
+    session: str = ""
+
+    @classmethod
+    def here(cls, session: str = "") -> "ClientInfo":
+        return cls(uuid.uuid4().hex[:12], notebook_name(), os.getpid(), socket.gethostname(),
+                   _kernel_id(), session=session)
+
+    def who(self) -> str:
+        """``05_speedup.ipynb (pid 4121)``, with the host when it is not this one."""
+        where = f"pid {self.pid}" + ("" if self.host == socket.gethostname() else f" on {self.host}")
+        return f"{self.notebook} ({where})"
+
+
+def info_of(data: dict[str, Any]) -> ClientInfo:
+    """The :class:`ClientInfo` a client wrote (fields a newer version added are left out)."""
+    known = ClientInfo.__dataclass_fields__
+    return ClientInfo(**{k: v for k, v in data.items() if k in known})
+
+
+def try_flock(fd: int, mode: int = fcntl.LOCK_EX) -> bool:
+    """Take the lock *mode* of *fd* without waiting; whether it was taken."""
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+        return True
+    except OSError as exc:
+        if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+            return False
+        raise
+
+
+def held_by_someone(path: Path) -> bool:
+    """Whether a live process holds the lock of *path* (a ``clients/`` or ``queue/`` entry)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        if try_flock(fd, fcntl.LOCK_SH):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return False
+        return True
+    finally:
+        os.close(fd)

@@ -1,0 +1,121 @@
+"""A cluster's engine sets as they stand: their local processes (``mpiexec``), whether they or the
+controller still run, how many ranks they started and under which launcher, and the rank map the
+ranks report."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from mpiworkbench.client.cluster import leftovers
+from mpiworkbench.client.history import drop
+from mpiworkbench.core import machine
+
+
+def alive(process: Any) -> bool:
+    """Whether a launcher's local process (a ``psutil.Process``) still runs."""
+    try:
+        return process.is_running() and process.status() != "zombie"
+    except Exception:  # noqa: BLE001 - psutil: the process is gone
+        return False
+
+
+def controller_alive(cluster) -> bool:
+    process = getattr(cluster.controller, "process", None)
+    if process is not None:
+        return alive(process)
+    return getattr(cluster.controller, "state", None) == "running"
+
+
+def rank_map(client, n: int, timeout: float | None) -> dict[int, dict[str, Any]]:
+    """Engine id → :func:`~mpiworkbench.core.machine.rank_info` (rank, host, pid, thread level)
+    of the *n* engines of *client*'s cluster, once all have registered.
+
+    Raises
+    ------
+    TimeoutError
+        When the engines have not all registered, or not all answered, within *timeout*
+        seconds (``None``: wait for ever): ranks busy with other work or blocked in MPI.
+    """
+    client.wait_for_engines(n, timeout=-1 if timeout is None else timeout)
+    ar = client[:].apply_async(machine.rank_info)
+    if not ar.wait(timeout):
+        answered = sum(part.done() for part in ar.split())
+        raise TimeoutError(f"{answered} of {len(ar.split())} engines answered within {timeout} s")
+    infos = ar.get_dict()
+    drop(ar, (client.history,))
+    leftovers.remember_ranks(client, infos)  # what their files in /dev/shm are, should they be killed
+    check_one_world(infos, n)
+    return infos
+
+
+def check_one_world(infos: dict[int, dict[str, Any]], n: int) -> None:
+    """Refuse engines that are not the *n* ranks of one MPI world (:func:`rank_map`'s answers):
+    a launcher and an MPI library that do not belong together start one world per engine."""
+    sizes = sorted({info["size"] for info in infos.values()})
+    ranks = sorted(info["rank"] for info in infos.values())
+    if sizes == [n] and ranks == list(range(n)):
+        return
+    libraries = sorted({str(info.get("mpi", "?")) for info in infos.values()})
+    raise RuntimeError(
+        f"the {len(infos)} engines are not the ranks of one MPI world of {n}: they report world "
+        f"size(s) {sizes} and ranks {ranks} (MPI library: {', '.join(libraries)}). The mpiexec that "
+        "started them does not belong to the MPI library mpi4py loaded: start the cluster with one "
+        "implementation's own launcher (Workbench(mpi=...), `mpiworkbench profile create --mpi ...`) "
+        "and do not set MPI4PY_LIBMPI by hand")
+
+
+def engine_count(cluster) -> int:
+    """How many engines the cluster's launchers started (its MPI world's size)."""
+    return sum(int(getattr(launcher, "n", 0) or 0) for launcher in (cluster.engines or {}).values())
+
+
+def launcher_name(cluster) -> str:
+    """``"mpi"``, ``"slurm"``, … — which ipyparallel launcher started the engines."""
+    names = {type(launcher).__name__ for launcher in (cluster.engines or {}).values()}
+    short = {name.replace("EngineSetLauncher", "").lower() or "local" for name in names}
+    return ", ".join(sorted(short)) or "none"
+
+
+def local_processes(cluster) -> dict[str, Any]:
+    """Engine set id → its launcher's local process (``mpiexec``); batch launchers have none."""
+    found = {key: getattr(launcher, "process", None) for key, launcher in (cluster.engines or {}).items()}
+    return {key: process for key, process in found.items() if process is not None}
+
+
+def drop_ended_engine_sets(cluster) -> None:
+    """Forget *cluster*'s local engine sets whose ``mpiexec`` has ended (another notebook
+    restarted the world: the new engines are not in this cluster object), so that they do not
+    make :func:`engines_exited` read the new world as dead."""
+    for key, process in local_processes(cluster).items():
+        if not alive(process):
+            cluster.engines.pop(key, None)
+
+
+def engines_exited(cluster) -> bool:
+    """Whether a local engine launcher (``mpiexec``) has ended: the MPI world is gone.
+
+    Batch launchers (Slurm) have no local process; for them this is ``False`` and the
+    session relies on the engines' registrations instead.
+    """
+    return any(not alive(process) for process in local_processes(cluster).values())
+
+
+class _Quiet(logging.Filter):
+    """Keeps ipyparallel from writing a dead world's output (dozens of lines of every engine's
+    log, "Output for ipengine-…") and its launcher's exit data into whatever cell runs when its
+    thread notices: the session says once what happened
+    (:func:`~mpiworkbench.client.cluster.health.how_it_ended`), and the output stays one call away
+    (:func:`~mpiworkbench.client.cluster.health.world_log`)."""
+
+    SAID_ELSEWHERE = ("Output for ", "engine set stopped", "Controller stopped")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(self.SAID_ELSEWHERE)
+
+
+def quiet(cluster) -> None:
+    """Install :class:`_Quiet` on *cluster*'s log (once)."""
+    log = getattr(cluster, "log", None)
+    if isinstance(log, logging.Logger) and not any(isinstance(f, _Quiet) for f in log.filters):
+        log.addFilter(_Quiet())
