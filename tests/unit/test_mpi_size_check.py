@@ -47,8 +47,10 @@ comm.Allreduce(a, b)
 shm.record_footprint()
 record = {**shm.footprint(), "session": os.environ.get("PMIX_SERVER_TMPDIR"),
           "launcher": shm.launcher_files(os.getppid())}
-with open(os.path.join(sys.argv[1], f"rank{comm.rank}.json"), "w") as out:
+path = os.path.join(sys.argv[1], f"rank{comm.rank}.json")
+with open(path + ".part", "w") as out:  # whole or not at all: the test reads it as soon as it is there
     json.dump(record, out)
+os.replace(path + ".part", path)
 comm.Barrier()
 if comm.rank == 1:
     os.kill(os.getpid(), signal.SIGKILL)
@@ -153,9 +155,13 @@ def test_a_terminated_launcher_ends_every_rank_and_removes_their_files(impl, tmp
         launcher.send_signal(signal.SIGTERM)
         assert launcher.wait(JOB_TIMEOUT_S) == 128 + signal.SIGTERM
     finally:
-        if launcher.poll() is None:
-            launcher.kill()
-            launcher.wait()
+        if launcher.poll() is None:  # a failed step above: the launcher still removes what its ranks made
+            launcher.terminate()
+            try:
+                launcher.wait(JOB_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                launcher.kill()
+                launcher.wait()
     assert len(ranks) == 2 and all(shm.gone(rank) for rank in ranks), "every rank was ended"
     made = {path for rank in ranks for path in (*rank["files"], *shm.own_files(rank["pid"]), *rank["launcher"])}
     made |= {rank["session"] for rank in ranks if rank["session"]}
