@@ -97,9 +97,9 @@ def paths(wb, shell):
     from mpiworkbench.client.ranks import relay
 
     def run_old():  # what wb.run did before: the DirectView, through the same world turn and waits
-        ar = wb.submit("bench: DirectView run", lambda: wb.view.apply_async(noop))
-        wb.wait_explained(ar, wb.timeout)
-        return list(ar.get())
+        call = wb.submit("bench: DirectView run", lambda: wb.view.apply_async(noop))
+        wb.wait_explained(call, wb.timeout)
+        return list(call.ar.get())
 
     def px_old():
         result = shell.run_cell(f"%%px --no-stream --direct\n{CELL}")
@@ -112,16 +112,17 @@ def paths(wb, shell):
     coalescing = wb.client.broadcast_view(targets=list(wb.view.targets), is_coalescing=True)
 
     def run_coalescing():  # the controller's broadcast with coalescing replies (wb.run's path before the relay)
-        ar = wb.submit("bench: coalescing run", lambda: relayed.apply(coalescing, relay.call, noop, (), {}))
-        wb.wait_explained(ar, wb.timeout)
-        return relayed.results(ar)
+        call = wb.submit("bench: coalescing run", lambda: relayed.apply(coalescing, relay.call, noop, (), {}),
+                         relayed=True)  # (one reply for every rank, as a relayed call's)
+        wb.wait_explained(call, wb.timeout)
+        return relayed.results(call.ar)
 
     one = wb.client[wb._engine_of(0)]
 
     def run_one():  # the floor: a call to rank 0's engine alone, what the relay costs the notebook at most
-        ar = wb.submit("bench: one engine", lambda: one.apply_async(noop))
-        wb.wait_explained(ar, wb.timeout)
-        return ar.get()
+        call = wb.submit("bench: one engine", lambda: one.apply_async(noop))
+        wb.wait_explained(call, wb.timeout)
+        return call.ar.get()
 
     return {"wb.run old (DirectView)": run_old, "wb.run coalescing (controller)": run_coalescing,
             "wb.run new (relay)": lambda: wb.run(noop), "one engine (rank 0 only)": run_one,

@@ -53,7 +53,7 @@ class WaveHandle(SolverHandle):
 
     # -- stepping ----------------------------------------------------------------------
     def step_async(self, k: int = 1):
-        """Submit *k* steps on every rank; returns the ipyparallel AsyncResult.
+        """Submit *k* steps on every rank; returns the pending call (a :class:`~mpiworkbench.client.calls.call.Call`).
 
         Finish it with :meth:`collect`. Only one submission may be pending at a time
         (the handle's lock is held until :meth:`collect`), so collectives never interleave.

@@ -127,9 +127,9 @@ def _a_wrong_key_runs_nothing(wb, path):
     dropped (counted), never reaches the rank, and gets no reply."""
     from jupyter_client import BlockingKernelClient
 
-    from mpiworkbench.client.calls.kernel_proxy import relays_of
+    from mpiworkbench.client.calls.kernel_proxy import proxies_of
 
-    relay = relays_of(wb)[0]
+    relay = proxies_of(wb._connection)[0]
     before = relay.dropped
     forger = BlockingKernelClient(connection_file=str(path))
     forger.load_connection_file()

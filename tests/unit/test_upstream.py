@@ -104,3 +104,22 @@ def test_pyproject_bounds_the_hooked_packages_to_the_installed_minor_versions():
             installed = importlib.metadata.version(package)
             assert requirement.specifier.contains(installed), f"{requirement} excludes the installed {installed}"
             assert any(spec.operator == "<" for spec in requirement.specifier), f"{requirement} has no upper bound"
+
+
+def test_no_object_of_upstream_gets_an_attribute_of_ours():
+    """A call is a :class:`~mpiworkbench.client.calls.call.Call` of ours, state lives in the
+    session's connection: nothing sets a ``_wb_…`` attribute on an object (the mark the runtime
+    once put on ipyparallel's results, kernels and classes) or stashes state in an object's
+    ``__dict__``."""
+    found = []
+    for path, tree in _sources().items():
+        for node in ast.walk(tree):
+            stored = (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and node.attr.startswith("_wb_"))
+            stashed = (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store)
+                       and isinstance(node.value, ast.Attribute) and node.value.attr == "__dict__")
+            set_by_name = (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"
+                           and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+                           and str(node.args[1].value).startswith("_wb_"))
+            if stored or stashed or set_by_name:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)[:80]}")
+    assert not found, "attributes of ours set on other objects:\n" + "\n".join(found)

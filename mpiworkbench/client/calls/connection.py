@@ -8,6 +8,7 @@ when it has one, and no field is ever cleared by hand.
 from __future__ import annotations
 
 import contextlib
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,18 @@ class Connection:
     relay : tuple or None
         ``(view, rank 0's relay view)``: what :meth:`Execution.run_async` and ``%%px`` send through
         (made on first use, anew when ``view`` is replaced).
+    sending : threading.Lock
+        Held while a call goes out, so that one multi-engine call leaves whole before another
+        thread's (a panel's Play thread and a cell).
+    armed_for : object
+        The engine set the ranks' hang reports were armed for (a restart arms them again).
+    rank_processes : dict
+        Rank → its process as armed (pid, host, …): what hang reports and :meth:`where` read.
+    rank_kernels : tuple or None
+        ``(key, infos, files)``: the ranks' kernels opened for Jupyter clients, and the
+        connection files written for them (:mod:`~mpiworkbench.client.calls.debugging`).
+    kernel_proxies : Proxies or None
+        The proxies of ranks reached through the controller (:mod:`~mpiworkbench.client.calls.kernel_proxy`).
     """
 
     cluster: Any
@@ -59,6 +72,11 @@ class Connection:
     hosts: dict[int, str] = field(default_factory=dict)
     generation: Any = None
     relay: tuple[Any, Any] | None = None
+    sending: threading.Lock = field(default_factory=threading.Lock)
+    armed_for: Any = None
+    rank_processes: dict[int, dict[str, Any]] = field(default_factory=dict)
+    rank_kernels: tuple[Any, Any, Any] | None = None
+    kernel_proxies: Any = None
 
     def open_turns(self, refuse_own_blocked: bool) -> None:
         """Take this client's place among the world's clients (:class:`Turns`, in the world's

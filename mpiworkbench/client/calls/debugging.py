@@ -62,20 +62,21 @@ def connection_files(wb, ranks: Iterable[int] | None = None, relay: bool | None 
     secured with CurveZMQ (or with *relay*), reached through a relay on this host's loopback
     that carries its messages over the cluster's own channels (:func:`relayed`). Without
     *relay*, the way the session's ranks were opened before is kept."""
-    known = wb.__dict__.get("_rank_kernels")
+    connection = wb._connection
+    known = connection.rank_kernels
     if relay is None and known:  # as the session's ranks were opened (%%px --debug after relay=True)
         relay = known[0][2]
     through = relayed(wb, relay)
     key = (id(wb.client), tuple(sorted(wb.ranks.items())), through)
     if not known or known[0] != key:
-        remove_connection_files(wb)  # of a world restarted meanwhile
-        known = wb.__dict__["_rank_kernels"] = (key, wb.run(open_kernel, not through), {})
+        remove_connection_files(connection)  # of a world restarted meanwhile
+        known = connection.rank_kernels = (key, wb.run(open_kernel, not through), {})
     _, infos, files = known
     cluster = getattr(wb.cluster, "cluster_id", "") or "cluster"
     wanted = range(len(infos)) if ranks is None else list(ranks)
-    relays = kernel_proxy.open_relays(wb, wanted) if through else {}
+    proxies = kernel_proxy.open_proxies(wb, wanted) if through else {}
     for rank in wanted:
-        info = {**infos[rank], **relays[rank].info} if rank in relays else infos[rank]
+        info = {**infos[rank], **proxies[rank].info} if rank in proxies else infos[rank]
         if rank not in files or files[rank][1] != info or not files[rank][0].exists():
             directory = kernels_directory()
             directory.mkdir(parents=True, exist_ok=True)
@@ -87,14 +88,14 @@ def connection_files(wb, ranks: Iterable[int] | None = None, relay: bool | None 
     return {rank: files[rank][0] for rank in wanted}
 
 
-def remove_connection_files(wb) -> None:
-    """Remove the files :func:`connection_files` wrote, and end the relays it started (the
-    session stops or its world ends)."""
-    known = wb.__dict__.pop("_rank_kernels", None)
+def remove_connection_files(connection) -> None:
+    """Remove the files :func:`connection_files` wrote for *connection* (a session's), and end
+    the proxies it started (the session stops, leaves the connection, or its world ends)."""
+    known, connection.rank_kernels = connection.rank_kernels, None
     for path, _info in (known[2].values() if known else ()):
         with contextlib.suppress(OSError):
             path.unlink()
-    kernel_proxy.close_relays(wb)
+    kernel_proxy.close_proxies(connection)
 
 
 # ---------------------------------------------------------------------------- all ranks
@@ -281,7 +282,7 @@ class RankDebugging:
 
 def _stop_records(wb) -> dict[int, dict[str, Any]]:
     """Rank → the stop record of each rank that has one: the rank's own for a rank on this
-    host, else what its relay saw (:meth:`.kernel_relay.KernelRelay.stop_record`)."""
+    host, else what its proxy saw (:meth:`.kernel_proxy.KernelProxy.stop_record`)."""
     processes = getattr(wb, "_rank_processes", {}) or {}
     here = socket.gethostname()
     found = {}
@@ -290,8 +291,8 @@ def _stop_records(wb) -> dict[int, dict[str, Any]]:
             stop = stops.read(info["pid"])
             if stop is not None:
                 found[rank] = stop
-    for rank, relay in kernel_proxy.relays_of(wb).items():
-        found.setdefault(rank, relay.stop_record())
+    for rank, proxy in kernel_proxy.proxies_of(getattr(wb, "_connection", None)).items():
+        found.setdefault(rank, proxy.stop_record())
     return found
 
 

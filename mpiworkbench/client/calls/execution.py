@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 import time
 import uuid
 from typing import Any, Callable
@@ -16,11 +15,12 @@ from mpiworkbench import backends
 from mpiworkbench.client.calls import relayed
 from mpiworkbench.client.ranks import arrays, relay
 from mpiworkbench.client.history import drop
+from mpiworkbench.client.calls.call import Call
 from mpiworkbench.client.calls.debugging import paused_since
 from mpiworkbench.client.calls.postmortem import PostMortem
 from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, WorldDied, WorldRestarted
 from mpiworkbench.client.calls.remote import RemoteObject
-from mpiworkbench.client.calls.trace import arm_engines, explain_timeout, submitted
+from mpiworkbench.client.calls.trace import arm_engines, explain_timeout
 from mpiworkbench.client.calls.waiting import wait_ranks
 from mpiworkbench.client.calls.turns import RESTARTING
 from mpiworkbench.core import machine, objects, postmortem
@@ -80,11 +80,13 @@ class Execution:
         holder = self._turns.holder() if self._turns is not None else None
         return bool(holder) and holder.get("id") != self._turns.me.id and holder.get("label") == RESTARTING
 
-    def submit(self, label: str, send: Callable[[], Any], keep: bool = False):
+    def submit(self, label: str, send: Callable[[], Any], keep: bool = False, relayed: bool = False) -> Call:
         """The one way work reaches the ranks: take the world's turn (waiting, visibly, while
         another client's work runs), arm the hang report, call *send* (which submits to the
         engines and returns an ``AsyncResult``) and hold the turn until that has finished on
-        every rank. *label* says what it is to the clients waiting for it.
+        every rank; the :class:`~mpiworkbench.client.calls.call.Call` it makes. *label* says what
+        it is to the clients waiting for it; *relayed*: *send* went through rank 0's relay
+        (:meth:`_on_every_rank`), one reply for every rank.
 
         Once finished, the call is dropped from ipyparallel's histories (:func:`~mpiworkbench.client.history.drop`):
         a session's memory is bounded by what its user keeps, not by how many frames, runs
@@ -108,34 +110,34 @@ class Execution:
             # one multi-engine call goes out whole before another thread's (a Play thread and
             # a cell): ipyparallel queues each engine's message on its I/O thread separately,
             # so two threads' calls could otherwise reach the engines in different orders
-            with _send_lock(self):
+            with self._connection.sending:
                 arm_engines(self)
-                ar = submitted(send)
+                since = time.monotonic()  # (before: on busy cores a rank can run its first sends before send() returns)
+                ar = send()
         except BaseException:
             if world is not None:
                 world.release()
             raise
-        ar._wb_label = label
+        through = self._connection.relay[1] if relayed and self._connection.relay else None
+        call = Call(ar, label, since, relayed, through)
         if world is not None:
-            _hold(world, ar)
+            call.hold(world)
         if not keep:
-            histories = (self.client.history, self.view.history)
+            histories = (self.client.history, self.view.history, *([through.history] if through is not None else []))
             ar.add_done_callback(lambda _f: drop(ar, histories))
-        return ar
+        return call
 
     def run_async(self, func: Callable[..., Any], *args: Any, **kwargs: Any):
         """Submit ``func(*args, **kwargs)`` on every rank without waiting.
 
         Returns
         -------
-        ipyparallel.AsyncResult
-            The pending call; finish it with :meth:`gather` (hang-protected).
+        Call
+            The pending call (:class:`~mpiworkbench.client.calls.call.Call`); finish it with
+            :meth:`gather` (hang-protected).
         """
         label = f"{self.activity or 'wb.run'}: {getattr(func, '__name__', 'a function')}"
-        ar = self.submit(label, lambda: self._on_every_rank(relay.call, func, tuple(args), dict(kwargs)))
-        bview = ar._wb_view  # (made once submit knows the world lives)
-        ar.add_done_callback(lambda _f: drop(ar, (bview.history,)))
-        return ar
+        return self.submit(label, lambda: self._on_every_rank(relay.call, func, tuple(args), dict(kwargs)), relayed=True)
 
     def _on_every_rank(self, runner: Callable[..., tuple], *args: Any):
         """Send ``runner(*args)`` (:func:`relay.call` or :func:`relay.run_cell`) to every
@@ -162,13 +164,13 @@ class Execution:
             found = connection.relay = (self.view, relayed.relay_view(self.client, self._engine_of(0)))
         return found[1]
 
-    def gather(self, ar, timeout: float | None | str = "default") -> list[Any]:
-        """Wait for *ar* (hang-protected) and return its results in rank order.
+    def gather(self, call: Call, timeout: float | None | str = "default") -> list[Any]:
+        """Wait for *call* (hang-protected) and return its results in rank order.
 
         Parameters
         ----------
-        ar : ipyparallel.AsyncResult
-            A call of :meth:`run_async` (or any call on this session's engines).
+        call : Call
+            A call of :meth:`run_async` (or of :meth:`submit`).
         timeout : float or None, optional
             Seconds to wait; the session's :attr:`timeout` by default, ``None`` forever.
 
@@ -178,22 +180,22 @@ class Execution:
             As :meth:`run`.
         """
         limit = self.timeout if timeout == "default" else timeout
-        self.wait_explained(ar, limit)
-        if not getattr(ar, "_wb_broadcast", False):
-            return list(ar.get())
+        self.wait_explained(call, limit)
+        if not call.relayed:
+            return list(call.ar.get())
         # dropped here too, not only when ipyparallel's I/O thread runs the callbacks: so that
         # the histories read right the moment the call returns
-        drop(ar, (self.client.history, ar._wb_view.history))
-        return relayed.results(ar)
+        drop(call.ar, (self.client.history, *([call.view.history] if call.view is not None else [])))
+        return relayed.results(call.ar)
 
-    def wait_explained(self, ar, timeout: float | None, raise_failures: bool = True, started: float | None = None,
-                       grace: float | None = None):
+    def wait_explained(self, call: Call, timeout: float | None, raise_failures: bool = True,
+                       started: float | None = None, grace: float | None = None):
         """:func:`~mpiworkbench.client.calls.waiting.wait_ranks`, and on a timeout the hang report:
         where each rank is blocked and the likely cause (:func:`~mpiworkbench.client.calls.trace.explain_timeout`)."""
         origin = time.monotonic() if started is None else started
         while True:
             try:
-                statuses = self._wait_parts(ar, timeout, started, self.failure_grace if grace is None else grace)
+                statuses = self._wait_parts(call, timeout, started, self.failure_grace if grace is None else grace)
                 break
             except ExecutionTimeout as exc:
                 # the time a rank spent stopped in a debugger does not count: it is not hung; a
@@ -201,26 +203,25 @@ class Execution:
                 paused, stopped_now = paused_since(self, origin)
                 within = not exc.failed and time.monotonic() - (origin + paused) < timeout if timeout else False
                 if timeout is None or not (stopped_now or within):
-                    report = explain_timeout(self, exc, getattr(ar, "_wb_submitted", None), ar)
-                    if self._turns is not None and not ar.done():
-                        self._turns.mark_blocked("\n".join([*(s.line() for s in report.statuses), *report.hang_lines,
-                                                             *(f"  likely: {c}" for c in report.causes)]), id(ar))
+                    report = explain_timeout(self, exc, call)
+                    call.mark_blocked("\n".join([*(s.line() for s in report.statuses), *report.hang_lines,
+                                                  *(f"  likely: {c}" for c in report.causes)]))
                     raise report from None
                 started = origin + paused
                 if stopped_now:  # still stopped: look again in a second at the latest
                     started = max(started, time.monotonic() - timeout + 1.0)
-        _finished(ar)
+        call.finish()
         if raise_failures and any(s.state == "failed" for s in statuses):
             raise RankFailure(statuses)
         return statuses
 
-    def _wait_parts(self, ar, timeout: float | None, started: float | None, grace: float):
-        """Each rank's status once *ar* has finished (:func:`~mpiworkbench.client.calls.waiting.wait_ranks`);
-        a call on every rank has one reply (relayed or coalesced) instead of per-rank parts (:func:`relayed.wait`)."""
-        if getattr(ar, "_wb_broadcast", False):
-            relayed.wait(self.client, ar, self.ranks, timeout, grace, started, probe=self.view)
-            return relayed.statuses(ar, self.ranks)
-        return wait_ranks(ar, self.ranks, timeout, raise_failures=False, started=started, grace=grace)
+    def _wait_parts(self, call: Call, timeout: float | None, started: float | None, grace: float):
+        """Each rank's status once *call* has finished (:func:`~mpiworkbench.client.calls.waiting.wait_ranks`);
+        a call on every rank has one reply (relayed) instead of per-rank parts (:func:`relayed.wait`)."""
+        if call.relayed:
+            relayed.wait(self.client, call.ar, self.ranks, timeout, grace, started, probe=self.view)
+            return relayed.statuses(call.ar, self.ranks)
+        return wait_ranks(call.ar, self.ranks, timeout, raise_failures=False, started=started, grace=grace)
 
     def run(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Any]:
         """Run ``func(*args, **kwargs)`` on every rank and wait for it.
@@ -242,8 +243,8 @@ class Execution:
     def execute(self, code: str) -> None:
         """Execute *code* in every engine's namespace (what ``%%px`` does), hang-protected."""
         first = next((line.strip() for line in code.splitlines() if line.strip()), "")
-        ar = self.submit(f"{self.activity or 'wb.execute'}: {first[:60]}", lambda: self.view.execute(code, block=False))
-        self.wait_explained(ar, self.timeout)
+        self.wait_explained(self.submit(f"{self.activity or 'wb.execute'}: {first[:60]}",
+                                        lambda: self.view.execute(code, block=False)), self.timeout)
 
     def interrupt(self, signal: str = "SIGINT") -> None:
         """Send *signal* to every engine (wakes Python code, not a blocked MPI call)."""
@@ -253,17 +254,17 @@ class Execution:
     def pull(self, name: str, rank: int = 0) -> Any:
         """The value of *name* in one rank's namespace (gather to that rank with MPI first)."""
         engine = self._engine_of(rank)
-        ar = self.submit(f"{self.activity or 'wb.pull'}: {name}", lambda: self.client[engine].pull(name, block=False))
-        self.wait_explained(ar, self.timeout)
-        return ar.get()
+        call = self.submit(f"{self.activity or 'wb.pull'}: {name}", lambda: self.client[engine].pull(name, block=False))
+        self.wait_explained(call, self.timeout)
+        return call.ar.get()
 
     def _stage(self, value: Any) -> None:
         """Send *value* to rank 0's engine, in the world's turn (one transfer), for
         :func:`~mpiworkbench.client.ranks.arrays.spread` to hand to every rank."""
         engine = self._engine_of(0)
-        ar = self.submit(f"{self.activity or 'wb.push'}: to rank 0",
+        call = self.submit(f"{self.activity or 'wb.push'}: to rank 0",
                          lambda: self.client[engine].push({arrays.STAGING: value}, block=False))
-        self.wait_explained(ar, self.timeout)
+        self.wait_explained(call, self.timeout)
 
     def push(self, name: str, value: Any) -> None:
         """Bind *name* to *value* on every rank: one transfer to rank 0, then ``MPI.Bcast``
@@ -294,10 +295,10 @@ class Execution:
         ranks' state when it failed is what the :class:`RankFailure` or hang report said.
         """
         engine = self._engine_of(rank)
-        ar = self.submit(f"{self.activity or 'wb.post_mortem'}: rank {rank}",
+        call = self.submit(f"{self.activity or 'wb.post_mortem'}: rank {rank}",
                          lambda: self.client[engine].apply_async(postmortem.last_failure))
-        self.wait_explained(ar, self.timeout)
-        found = ar.get()
+        self.wait_explained(call, self.timeout)
+        found = call.ar.get()
         return PostMortem(rank, **found) if found else PostMortem(rank)
 
     def _engine_of(self, rank: int) -> int:
@@ -338,34 +339,3 @@ class Execution:
     def environment(self) -> dict[str, Any]:
         """The engines' environment (MPI library, versions, hosts, cores, backends), from rank 0."""
         return self.run(backends.environment)[0]
-
-
-
-def _send_lock(session) -> threading.Lock:
-    lock = session.__dict__.get("_sending")
-    if lock is None:
-        lock = session.__dict__.setdefault("_sending", threading.Lock())
-    return lock
-
-
-def _hold(world, ar) -> None:
-    """Keep *world*'s turn until *ar* has finished on every rank: released once, by whichever
-    comes first — ipyparallel's I/O thread completing it, or a wait here seeing it done (so the
-    state reads right the moment a call returns)."""
-    ar._wb_release = (world, threading.Lock())
-    ar.add_done_callback(lambda _f: _finished(ar))
-
-
-def _finished(ar) -> None:
-    """Give *ar*'s turn back, once. Both callers (the I/O thread's callback and the waiting
-    thread) return only once it is given back: the waiting thread must not return from a call
-    while the other is still releasing (``wb.state`` read right after would say "busy")."""
-    held = getattr(ar, "_wb_release", None)
-    if held is None or not ar.done():
-        return
-    world, once = held
-    with once:
-        if getattr(ar, "_wb_released", False):
-            return
-        world.release(id(ar))
-        ar._wb_released = True

@@ -1,5 +1,5 @@
 """A rank's kernel reached through the controller: a Jupyter kernel connection on loopback,
-relayed over the cluster's own (signed, and encrypted with CurveZMQ where the cluster is) channels.
+carried over the cluster's own (signed, and encrypted with CurveZMQ where the cluster is) channels.
 
 Why: Jupyter clients (JupyterLab, its Debugger sidebar, ``jupyter console``,
 :class:`~mpiworkbench.client.calls.rank_debugger.RankDebugger`) speak the kernel protocol over plain
@@ -7,7 +7,7 @@ ZeroMQ, signed with an HMAC key. A cluster whose engines run on other hosts encr
 with CurveZMQ, and signs with no key; a rank's kernel bound for Jupyter clients there
 (ipyparallel's ``bind_kernel``) would listen, unencrypted and unsigned, on the network. Instead,
 the notebook's process binds the kernel's five sockets on loopback, with a key of its own (the
-connection file, mode 0600, holds it), and relays every message to and from the rank through the
+connection file, mode 0600, holds it), and passes every message to and from the rank through the
 controller, as any ipyparallel client's messages go:
 
 * shell → the controller's ``mux`` queue, control → its ``control`` queue (through the engine's
@@ -15,11 +15,11 @@ controller, as any ipyparallel client's messages go:
   Jupyter client that asked;
 * the rank's IOPub (its ``engine.<id>.*`` messages, ``debug_event`` among them) → the loopback
   IOPub;
-* heartbeats are answered here (the relay is alive; the rank's own life is the controller's to
+* heartbeats are answered here (the proxy is alive; the rank's own life is the controller's to
   watch); stdin is bound and unused (engines read no input).
 
 Messages are checked against one session's key and signed anew with the other's, unchanged
-otherwise (ids, parents, buffers). The relay also notes the rank's debugger stops and continues
+otherwise (ids, parents, buffers). The proxy also notes the rank's debugger stops and continues
 from the ``debug_event`` messages it passes on, in the form of :mod:`mpiworkbench.trace.stops`'
 records: the client reads a rank on another host as stopped, not hung, from there.
 """
@@ -37,13 +37,13 @@ from mpiworkbench.trace.stops import KEPT_PAUSES, WHERE_KEY
 
 #: Requests remembered while their reply is awaited (an unanswered one is forgotten after this many newer).
 PENDING = 4096
-#: Seconds the relay's loop waits for a message before it looks whether it is asked to stop.
+#: Seconds the proxy's loop waits for a message before it looks whether it is asked to stop.
 POLL_S = 0.2
 
 
-class KernelRelay:
-    """One rank's kernel on loopback, relayed through the controller (see the module): its
-    sockets, bound and connected here; :class:`Relays` moves its messages."""
+class KernelProxy:
+    """One rank's kernel on loopback, its messages carried through the controller (see the module): its
+    sockets, bound and connected here; :class:`Proxies` moves its messages."""
 
     def __init__(self, context, client, engine: int, rank: int, kernel_name: str = "python3"):
         import zmq
@@ -96,7 +96,7 @@ class KernelRelay:
             return {**self._stop, "pauses": list(self._stop["pauses"])}
 
     def handlers(self) -> dict[Any, Any]:
-        """Socket → what to do when a message is there (for :class:`Relays`' poller)."""
+        """Socket → what to do when a message is there (for :class:`Proxies`' poller)."""
         found = {self.down[c]: (self._from_client, c) for c in ("shell", "control", "stdin")}
         found.update({self.up[c]: (self._from_rank, c) for c in ("shell", "control")})
         found[self.up["iopub"]] = (self._published, "iopub")
@@ -130,7 +130,7 @@ class KernelRelay:
         with self._lock:
             asked = self._pending.pop(msg["parent_header"].get("msg_id"), None)
         if asked is None:
-            return  # a reply to a request this relay did not send (or long forgotten)
+            return  # a reply to a request this proxy did not send (or long forgotten)
         self._down_session.send(self.down[asked[0]], msg, ident=asked[1], buffers=msg.get("buffers") or None)
 
     def _published(self, sock, _channel: str) -> None:
@@ -159,8 +159,8 @@ class KernelRelay:
                 self._stop["stopped_since"] = None
 
 
-class Relays:
-    """The relays of one session's ranks: one ZeroMQ context and one thread for all of them,
+class Proxies:
+    """The proxies of one session's ranks: one ZeroMQ context and one thread for all of them,
     however many ranks are opened."""
 
     def __init__(self, client):
@@ -168,25 +168,25 @@ class Relays:
 
         self.client = client
         self.context = zmq.Context()
-        self.ranks: dict[int, KernelRelay] = {}
-        self._added: list[KernelRelay] = []
+        self.ranks: dict[int, KernelProxy] = {}
+        self._added: list[KernelProxy] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="mpiworkbench-kernel-relays", daemon=True)
+        self._thread = threading.Thread(target=self._loop, name="mpiworkbench-kernel-proxies", daemon=True)
         self._thread.start()
 
-    def open(self, rank: int, engine: int) -> KernelRelay:
-        """*rank*'s relay, started the first time it is asked for."""
+    def open(self, rank: int, engine: int) -> KernelProxy:
+        """*rank*'s proxy, started the first time it is asked for."""
         with self._lock:
-            relay = self.ranks.get(rank)
-            if relay is None or relay.engine != engine:
-                # bound and connected here; from now on only the relays' thread uses its sockets
-                relay = self.ranks[rank] = KernelRelay(self.context, self.client, engine, rank)
-                self._added.append(relay)
-        return relay
+            proxy = self.ranks.get(rank)
+            if proxy is None or proxy.engine != engine:
+                # bound and connected here; from now on only the proxies' thread uses its sockets
+                proxy = self.ranks[rank] = KernelProxy(self.context, self.client, engine, rank)
+                self._added.append(proxy)
+        return proxy
 
     def close(self, timeout: float = 10.0) -> None:
-        """Stop relaying and close every socket (Jupyter clients see the kernels gone)."""
+        """Stop passing messages on and close every socket (Jupyter clients see the kernels gone)."""
         self._stopping.set()
         self._thread.join(timeout)
 
@@ -195,56 +195,58 @@ class Relays:
 
         poller = zmq.Poller()
         handlers: dict[Any, Any] = {}
-        relays: list[KernelRelay] = []
+        proxies: list[KernelProxy] = []
         try:
             while not self._stopping.is_set():
-                if self._added:  # (only open() adds: a relay new, or replacing one of a restarted world)
+                if self._added:  # (only open() adds: a proxy new, or replacing one of a restarted world)
                     with self._lock:
                         added, self._added = self._added, []
                         current = set(self.ranks.values())
-                    for relay in [r for r in relays if r not in current]:
-                        relays.remove(relay)
-                        for sock in relay.handlers():
+                    for proxy in [r for r in proxies if r not in current]:
+                        proxies.remove(proxy)
+                        for sock in proxy.handlers():
                             poller.unregister(sock)
                             handlers.pop(sock, None)
-                        relay.close()
-                    for relay in added:
-                        relays.append(relay)
-                        for sock, handler in relay.handlers().items():
-                            handlers[sock] = (relay, *handler)
+                        proxy.close()
+                    for proxy in added:
+                        proxies.append(proxy)
+                        for sock, handler in proxy.handlers().items():
+                            handlers[sock] = (proxy, *handler)
                             poller.register(sock, zmq.POLLIN)
                 for sock, _ in poller.poll(POLL_S * 1000):
-                    relay, handle, channel = handlers[sock]
+                    proxy, handle, channel = handlers[sock]
                     try:
                         handle(sock, channel)
-                    except Exception:  # noqa: BLE001 - one bad message must not end the relay
-                        relay.dropped += 1
+                    except Exception:  # noqa: BLE001 - one bad message must not end the proxy
+                        proxy.dropped += 1
         finally:
-            for relay in relays:
-                relay.close()
+            for proxy in proxies:
+                proxy.close()
             with self._lock:
-                for relay in self._added:
-                    relay.close()
+                for proxy in self._added:
+                    proxy.close()
             self.context.term()
 
 
-def relays_of(wb) -> dict[int, KernelRelay]:
-    """Rank → its relay, for the ranks of *wb* opened through one (none before they are)."""
-    relays = wb.__dict__.get("_kernel_relays")
-    return dict(relays.ranks) if relays is not None else {}
+def proxies_of(connection) -> dict[int, KernelProxy]:
+    """Rank → its proxy, for the ranks of *connection* (a session's) opened through one (none
+    before they are)."""
+    proxies = connection.kernel_proxies if connection is not None else None
+    return dict(proxies.ranks) if proxies is not None else {}
 
 
-def open_relays(wb, ranks) -> dict[int, KernelRelay]:
-    """The relays of *ranks* of *wb*, started the first time each is asked for."""
-    relays = wb.__dict__.get("_kernel_relays")
-    if relays is None or relays.client is not wb.client:
-        close_relays(wb)
-        relays = wb.__dict__["_kernel_relays"] = Relays(wb.client)
-    return {rank: relays.open(rank, wb._engine_of(rank)) for rank in ranks}
+def open_proxies(wb, ranks) -> dict[int, KernelProxy]:
+    """The proxies of *ranks* of *wb*, started the first time each is asked for (kept in its
+    connection, ended with it)."""
+    connection = wb._connection
+    if connection.kernel_proxies is None or connection.kernel_proxies.client is not wb.client:
+        close_proxies(connection)
+        connection.kernel_proxies = Proxies(wb.client)
+    return {rank: connection.kernel_proxies.open(rank, wb._engine_of(rank)) for rank in ranks}
 
 
-def close_relays(wb) -> None:
-    """End every relay of *wb* (the session stops, or its world was restarted)."""
-    relays = wb.__dict__.pop("_kernel_relays", None)
-    if relays is not None:
-        relays.close()
+def close_proxies(connection) -> None:
+    """End every proxy of *connection* (the session stops, or its world was restarted)."""
+    proxies, connection.kernel_proxies = connection.kernel_proxies, None
+    if proxies is not None:
+        proxies.close()

@@ -106,7 +106,8 @@ class WorkbenchMagics(ParallelMagics):
         broadcast_fits = block and not stream_output and list(targets) == list(wb.view.targets)
         if broadcast_fits and (self._broadcast or (self._broadcast is None and len(targets) > STREAM_UP_TO)):
             return self._broadcast_cell(cell, label, save_name, signal_on_interrupt)
-        result = wb.submit(label, lambda: self.view.execute(cell, silent=False, block=False), keep=True)
+        call = wb.submit(label, lambda: self.view.execute(cell, silent=False, block=False), keep=True)
+        result = call.ar  # ipyparallel's, as %px gives it (%pxresult, --save-name)
         upstream.name_call(result, "%px")
         self.last_result = result
         if save_name:
@@ -115,7 +116,7 @@ class WorkbenchMagics(ParallelMagics):
             return result
         try:
             with result.stream_output() if stream_output else nullcontext():
-                statuses = wb.wait_explained(result, wb.timeout, raise_failures=False)
+                statuses = wb.wait_explained(call, wb.timeout, raise_failures=False)
                 if stream_output and result.ready():
                     # streamed only while this block runs: the output that trails the replies too
                     result.wait_for_output(OUTPUT_WAIT_S)
@@ -143,11 +144,12 @@ class WorkbenchMagics(ParallelMagics):
         in it: :func:`~mpiworkbench.client.ranks.relay.run_cell`), show it grouped, raise the ranks'
         errors grouped. A timeout reports every rank that published no failure as still running."""
         wb = self.workbench
-        ar = wb.submit(label, lambda: wb._on_every_rank(relay.run_cell, cell), keep=True)
+        call = wb.submit(label, lambda: wb._on_every_rank(relay.run_cell, cell), keep=True, relayed=True)
+        ar = call.ar
         if save_name:
             self.shell.user_ns[save_name] = ar
         try:
-            statuses = wb.wait_explained(ar, wb.timeout, raise_failures=False)
+            statuses = wb.wait_explained(call, wb.timeout, raise_failures=False)
             if any(s.state == "failed" for s in statuses):
                 raise RankFailure(statuses)
         except KeyboardInterrupt:

@@ -39,11 +39,10 @@ def apply(bview, func: Callable[..., Any], *args: Any):
     """Submit ``func(*args)`` through *bview*, one message: :func:`relay.fan_out` of
     :func:`relay.call` or :func:`relay.run_cell` on rank 0's relay view (:func:`relay_view`),
     which hands them to the other ranks (or one of those on a coalescing broadcast view,
-    ``client.broadcast_view(is_coalescing=True)``, as ``benchmarks/control_plane.py`` compares). The result is marked
-    (``_wb_broadcast``) for the waits that read it, and ended in the client when it finishes
-    (:func:`end`)."""
+    ``client.broadcast_view(is_coalescing=True)``, as ``benchmarks/control_plane.py`` compares),
+    as ``Execution.submit``'s *send* with ``relayed=True``. The result is ended in the client when
+    it finishes (:func:`end`)."""
     ar = bview.apply_async(func, *args)
-    ar._wb_broadcast, ar._wb_view = True, bview
     client = bview.client
     ar.add_done_callback(lambda _f: end(client, ar))
     return ar

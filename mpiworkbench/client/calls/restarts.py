@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from mpiworkbench.client.cluster import attach, engines, leftovers, owners, stop
+from mpiworkbench.client.calls.debugging import remove_connection_files
 from mpiworkbench.client.errors import WorldInUse
 from mpiworkbench.client.calls.turns import RESTARTING, exclusive_use
 
@@ -82,6 +83,7 @@ def through_server(connection, server: owners.JupyterServer, profile: str, clust
     left = stop.kill_ranks(connection.cluster, connection.client, connection.ranks)
     leftovers.after_kill(left)  # the server's restart does not know the ranks' /dev/shm files
     world, connection.turns = connection.turns, None
+    remove_connection_files(connection)
     connection.release(remove_world=False)
     try:
         with restart_turn(world):
@@ -114,6 +116,7 @@ def follow(session) -> str:
     elif not session.owns_cluster and session.profile is not None:
         # a new controller too (a JupyterLab server restarted its cluster): attach anew
         session._connection = None
+        remove_connection_files(connection)
         connection.release(remove_world=False)
         session._attach(attach.running_cluster(session.profile, session._attach_id, required=True))
     else:

@@ -123,6 +123,7 @@ class Session(Execution, RankDebugging):
                                   "False when attached. A session not connected starts a cluster of its own unless it "
                                   "finds its profile's.")
     _turns = FromConnection("turns", None, "The session's place among the world's clients (None while not connected).")
+    _rank_processes = FromConnection("rank_processes", {}, "Rank → its process, as the ranks were armed.")
 
     @property
     def oversubscribed(self) -> bool:
@@ -347,9 +348,9 @@ class Session(Execution, RankDebugging):
         """
         connection, self._connection = self._connection, None
         time_limit.unwatch(self)
-        remove_connection_files(self)
         if connection is None:
             return "not running"
+        remove_connection_files(connection)
         return connection.close(stop_cluster=connection.owns_cluster or cluster, log_level=self.log_level)
 
     def restart(self, force: bool = False) -> Self:

@@ -85,8 +85,9 @@ def arm_engines(wb) -> dict[int, dict[str, Any]]:
     in ``/dev/shm`` (:func:`mpiworkbench.client.cluster.leftovers.elsewhere`)."""
     # the engines' identities (ipyparallel gives every registration a new uuid): a restart re-arms
     key = (id(wb.client), tuple(sorted(wb.ranks.items())), tuple(sorted(upstream.engine_identities(wb.client).items())))
-    if getattr(wb, "_armed_for", None) == key:
-        return wb._rank_processes
+    connection = wb._connection
+    if connection.armed_for == key:
+        return connection.rank_processes
     left_behind = leftovers.elsewhere()
     # ranks on other hosts than this client's are read through what they publish; with every
     # rank here (the usual case) their trace events are read from /dev/shm instead
@@ -103,8 +104,8 @@ def arm_engines(wb) -> dict[int, dict[str, Any]]:
         drop(ar, (wb.client.history, wb.view.history))
         leftovers.remember_armed(wb.client, infos)
         leftovers.handed_over(left_behind, {info["host"] for info in infos.values()})
-        wb._armed_for = key
-    wb._rank_processes = processes
+        connection.armed_for = key
+    connection.rank_processes = processes
     return processes
 
 
@@ -169,22 +170,14 @@ def _published(wb, ar, key: str = hang.REPORT_KEY) -> dict[int, dict[str, Any]]:
     return found
 
 
-def submitted(submit):
-    """Call *submit* (which sends work to the engines and returns its AsyncResult) and stamp
-    the result with the moment just before (``time.monotonic()``, the interposer's clock), so a
-    hang report weighs only what the ranks did since. Stamped before, not after: on busy cores
-    a rank can run its first sends before the submitting call returns."""
-    since = time.monotonic()
-    ar = submit()
-    ar._wb_submitted = since
-    return ar
-
-
-def explain_timeout(wb, exc: ExecutionTimeout, since: float | None = None, ar=None) -> ExecutionTimeout:
+def explain_timeout(wb, exc: ExecutionTimeout, call=None) -> ExecutionTimeout:
     """Add the hang report to *exc* (rank by rank: the blocked call, peer, tag, bytes, for how
-    long, the Python line; then the likely causes) and return it. *since*: when the execution
-    was submitted (sends before it do not count as "sent"). With the execution *ar*, say which
-    notebook it came from, and whose other work is on the same ranks."""
+    long, the Python line; then the likely causes) and return it. With the
+    :class:`~mpiworkbench.client.calls.call.Call` that timed out: only what the ranks did since it
+    was submitted counts, and the report says which notebook it came from, and whose other work
+    is on the same ranks. ``exc.execution`` is its ipyparallel ``AsyncResult``."""
+    ar = call.ar if call is not None else None
+    since = call.submitted if call is not None else None
     exc.execution = ar
     try:
         states = _rank_states(wb, exc.statuses, since, ar)
@@ -198,7 +191,7 @@ def explain_timeout(wb, exc: ExecutionTimeout, since: float | None = None, ar=No
     causes = hang.diagnose(states)
     world = getattr(wb, "_turns", None)
     if world is not None and ar is not None:
-        lines.append(f"  this call came from {world.me.who()}: {getattr(ar, '_wb_label', 'a call')}")
+        lines.append(f"  this call came from {world.me.who()}: {call.label or 'a call'}")
         with contextlib.suppress(Exception):  # the report must never hide the timeout itself
             crossed = other_clients_work(wb, ar)
             lines += crossed

@@ -63,13 +63,15 @@ def _any_failed(ar) -> bool:
 
 
 async def until_ready(ar, timeout: float | None = None, grace: float = 2.0, poll_s: float = 0.05) -> bool:
-    """Wait for *ar* without blocking the kernel's event loop, so widgets (a Stop button)
-    stay live while the engines work; the panels' background runs use it.
+    """Wait for *ar* (an ipyparallel ``AsyncResult``, or a :class:`~mpiworkbench.client.calls.call.Call`
+    around one) without blocking the kernel's event loop, so widgets (a Stop button) stay live
+    while the engines work; the panels' background runs use it.
 
     Returns whether *ar* is ready: false once *timeout* seconds passed (``None``: never),
     or *grace* seconds after a rank failed while others still run (blocked in a
     collective, most likely).
     """
+    ar = getattr(ar, "ar", ar)
     start = time.monotonic()
     failed_at = None
     while not ar.ready():

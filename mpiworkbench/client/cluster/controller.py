@@ -34,10 +34,13 @@ COMMAND = [sys.executable, "-c", f"import runpy; runpy.run_path({FILE!r}, run_na
 ARGS = ["--IPController.use_threads=True"]
 
 
+_mended: set[type] = set()  # the scheduler classes mended in this process
+
+
 def mend(scheduler_class: type) -> None:
     """Give every instance of *scheduler_class* (ipyparallel's ``BroadcastScheduler``) its own
     reply and target dicts (idempotent)."""
-    if getattr(scheduler_class, "_wb_own_state", False):
+    if scheduler_class in _mended:
         return
     init = scheduler_class.__init__
 
@@ -46,7 +49,7 @@ def mend(scheduler_class: type) -> None:
         self.accumulated_replies, self.accumulated_targets = {}, {}
 
     scheduler_class.__init__ = init_with_own_state
-    scheduler_class._wb_own_state = True
+    _mended.add(scheduler_class)
 
 
 def main() -> None:

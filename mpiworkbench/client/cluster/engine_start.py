@@ -187,6 +187,7 @@ def connected_before_registered(engine_class: type, limit_s: float = CONNECT_WAI
     from zmq.utils.monitor import recv_monitor_message
 
     original_complete, original_heart = engine_class.complete_registration, engine_class.start_heartbeat
+    watching: dict[int, dict[Any, tuple[Any, list]]] = {}  # engine (its id) -> its connections not yet made
 
     async def complete_registration(self, msg, connect, maybe_tunnel):
         pending: dict[Any, tuple[Any, list]] = {}  # socket -> (its monitor, the endpoints it connects to)
@@ -198,11 +199,11 @@ def connected_before_registered(engine_class: type, limit_s: float = CONNECT_WAI
                 pending[sock][1].append(url)
             return connect(sock, url, *args, **kwargs)
 
-        self._wb_pending_connections = pending
+        watching[id(self)] = pending
         return await original_complete(self, msg, watched, maybe_tunnel)
 
     def start_heartbeat(self, *args, **kwargs):
-        pending = getattr(self, "_wb_pending_connections", {})
+        pending = watching.pop(id(self), {})
         deadline = time.monotonic() + limit_s
         for sock, (monitor, endpoints) in pending.items():
             made = 0  # (counted, not matched by name: an endpoint may be reported resolved)

@@ -1,0 +1,82 @@
+"""A call on the ranks, as the session made it: one object of ours around ipyparallel's
+``AsyncResult``, instead of attributes added to it.
+
+:meth:`~mpiworkbench.client.calls.execution.Execution.submit` makes every call the session sends
+(``wb.run``, ``%%px``, a pull, a push, a post-mortem) and returns it; ``wb.run_async`` returns the
+call of a function on every rank, which ``wb.gather(call)`` waits for (hang-protected) and returns
+in rank order.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+
+class Call:
+    """One call on the ranks.
+
+    Attributes
+    ----------
+    ar : ipyparallel.AsyncResult
+        What carries it: for a call relayed by rank 0, rank 0's one reply (every rank's outcome in
+        it); else one part per engine.
+    label : str
+        What it is, for the clients waiting for the world's turn (``"wb.run: step"``).
+    submitted : float
+        When it was sent (``time.monotonic()``, the interposer's clock, taken just before): a hang
+        report weighs only what the ranks did since.
+    relayed : bool
+        Whether rank 0's relay handed it to the other ranks (one reply for all of them).
+    view : ipyparallel view or None
+        The view a relayed call went through (its history drops the call too).
+    """
+
+    def __init__(self, ar: Any, label: str, submitted: float, relayed: bool = False, view: Any = None) -> None:
+        self.ar, self.label, self.submitted, self.relayed, self.view = ar, label, submitted, relayed, view
+        self._turns: Any = None
+        self._once = threading.Lock()
+        self._released = False
+
+    def hold(self, turns: Any) -> None:
+        """Keep *turns*' turn (:class:`~mpiworkbench.client.calls.turns.Turns`) until the call has
+        finished on every rank: given back once, by whichever comes first — ipyparallel's I/O
+        thread completing it, or a wait seeing it done (:meth:`finish`)."""
+        self._turns = turns
+        self.ar.add_done_callback(lambda _f: self.finish())
+
+    def finish(self) -> None:
+        """Give the call's turn back, once it has finished. Both callers (the I/O thread's
+        callback and the waiting thread) return only once it is given back: the waiting thread
+        must not return from a call while the other is still releasing (``wb.state`` read right
+        after would say "busy")."""
+        if self._turns is None or not self.ar.done():
+            return
+        with self._once:
+            if not self._released:
+                self._turns.release(id(self))
+                self._released = True
+
+    def mark_blocked(self, report: str) -> None:
+        """The call outlived its timeout and still runs: the other clients stop waiting for it
+        and are told *report* (cleared when it finishes)."""
+        if self._turns is not None and not self.ar.done():
+            self._turns.mark_blocked(report, id(self))
+
+    # ------------------------------------------------------------ a future, as ipyparallel's
+    def done(self) -> bool:
+        return self.ar.done()
+
+    def ready(self) -> bool:
+        return self.ar.ready()
+
+    def wait(self, timeout: float | None = -1) -> bool:
+        return self.ar.wait(timeout)
+
+    @property
+    def msg_ids(self) -> list[str]:
+        return self.ar.msg_ids
+
+    def __repr__(self) -> str:
+        state = "done" if self.ar.done() else "running"
+        return f"<Call {self.label!r} {state}{' relayed by rank 0' if self.relayed else ''}>"
