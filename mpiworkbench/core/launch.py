@@ -244,9 +244,7 @@ def remove_left_behind(directory: str) -> list[str]:
     """Remove what the ranks that recorded their footprints in *directory* left in
     ``/dev/shm`` (nothing, when they all finalised) and the files their launcher left in the
     temporary directory (:func:`mpiworkbench.core.shm.remove_launcher_files`); return the paths removed."""
-    records = shm.read_footprints(directory)
-    shm.wait_gone(records, EXIT_TIMEOUT_S)
-    return shm.remove_left_behind(records, also=shm.own_files) + shm.remove_launcher_files(records)
+    return shm.remove_after_exit(shm.read_footprints(directory), EXIT_TIMEOUT_S)
 
 
 def needs_launch(np: int | None) -> bool:

@@ -300,3 +300,15 @@ def remove_launcher_files(records: Iterable[dict]) -> list[str]:
                 continue
             removed.append(path)
     return removed
+
+
+def remove_after_exit(records: Iterable[dict], timeout: float) -> list[str]:
+    """Once the processes of *records* (footprints, with their ``launcher_files``) have exited —
+    waited for up to *timeout* seconds — remove what they left: their world files in ``/dev/shm``
+    (:func:`remove_left_behind`, the interposer's too) and their launchers' files in the temporary
+    directory (:func:`remove_launcher_files`); return the paths removed. What the CLI's job runner
+    and the watchdog both do after the ranks they ended."""
+    records = list(records)
+    wait_gone(records, timeout)
+    return remove_left_behind(records, also=own_files) + remove_launcher_files(records)
+

@@ -138,9 +138,7 @@ def end_cluster(profile_dir: str, cluster_id: str) -> None:
             break
         killed += [{**shm.footprint(who.pid), "launcher_files": shm.launcher_files(who.pid)} for who in found]
         processes.end(found)
-    shm.wait_gone(killed, EXIT_TIMEOUT_S)
-    shm.remove_left_behind(killed, also=shm.own_files)
-    shm.remove_launcher_files(killed)
+    shm.remove_after_exit(killed, EXIT_TIMEOUT_S)
     for path in cluster_files(profile_dir, cluster_id):
         with contextlib.suppress(OSError):
             path.unlink()
