@@ -23,7 +23,8 @@ from __future__ import annotations
 import importlib
 import inspect
 import sys
-from typing import Any, Callable, NamedTuple
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, NamedTuple
 
 
 class Hook(NamedTuple):
@@ -44,6 +45,8 @@ HOOKS = (
          "the name ipyparallel shows for a call in errors and %pxresult ('%px', as its own magic sets)"),
     Hook("ipyparallel.client.asyncresult:AsyncResult", "_output_ready", "output_streamed",
          "whether the call's output was streamed already (then its errors were shown too)"),
+    Hook("ipyparallel.client.asyncresult:AsyncResult", "_iopub_streaming_output_callback", "stream_output",
+         "shows one IOPub message of an engine while %px streams; given a parent for the output captured before"),
     Hook("ipyparallel.client.asyncresult:AsyncResult", "_republish_displaypub", "republish",
          "shows a rank's rich output (plots) in the notebook as %px shows it"),
     Hook("ipyparallel.client.client:Client", "_engines", "engine_identities",
@@ -121,6 +124,31 @@ def name_call(ar: Any, name: str) -> None:
 def output_streamed(ar: Any) -> bool:
     """Whether *ar*'s output, errors included, was streamed already (``AsyncResult._output_ready``)."""
     return bool(ar._output_ready)
+
+
+@contextmanager
+def stream_output(ar: Any) -> Iterator[None]:
+    """``ar.stream_output()`` (ipyparallel's: each engine's output shown as it comes), mended for
+    the output an engine published before the streaming began. ipyparallel 9.2 shows that output
+    through messages with no parent, and in a kernel it keys each engine's display by its parent's
+    id: every such engine's display is "-stdout", so the second engine's lines replace the first's,
+    and a cell whose ranks all printed before ``%%px`` began to stream showed one rank's output
+    (tests/cluster/test_px_output_complete.py). Here each gets its engine's request as parent, the
+    one that engine's later messages carry — by replacing ``AsyncResult._iopub_streaming_output_callback``
+    on the instance while the block runs."""
+    show = ar._iopub_streaming_output_callback
+
+    def shown(eid, msg_future, msg):
+        if not msg.get("parent_header"):
+            msg = {**msg, "parent_header": {"msg_id": msg_future.msg_id}}
+        return show(eid, msg_future, msg)
+
+    ar._iopub_streaming_output_callback = shown
+    try:
+        with ar.stream_output():
+            yield
+    finally:
+        del ar._iopub_streaming_output_callback
 
 
 def republish(part: Any, output: Any) -> None:

@@ -50,6 +50,14 @@ def test_every_px_cell_shows_every_rank_s_output(tmp_path):
             if not all(any(f"rank {rank} says {i}" in text for text in outputs) for rank in (0, 1)):
                 lost.append((i, outputs))
         assert lost == [], f"{len(lost)} of {CELLS} cells lost output: {lost[:3]}"
+        # Made certain: every rank's output is in before the streaming begins (what the loop above
+        # met by chance once on CI, 2026-11-28: ipyparallel gave both ranks' displays one id, and
+        # rank 1's lines replaced rank 0's)
+        captured = run("from mpiworkbench.client import upstream\n"
+                       "ar = wb.view.execute(\"print(f'captured on rank {MPI.COMM_WORLD.rank}')\", block=False)\n"
+                       "assert ar.wait_for_output(60)\n"
+                       "with upstream.stream_output(ar):\n    pass")
+        assert all(any(f"captured on rank {rank}" in text for text in captured) for rank in (0, 1)), captured
         assert any("stopped" in text for text in run("print(wb.stop())"))
     finally:
         kc.stop_channels()

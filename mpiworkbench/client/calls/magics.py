@@ -115,7 +115,7 @@ class WorkbenchMagics(ParallelMagics):
         if not block:
             return result
         try:
-            with result.stream_output() if stream_output else nullcontext():
+            with upstream.stream_output(result) if stream_output else nullcontext():
                 statuses = wb.wait_explained(call, wb.timeout, raise_failures=False)
                 if stream_output and result.ready():
                     # streamed only while this block runs: the output that trails the replies too
