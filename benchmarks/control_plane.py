@@ -29,6 +29,15 @@ which changes from minute to minute on a shared machine, falls on both sides of 
   (from ``/proc``, ``core.processes.cpu_seconds``); messages: what the client's session sent (``Session.send``) and took in
   (``Session.feed_identities``: replies, IOPub, notifications); wall: the median round trip.
 
+``--against REV`` (a change to the runtime against the code before it): for each size of
+``--sweep``, two worlds side by side, one driven by this checkout's ``mpiworkbench`` and one by
+REV's (``git archive``; the same venv), each from a process of its own; rounds of ``--calls``
+calls of ``wb.run`` of a no-op alternate between them (each round begun by the other side than
+the last), after one round each to warm up; the ratio of client CPU per call (this / REV) is the
+median of the rounds' ratios::
+
+    .venv/bin/python benchmarks/control_plane.py --against HEAD~1 --sweep 2,64 --calls 200 --rounds 5
+
 ``--threads`` (where the client's CPU per ``wb.run`` goes): for each world size, one start and
 ``--calls`` calls of ``wb.run`` of a no-op; the CPU per call of each thread of this process (from
 ``/proc/self/task/*/stat``: the calling thread, ipyparallel's I/O thread, libzmq's). Linux only.
@@ -40,9 +49,13 @@ while they wait, which mostly hits the wall-clock round trip); compare the paths
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -117,7 +130,7 @@ def paths(wb, shell):
         wb.wait_explained(call, wb.timeout)
         return relayed.results(call.ar)
 
-    one = wb.client[wb._engine_of(0)]
+    one = wb.client[wb.engine_of(0)]
 
     def run_one():  # the floor: a call to rank 0's engine alone, what the relay costs the notebook at most
         call = wb.submit("bench: one engine", lambda: one.apply_async(noop))
@@ -265,6 +278,84 @@ def threads_point(n: int, calls: int) -> dict[str, float]:
     return per_call
 
 
+#: What each side of ``--against`` runs: its own world, then rounds of ``wb.run`` on request (a
+#: line with the number of calls; 0 ends it), a JSON line back for each.
+SIDE = """
+import json, statistics, sys, time
+import mpiworkbench
+from mpiworkbench import Workbench
+
+def noop():
+    return None
+
+with Workbench(int(sys.argv[1]), oversubscribe=True, activate=False) as wb:
+    print(json.dumps({"package": mpiworkbench.__file__}), flush=True)
+    for line in sys.stdin:
+        calls = int(line)
+        if not calls:
+            break
+        walls, cpu = [], time.process_time()
+        for _ in range(calls):
+            t = time.perf_counter()
+            wb.run(noop)
+            walls.append(time.perf_counter() - t)
+        print(json.dumps({"client_cpu_ms": (time.process_time() - cpu) * 1e3 / calls,
+                          "wall_ms": statistics.median(walls) * 1e3}), flush=True)
+"""
+
+
+def against(rev: str, sizes: list[int], calls: int, rounds: int) -> dict:
+    """World size → each side's median client CPU and wall per ``wb.run`` and the median of the
+    rounds' ratios (this checkout / *rev*); see the module's docstring."""
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="control-plane-") as tmp:
+        trees = {rev: Path(tmp) / "previous", "this checkout": ROOT}
+        trees[rev].mkdir()
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "mpiworkbench"], check=True, capture_output=True)
+        subprocess.run(["tar", "-x", "-C", str(trees[rev])], input=archive.stdout, check=True)
+        for n in sizes:
+            sides = {}
+            try:
+                for name, tree in trees.items():
+                    sides[name] = subprocess.Popen([sys.executable, "-c", SIDE, str(n)], cwd=tmp, text=True,
+                                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                   env={**os.environ, "PYTHONPATH": str(tree)})
+                for name, side in sides.items():
+                    package = json.loads(side.stdout.readline())["package"]
+                    if not package.startswith(str(trees[name])):
+                        raise RuntimeError(f"the side of {name} imported {package}, not its own tree {trees[name]}")
+
+                def one_round(name: str) -> dict:
+                    sides[name].stdin.write(f"{calls}\n")
+                    sides[name].stdin.flush()
+                    return json.loads(sides[name].stdout.readline())
+
+                for name in sides:
+                    one_round(name)  # warm-up: the relay opened, the engines armed
+                measured = {name: [] for name in sides}
+                for r in range(rounds):
+                    for name in (list(sides) if r % 2 == 0 else list(sides)[::-1]):
+                        measured[name].append(one_round(name))
+            finally:
+                for side in sides.values():
+                    with contextlib.suppress(OSError, ValueError):
+                        side.stdin.write("0\n")
+                        side.stdin.close()
+                for side in sides.values():
+                    try:
+                        side.wait(timeout=300)
+                    except subprocess.TimeoutExpired:
+                        side.terminate()
+                        side.wait(timeout=60)
+            before, now = measured[rev], measured["this checkout"]
+            results[n] = {
+                **{f"{name} client CPU ms": statistics.median(m["client_cpu_ms"] for m in measured[name]) for name in sides},
+                **{f"{name} wall ms": statistics.median(m["wall_ms"] for m in measured[name]) for name in sides},
+                "ratio": statistics.median(b["client_cpu_ms"] / a["client_cpu_ms"] for a, b in zip(before, now)),
+            }
+    return results
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sweep", default="2,8,16,32,64", help="world sizes (comma separated)")
@@ -272,7 +363,17 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="alternated rounds per path (medians)")
     parser.add_argument("--json", help="write the results here too")
     parser.add_argument("--threads", default="", help="world sizes (comma separated): CPU per wb.run by thread")
+    parser.add_argument("--against", metavar="REV", help="wb.run's client CPU per call: this checkout against the "
+                        "commit REV, in one run (the sizes of --sweep)")
     args = parser.parse_args(argv)
+    if args.against:
+        found = against(args.against, [int(x) for x in args.sweep.split(",")], args.calls, args.rounds)
+        for n, row in found.items():
+            print(f"{n} engines: " + ", ".join(f"{k} {v:.3f}" for k, v in row.items() if k != "ratio")
+                  + f"; client CPU per call, this checkout / {args.against} = {row['ratio']:.2f}x (median of the rounds' ratios)")
+        if args.json:
+            Path(args.json).write_text(json.dumps(found, indent=1))
+        return 0
     for n in (int(x) for x in args.threads.split(",") if x):
         for name, ms in sorted(threads_point(n, args.calls).items(), key=lambda item: -item[1]):
             print(f"| {n} | {name} | {ms:.2f} |")

@@ -37,7 +37,7 @@ def test_rank_0_hands_the_call_to_every_other_rank(fresh_wb):
     wb = fresh_wb
     engine0 = next(engine for engine, rank in wb.ranks.items() if rank == 0)
     seen = wb.run(_request_seen_here)
-    bview = wb._relay_view()
+    bview = wb.calls.relay_view()
     assert bview.targets == engine0 and bview.label == relay.LABEL  # the request went to rank 0 alone
     ranks, ids, originals = zip(*seen)
     assert list(ranks) == list(range(wb.n))

@@ -1,7 +1,7 @@
 """A call on the ranks, as the session made it: one object of ours around ipyparallel's
 ``AsyncResult``, instead of attributes added to it.
 
-:meth:`~mpiworkbench.client.calls.execution.Execution.submit` makes every call the session sends
+:meth:`~mpiworkbench.client.calls.execution.Executor.submit` makes every call the session sends
 (``wb.run``, ``%%px``, a pull, a push, a post-mortem) and returns it; ``wb.run_async`` returns the
 call of a function on every rank, which ``wb.gather(call)`` waits for (hang-protected) and returns
 in rank order.

@@ -46,7 +46,7 @@ class Connection:
     generation : object
         The generation of the engine set last connected to (a restart makes a new one).
     relay : tuple or None
-        ``(view, rank 0's relay view)``: what :meth:`Execution.run_async` and ``%%px`` send through
+        ``(view, rank 0's relay view)``: what :meth:`Executor.run_async` and ``%%px`` send through
         (made on first use, anew when ``view`` is replaced).
     sending : threading.Lock
         Held while a call goes out, so that one multi-engine call leaves whole before another
@@ -84,13 +84,15 @@ class Connection:
         directory = world_directory(self.cluster.profile_dir, self.cluster.cluster_id)
         self.turns = Turns(directory, ClientInfo.here(self.client.session.session), refuse_own_blocked=refuse_own_blocked)
 
-    def connect_engines(self, n: int, limit: float | None, fresh: bool, restarted: bool, thread_level: str | None,
+    def connect_engines(self, n: int, timeout: float | None, fresh: bool, restarted: bool, thread_level: str | None,
                         mpi: str) -> dict[str, Any]:
         """The engine set of the *n* engines, taken (:meth:`take_engine_set`): read from the world's
         record when it describes these very engines (an attach never waits for busy ranks), asked of
-        the engines otherwise (:meth:`ask_engines`, *limit* seconds at most)."""
+        the engines otherwise (:meth:`ask_engines`: within the cluster's engine timeout on a cluster
+        of ours or a restart, within the session's *timeout* on a cluster started elsewhere)."""
         known = None if fresh or restarted else self.engine_set(n)
         if known is None:
+            limit = self.cluster.engine_timeout if self.owns_cluster or restarted else timeout
             known = self.ask_engines(n, limit, restarted, thread_level, mpi)
         if self.turns is not None:
             self.turns.changed_since_seen()  # the record just read or written is seen
@@ -218,3 +220,20 @@ class FromConnection:
 
     def __set__(self, session: Any, value: Any) -> None:
         raise AttributeError(f"{self.name} is the connection's: it changes when the session connects")
+
+
+class Handed:
+    """A method of the session that is a method of what it holds (its executor, its debugging):
+    ``wb.run`` is ``wb.calls.run``; read on the class, the method itself (its signature and
+    docstring, for ``help`` and the API reference)."""
+
+    def __init__(self, holder: str, cls: type) -> None:
+        self.holder, self.cls = holder, cls
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, session: Any, owner: type | None = None) -> Any:
+        if session is None:
+            return getattr(self.cls, self.name)
+        return getattr(getattr(session, self.holder), self.name)

@@ -229,8 +229,11 @@ class Debugging:
 
 
 class RankDebugging:
-    """Debugging the ranks of a started session (mixed into
-    :class:`~mpiworkbench.client.calls.session.Session`)."""
+    """Debugging the ranks of a started session: the session holds one and hands its methods on
+    (``wb.debug`` is ``RankDebugging.debug``)."""
+
+    def __init__(self, session) -> None:
+        self.session = session
 
     def connection_file(self, rank: int, relay: bool | None = None) -> Path:
         """The Jupyter connection file of *rank*'s kernel: any Jupyter client (a console,
@@ -238,22 +241,22 @@ class RankDebugging:
         ``mpiworkbench lab``) can use the rank through it, and JupyterLab's debugger debug it.
         With *relay* (always on a cluster secured with CurveZMQ), the rank is reached through
         the controller from this host's loopback (:mod:`mpiworkbench.client.calls.kernel_proxy`)."""
-        self._engine_of(rank)  # says which ranks exist
-        return connection_files(self, [rank], relay)[rank]
+        self.session.engine_of(rank)  # says which ranks exist
+        return connection_files(self.session, [rank], relay)[rank]
 
     def debug(self, ranks: Iterable[int] | None = None, relay: bool | None = None) -> Debugging:
         """Start the debugger on every rank (or *ranks*): see :class:`Debugging`. Leave the
         ``with`` block (or call ``close()``) to continue every rank and detach. *relay*: see
         :meth:`connection_file`."""
         for rank in ranks or ():
-            self._engine_of(rank)  # says which ranks exist
-        return Debugging(connection_files(self, ranks, relay), session=self)
+            self.session.engine_of(rank)  # says which ranks exist
+        return Debugging(connection_files(self.session, ranks, relay), session=self.session)
 
     def stops(self) -> dict[int, dict[str, Any]]:
         """Rank → its stop record (where it stopped), for the ranks stopped in a debugger now
         (ranks on this host; see :mod:`mpiworkbench.trace.stops`)."""
         found = {}
-        for rank, stop in _stop_records(self).items():
+        for rank, stop in _stop_records(self.session).items():
             if stops.is_stopped(stop):
                 found[rank] = stop
         return found
@@ -261,12 +264,13 @@ class RankDebugging:
     def where(self) -> list[str]:
         """Where every rank is, a line each: stopped in the debugger (and where), waiting in an
         MPI call (which, for whom), or running — what the control panel shows while you debug."""
-        processes = getattr(self, "_rank_processes", {}) or {}
+        session = self.session
+        processes = getattr(session, "_rank_processes", {}) or {}
         here = socket.gethostname()
-        records = _stop_records(self)
-        activity = "running" if self.state in ("busy", "debugging", "blocked") else "idle"
+        records = _stop_records(session)
+        activity = "running" if session.state in ("busy", "debugging", "blocked") else "idle"
         lines = []
-        for rank in sorted(set(self.ranks.values())):
+        for rank in sorted(set(session.ranks.values())):
             stop = records.get(rank)
             info = processes.get(rank) or {}
             if stops.is_stopped(stop):

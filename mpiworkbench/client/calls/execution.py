@@ -1,7 +1,7 @@
 """How code runs on a session's engines: every rank at once, results in rank order, never
 frozen by a failed collective (see :mod:`mpiworkbench.client.calls.waiting`), and in one order
 with every other client of the same MPI world: every execution is submitted by
-:meth:`Execution.submit`, which takes the world's turn (:mod:`mpiworkbench.client.calls.turns`)."""
+:meth:`Executor.submit`, which takes the world's turn (:mod:`mpiworkbench.client.calls.turns`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import uuid
 from typing import Any, Callable
 
 from mpiworkbench import backends
-from mpiworkbench.client.calls import relayed
+from mpiworkbench.client.calls import relayed, restarts
+from mpiworkbench.client.cluster import health
 from mpiworkbench.client.ranks import arrays, relay
 from mpiworkbench.client.history import drop
 from mpiworkbench.client.calls.call import Call
@@ -52,33 +53,47 @@ DEFAULT_TIMEOUT_S = _default_timeout(os.environ.get(TIMEOUT_VARIABLE))
 REFUSE_AFTER_HANG_VARIABLE = "MPIWORKBENCH_REFUSE_AFTER_HANG"
 
 
-class Execution:
-    """Running code on the engines of a started session (mixed into
-    :class:`~mpiworkbench.client.calls.session.Session`, which owns ``view``, ``client``, ``ranks``,
-    ``timeout``, ``failure_grace`` and ``_world_died``)."""
+class Executor:
+    """Running code on the engines of a started session: what ``wb.run``, ``%%px``, a pull, a
+    push and a post-mortem do. The session holds one and hands its methods on (``wb.run`` is
+    ``Executor.run``); the executor reads the session's settings (``timeout``,
+    ``failure_grace``, ``activity``, ``n``) and its :class:`~mpiworkbench.client.calls.connection.Connection`,
+    and calls nothing of the session back."""
+
+    def __init__(self, session) -> None:
+        self.session = session
+
+    def _connected(self):
+        """The session's connection, with its engines; says how to start it otherwise."""
+        connection = self.session._connection
+        if connection is None or connection.view is None:
+            raise RuntimeError("the workbench is not running; call wb.start() first")
+        return connection
 
     def _require_running(self) -> bool:
         """Refuse a call on a stopped, restarted or dead world. Returns whether the world looked
         dead because another client is restarting it: the call may wait for the turn, then
         check again."""
-        if self.view is None:
-            raise RuntimeError("the workbench is not running; call wb.start() first")
-        restarted = self._follow_restart()
+        session, connection = self.session, self._connected()
+        restarted = restarts.follow(session)
         if restarted:
             raise WorldRestarted(restarted)
-        if not self._world_died():
+        connection = session._connection  # (following a restart may have attached anew)
+        if not health.world_died(connection.cluster, connection.client, session.n):
             return False
-        if self._restart_under_way():
+        if self._restart_under_way(connection.turns):
             return True
-        raise WorldDied(f"the MPI world has died: {self.how_it_ended() or 'a rank was killed, aborted or crashed'}. "
+        ended = health.how_it_ended(connection.cluster, connection.client, connection.ranks, connection.hosts)
+        raise WorldDied(f"the MPI world has died: {ended or 'a rank was killed, aborted or crashed'}. "
                         "Call wb.restart() for a fresh one; wb.world_log() shows what mpiexec and the "
                         "controller wrote.")
 
-    def _restart_under_way(self) -> bool:
+    @staticmethod
+    def _restart_under_way(turns) -> bool:
         """Whether another client holds the world's turn to restart it (the old ranks are dead;
         a call waits for the turn, then learns of the restart)."""
-        holder = self._turns.holder() if self._turns is not None else None
-        return bool(holder) and holder.get("id") != self._turns.me.id and holder.get("label") == RESTARTING
+        holder = turns.holder() if turns is not None else None
+        return bool(holder) and holder.get("id") != turns.me.id and holder.get("label") == RESTARTING
 
     def submit(self, label: str, send: Callable[[], Any], keep: bool = False, relayed: bool = False) -> Call:
         """The one way work reaches the ranks: take the world's turn (waiting, visibly, while
@@ -86,18 +101,20 @@ class Execution:
         engines and returns an ``AsyncResult``) and hold the turn until that has finished on
         every rank; the :class:`~mpiworkbench.client.calls.call.Call` it makes. *label* says what
         it is to the clients waiting for it; *relayed*: *send* went through rank 0's relay
-        (:meth:`_on_every_rank`), one reply for every rank.
+        (:meth:`on_every_rank`), one reply for every rank.
 
         Once finished, the call is dropped from ipyparallel's histories (:func:`~mpiworkbench.client.history.drop`):
         a session's memory is bounded by what its user keeps, not by how many frames, runs
         and polls it made. With *keep* (a user's ``%%px``) it stays, as ipyparallel keeps it;
         ``wb.client.history.clear()`` drops those."""
+        session = self.session
         behind_restart = self._require_running()
-        world = self._turns
+        connection = session._connection
+        world = connection.turns
         if world is not None:
-            world.acquire(label, self.timeout)
+            world.acquire(label, session.timeout)
             try:  # another notebook may have restarted the world while we waited for the turn
-                restarted = self._follow_restart()  # (one stat of the world's record)
+                restarted = restarts.follow(session)  # (one stat of the world's record)
                 if restarted:
                     raise WorldRestarted(restarted)
                 if behind_restart:
@@ -110,20 +127,20 @@ class Execution:
             # one multi-engine call goes out whole before another thread's (a Play thread and
             # a cell): ipyparallel queues each engine's message on its I/O thread separately,
             # so two threads' calls could otherwise reach the engines in different orders
-            with self._connection.sending:
-                arm_engines(self)
+            with connection.sending:
+                arm_engines(connection)
                 since = time.monotonic()  # (before: on busy cores a rank can run its first sends before send() returns)
                 ar = send()
         except BaseException:
             if world is not None:
                 world.release()
             raise
-        through = self._connection.relay[1] if relayed and self._connection.relay else None
+        through = connection.relay[1] if relayed and connection.relay else None
         call = Call(ar, label, since, relayed, through)
         if world is not None:
             call.hold(world)
         if not keep:
-            histories = (self.client.history, self.view.history, *([through.history] if through is not None else []))
+            histories = (connection.client.history, connection.view.history, *([through.history] if through is not None else []))
             ar.add_done_callback(lambda _f: drop(ar, histories))
         return call
 
@@ -136,32 +153,36 @@ class Execution:
             The pending call (:class:`~mpiworkbench.client.calls.call.Call`); finish it with
             :meth:`gather` (hang-protected).
         """
-        label = f"{self.activity or 'wb.run'}: {getattr(func, '__name__', 'a function')}"
-        return self.submit(label, lambda: self._on_every_rank(relay.call, func, tuple(args), dict(kwargs)), relayed=True)
+        label = f"{self.session.activity or 'wb.run'}: {getattr(func, '__name__', 'a function')}"
+        return self.submit(label, lambda: self.on_every_rank(relay.call, func, tuple(args), dict(kwargs)), relayed=True)
 
-    def _on_every_rank(self, runner: Callable[..., tuple], *args: Any):
+    def on_every_rank(self, runner: Callable[..., tuple], *args: Any):
         """Send ``runner(*args)`` (:func:`relay.call` or :func:`relay.run_cell`) to every
         rank as one message to rank 0, which hands it to the others (:func:`relay.fan_out`); as
-        :meth:`submit`'s *send*, holding the world's turn."""
-        return relayed.apply(self._relay_view(), relay.fan_out, runner, *args)
+        :meth:`submit`'s *send*, holding the world's turn (the first call opens the relay:
+        :meth:`relay_view`)."""
+        connection = self.session._connection
+        found = connection.relay
+        through = found[1] if found is not None and found[0] is connection.view else self.relay_view()
+        return relayed.apply(through, relay.fan_out, runner, *args)
 
-    def _relay_view(self):
+    def relay_view(self):
         """The view that calls on every rank go through: rank 0's engine, which hands each call
         to the other ranks (one message out, one reply back a call, whatever the world's size:
         :mod:`~mpiworkbench.client.ranks.relay`), made anew with the view. The first use opens the
         relay on every rank (a collective: call it holding the world's turn)."""
-        connection = self._connection
+        connection, timeout = self.session._connection, self.session.timeout
         found = connection.relay
-        if found is None or found[0] is not self.view:
-            ar = self.view.apply_async(relay.open_relay)
+        if found is None or found[0] is not connection.view:
+            ar = connection.view.apply_async(relay.open_relay)
             try:
-                if not ar.wait(self.timeout):
-                    raise RuntimeError(f"the ranks did not open rank 0's relay within {self.timeout} s (wb.timeout); "
+                if not ar.wait(timeout):
+                    raise RuntimeError(f"the ranks did not open rank 0's relay within {timeout} s (wb.timeout); "
                                        f"wb.state says what the world is doing")
                 ar.get()
             finally:
-                drop(ar, (self.client.history, self.view.history))
-            found = connection.relay = (self.view, relayed.relay_view(self.client, self._engine_of(0)))
+                drop(ar, (connection.client.history, connection.view.history))
+            found = connection.relay = (connection.view, relayed.relay_view(connection.client, self.engine_of(0)))
         return found[1]
 
     def gather(self, call: Call, timeout: float | None | str = "default") -> list[Any]:
@@ -179,13 +200,13 @@ class Execution:
         RankFailure, ExecutionTimeout
             As :meth:`run`.
         """
-        limit = self.timeout if timeout == "default" else timeout
+        limit = self.session.timeout if timeout == "default" else timeout
         self.wait_explained(call, limit)
         if not call.relayed:
             return list(call.ar.get())
         # dropped here too, not only when ipyparallel's I/O thread runs the callbacks: so that
         # the histories read right the moment the call returns
-        drop(call.ar, (self.client.history, *([call.view.history] if call.view is not None else [])))
+        drop(call.ar, (self.session.client.history, *([call.view.history] if call.view is not None else [])))
         return relayed.results(call.ar)
 
     def wait_explained(self, call: Call, timeout: float | None, raise_failures: bool = True,
@@ -195,15 +216,15 @@ class Execution:
         origin = time.monotonic() if started is None else started
         while True:
             try:
-                statuses = self._wait_parts(call, timeout, started, self.failure_grace if grace is None else grace)
+                statuses = self._wait_parts(call, timeout, started, self.session.failure_grace if grace is None else grace)
                 break
             except ExecutionTimeout as exc:
                 # the time a rank spent stopped in a debugger does not count: it is not hung; a
                 # rank that failed while others still run ends the wait after the grace, as it says
-                paused, stopped_now = paused_since(self, origin)
+                paused, stopped_now = paused_since(self.session, origin)
                 within = not exc.failed and time.monotonic() - (origin + paused) < timeout if timeout else False
                 if timeout is None or not (stopped_now or within):
-                    report = explain_timeout(self, exc, call)
+                    report = explain_timeout(self.session, exc, call)
                     call.mark_blocked("\n".join([*(s.line() for s in report.statuses), *report.hang_lines,
                                                   *(f"  likely: {c}" for c in report.causes)]))
                     raise report from None
@@ -218,10 +239,11 @@ class Execution:
     def _wait_parts(self, call: Call, timeout: float | None, started: float | None, grace: float):
         """Each rank's status once *call* has finished (:func:`~mpiworkbench.client.calls.waiting.wait_ranks`);
         a call on every rank has one reply (relayed) instead of per-rank parts (:func:`relayed.wait`)."""
+        connection = self.session._connection
         if call.relayed:
-            relayed.wait(self.client, call.ar, self.ranks, timeout, grace, started, probe=self.view)
-            return relayed.statuses(call.ar, self.ranks)
-        return wait_ranks(call.ar, self.ranks, timeout, raise_failures=False, started=started, grace=grace)
+            relayed.wait(connection.client, call.ar, connection.ranks, timeout, grace, started, probe=connection.view)
+            return relayed.statuses(call.ar, connection.ranks)
+        return wait_ranks(call.ar, connection.ranks, timeout, raise_failures=False, started=started, grace=grace)
 
     def run(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Any]:
         """Run ``func(*args, **kwargs)`` on every rank and wait for it.
@@ -243,28 +265,29 @@ class Execution:
     def execute(self, code: str) -> None:
         """Execute *code* in every engine's namespace (what ``%%px`` does), hang-protected."""
         first = next((line.strip() for line in code.splitlines() if line.strip()), "")
-        self.wait_explained(self.submit(f"{self.activity or 'wb.execute'}: {first[:60]}",
-                                        lambda: self.view.execute(code, block=False)), self.timeout)
+        session = self.session
+        self.wait_explained(self.submit(f"{session.activity or 'wb.execute'}: {first[:60]}",
+                                        lambda: session.view.execute(code, block=False)), session.timeout)
 
     def interrupt(self, signal: str = "SIGINT") -> None:
         """Send *signal* to every engine (wakes Python code, not a blocked MPI call)."""
         self._require_running()
-        self.client.send_signal(signal, targets=list(self.ranks), block=True)
+        self.session.client.send_signal(signal, targets=list(self.session.ranks), block=True)
 
     def pull(self, name: str, rank: int = 0) -> Any:
         """The value of *name* in one rank's namespace (gather to that rank with MPI first)."""
-        engine = self._engine_of(rank)
-        call = self.submit(f"{self.activity or 'wb.pull'}: {name}", lambda: self.client[engine].pull(name, block=False))
-        self.wait_explained(call, self.timeout)
+        session, engine = self.session, self.engine_of(rank)
+        call = self.submit(f"{session.activity or 'wb.pull'}: {name}", lambda: session.client[engine].pull(name, block=False))
+        self.wait_explained(call, session.timeout)
         return call.ar.get()
 
     def _stage(self, value: Any) -> None:
         """Send *value* to rank 0's engine, in the world's turn (one transfer), for
         :func:`~mpiworkbench.client.ranks.arrays.spread` to hand to every rank."""
-        engine = self._engine_of(0)
-        call = self.submit(f"{self.activity or 'wb.push'}: to rank 0",
-                         lambda: self.client[engine].push({arrays.STAGING: value}, block=False))
-        self.wait_explained(call, self.timeout)
+        session, engine = self.session, self.engine_of(0)
+        call = self.submit(f"{session.activity or 'wb.push'}: to rank 0",
+                           lambda: session.client[engine].push({arrays.STAGING: value}, block=False))
+        self.wait_explained(call, session.timeout)
 
     def push(self, name: str, value: Any) -> None:
         """Bind *name* to *value* on every rank: one transfer to rank 0, then ``MPI.Bcast``
@@ -294,17 +317,16 @@ class Execution:
         may come from any client of a shared world); only their summary is sent back. The other
         ranks' state when it failed is what the :class:`RankFailure` or hang report said.
         """
-        engine = self._engine_of(rank)
-        call = self.submit(f"{self.activity or 'wb.post_mortem'}: rank {rank}",
-                         lambda: self.client[engine].apply_async(postmortem.last_failure))
-        self.wait_explained(call, self.timeout)
+        session, engine = self.session, self.engine_of(rank)
+        call = self.submit(f"{session.activity or 'wb.post_mortem'}: rank {rank}",
+                           lambda: session.client[engine].apply_async(postmortem.last_failure))
+        self.wait_explained(call, session.timeout)
         found = call.ar.get()
         return PostMortem(rank, **found) if found else PostMortem(rank)
 
-    def _engine_of(self, rank: int) -> int:
-        if self.view is None:
-            self._require_running()  # says how to start it
-        engines = {r: e for e, r in self.ranks.items()}
+    def engine_of(self, rank: int) -> int:
+        """The engine id of *rank*; names the ranks there are when it is not one of them."""
+        engines = {r: e for e, r in self._connected().ranks.items()}
         if rank not in engines:
             raise ValueError(f"rank {rank!r} is not a rank of this world (ranks 0 to {len(engines) - 1}); "
                              "name one of them")
@@ -329,7 +351,7 @@ class Execution:
         self._require_running()
         key = f"obj-{uuid.uuid4().hex[:10]}"
         holds = self.run(objects.create, key, factory, args, kwargs, nranks)
-        return RemoteObject(self, key, factory, holds)
+        return RemoteObject(self.session, key, factory, holds)
 
     # ------------------------------------------------------------------ facts
     def info(self) -> list[dict[str, Any]]:

@@ -242,7 +242,7 @@ def open_proxies(wb, ranks) -> dict[int, KernelProxy]:
     if connection.kernel_proxies is None or connection.kernel_proxies.client is not wb.client:
         close_proxies(connection)
         connection.kernel_proxies = Proxies(wb.client)
-    return {rank: connection.kernel_proxies.open(rank, wb._engine_of(rank)) for rank in ranks}
+    return {rank: connection.kernel_proxies.open(rank, wb.engine_of(rank)) for rank in ranks}
 
 
 def close_proxies(connection) -> None:

@@ -40,7 +40,7 @@ def apply(bview, func: Callable[..., Any], *args: Any):
     :func:`relay.call` or :func:`relay.run_cell` on rank 0's relay view (:func:`relay_view`),
     which hands them to the other ranks (or one of those on a coalescing broadcast view,
     ``client.broadcast_view(is_coalescing=True)``, as ``benchmarks/control_plane.py`` compares),
-    as ``Execution.submit``'s *send* with ``relayed=True``. The result is ended in the client when
+    as ``Executor.submit``'s *send* with ``relayed=True``. The result is ended in the client when
     it finishes (:func:`end`)."""
     ar = bview.apply_async(func, *args)
     client = bview.client

@@ -1,8 +1,10 @@
 """The notebook's handle on an MPI cluster: ipyparallel engines that are one MPI world.
 
 Its life cycle only — start or attach, restart, detach or stop, the rank map, the world's
-state; running code is :mod:`~mpiworkbench.client.calls.execution`, starting, finding, stopping
-and restarting clusters the cluster's room (:mod:`~mpiworkbench.client.cluster`).
+state. It holds an executor, which runs code on the ranks (:mod:`~mpiworkbench.client.calls.execution`),
+and the ranks' debugging (:mod:`~mpiworkbench.client.calls.debugging`), and hands their methods
+on (``wb.run`` is ``Executor.run``); starting, finding, stopping and restarting clusters is the
+cluster's room (:mod:`~mpiworkbench.client.cluster`).
 """
 
 from __future__ import annotations
@@ -16,15 +18,15 @@ from typing import Any, Iterator, Self
 from mpiworkbench.client.cluster import allocation, attach, engines, health, time_limit
 from mpiworkbench.client.cluster.start import check_start_options, new_cluster
 from mpiworkbench.client.calls import restarts
-from mpiworkbench.client.calls.connection import Connection, FromConnection
+from mpiworkbench.client.calls.connection import Connection, FromConnection, Handed
 from mpiworkbench.client.calls.debugging import RankDebugging, remove_connection_files
-from mpiworkbench.client.calls.execution import DEFAULT_TIMEOUT_S, REFUSE_AFTER_HANG_VARIABLE, Execution
+from mpiworkbench.client.calls.execution import DEFAULT_TIMEOUT_S, REFUSE_AFTER_HANG_VARIABLE, Executor
 from mpiworkbench.client.calls.magics import activate
 from mpiworkbench.client.cluster.watchdog import start_watchdog
 from mpiworkbench.core import implementations, machine
 
 
-class Session(Execution, RankDebugging):
+class Session:
     """An ipyparallel cluster whose engines are the ranks of one MPI world: its life cycle and
     how code runs on it. The user-facing :class:`mpiworkbench.Workbench` adds the panels.
 
@@ -95,23 +97,28 @@ class Session(Execution, RankDebugging):
         check_start_options(n, thread_level, oversubscribe)
         #: The MPI implementation of the ranks (a name of :mod:`mpiworkbench.core.implementations`).
         self.mpi = (implementations.get(mpi) if mpi else implementations.current()).name
-        self.thread_level = thread_level
-        self.n = n
-        self.timeout = timeout
-        self.profile = profile
+        self.n, self.thread_level, self.timeout, self.profile = n, thread_level, timeout, profile
         #: Which cluster to look for under *profile* ("" is ipcluster's and the sidebar's default).
         self._attach_id = cluster_id or ""
         self.cluster_id = cluster_id or f"mpiwb-{uuid.uuid4().hex[:8]}"
-        self.controller_ip = controller_ip
-        self.activate = activate
-        self.failure_grace = failure_grace
-        self.log_level = log_level
+        self.controller_ip, self.activate, self.failure_grace, self.log_level = controller_ip, activate, failure_grace, log_level
         self._magics = None
         #: The cluster and all this session knows of it, while it is connected (None otherwise).
         self._connection: Connection | None = None
         #: What this session's calls are part of, for the clients waiting for them
         #: (``wb.doing("speedup sweep")``); the called function's name otherwise.
         self.activity = ""
+        #: What runs code on the ranks (:class:`~mpiworkbench.client.calls.execution.Executor`).
+        self.calls = Executor(self)
+        #: The ranks' debugging (:class:`~mpiworkbench.client.calls.debugging.RankDebugging`).
+        self.debugging = RankDebugging(self)
+
+    # ------------------------------------------------------------------ what it holds, handed on
+    # (each name is its holder's method of that name: wb.run is wb.calls.run)
+    run, run_async, gather, submit, wait_explained = (Handed("calls", Executor) for _ in range(5))
+    execute, interrupt, pull, push, scatter, collect = (Handed("calls", Executor) for _ in range(6))
+    post_mortem, engine_of, create, info, environment = (Handed("calls", Executor) for _ in range(5))
+    connection_file, debug, stops, where = (Handed("debugging", RankDebugging) for _ in range(4))
 
     # ------------------------------------------------------------------ the connection
     cluster = FromConnection("cluster", None, "The ipyparallel ``Cluster`` (None while not connected).")
@@ -311,10 +318,8 @@ class Session(Execution, RankDebugging):
         return self
 
     def _connect_engines(self, fresh: bool = False, restarted: bool = False) -> None:
-        """The rank map and the view in rank order (:meth:`Connection.connect_engines`), bounded
-        by :attr:`timeout` on a cluster started elsewhere."""
-        limit = self.cluster.engine_timeout if self.owns_cluster or restarted else self.timeout
-        self._take_engine_set(self._connection.connect_engines(self.n, limit, fresh, restarted, self.thread_level, self.mpi))
+        """The rank map and the view in rank order (:meth:`Connection.connect_engines`), taken."""
+        self._take_engine_set(self._connection.connect_engines(self.n, self.timeout, fresh, restarted, self.thread_level, self.mpi))
 
     def _take_engine_set(self, known: dict[str, Any]) -> None:
         """Take an engine set (:meth:`Connection.take_engine_set`: the rank map and the view); an
@@ -326,11 +331,6 @@ class Session(Execution, RankDebugging):
             self.mpi = known.get("mpi") or self.mpi
         if self.activate:
             self._magics = activate(self)
-
-    def _follow_restart(self) -> str:
-        """When another client restarted the world since our last call: connect to the new
-        ranks and say what happened (``""`` when nothing did: :func:`restarts.follow`)."""
-        return restarts.follow(self)
 
     def stop(self, cluster: bool = False) -> str:
         """Stop every engine and the controller (idempotent).

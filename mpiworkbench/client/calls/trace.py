@@ -79,30 +79,30 @@ def tracing(wb, capacity: int = recorder.DEFAULT_CAPACITY, lines: bool = True) -
 
 
 # ---------------------------------------------------------------------- hang report
-def arm_engines(wb) -> dict[int, dict[str, Any]]:
-    """Arm every engine's stack dumper once per engine set; rank → ``{pid, host, interposer,
+def arm_engines(connection) -> dict[int, dict[str, Any]]:
+    """Arm every engine of a session's *connection*'s stack dumper once per engine set; rank → ``{pid, host, interposer,
     started, files}``. The ranks also remove what ranks killed before them on their hosts left
     in ``/dev/shm`` (:func:`mpiworkbench.client.cluster.leftovers.elsewhere`)."""
     # the engines' identities (ipyparallel gives every registration a new uuid): a restart re-arms
-    key = (id(wb.client), tuple(sorted(wb.ranks.items())), tuple(sorted(upstream.engine_identities(wb.client).items())))
-    connection = wb._connection
+    key = (id(connection.client), tuple(sorted(connection.ranks.items())),
+           tuple(sorted(upstream.engine_identities(connection.client).items())))
     if connection.armed_for == key:
         return connection.rank_processes
     left_behind = leftovers.elsewhere()
     # ranks on other hosts than this client's are read through what they publish; with every
     # rank here (the usual case) their trace events are read from /dev/shm instead
     here = socket.gethostname()
-    hosts = set((getattr(wb, "hosts", None) or {}).values())
-    ar = wb.view.apply_async(reports.arm_engine, left_behind, hosts != {here})
+    hosts = set((connection.hosts or {}).values())
+    ar = connection.view.apply_async(reports.arm_engine, left_behind, hosts != {here})
     processes: dict[int, dict[str, Any]] = {}
     if ar.wait(ARM_TIMEOUT_S):
-        targets = upstream.targets(ar) or list(wb.ranks)
+        targets = upstream.targets(ar) or list(connection.ranks)
         infos = dict(zip(targets, ar.get()))
         for engine, info in infos.items():
-            rank = info["rank"] if info["rank"] is not None else wb.ranks.get(engine, engine)
+            rank = info["rank"] if info["rank"] is not None else connection.ranks.get(engine, engine)
             processes[rank] = info
-        drop(ar, (wb.client.history, wb.view.history))
-        leftovers.remember_armed(wb.client, infos)
+        drop(ar, (connection.client.history, connection.view.history))
+        leftovers.remember_armed(connection.client, infos)
         leftovers.handed_over(left_behind, {info["host"] for info in infos.values()})
         connection.armed_for = key
     connection.rank_processes = processes

@@ -4,7 +4,7 @@ which answers once. ipyparallel's ``DirectView.push`` sends the value to each en
 through the controller: *n* copies leave the notebook.
 
 Used as ``wb.push(name, value)``, ``wb.scatter(name, array)`` and ``wb.collect(name)``
-(:class:`~mpiworkbench.client.calls.execution.Execution`).
+(:class:`~mpiworkbench.client.calls.execution.Executor`).
 """
 
 from __future__ import annotations
