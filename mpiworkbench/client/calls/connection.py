@@ -52,7 +52,7 @@ class Connection:
         Held while a call goes out, so that one multi-engine call leaves whole before another
         thread's (a panel's Play thread and a cell).
     armed_for : object
-        The engine set the ranks' hang reports were armed for (a restart arms them again).
+        The view of the engine set the ranks' hang reports were armed for (a new engine set, a new view, is armed again).
     rank_processes : dict
         Rank → its process as armed (pid, host, …): what hang reports and :meth:`where` read.
     rank_kernels : tuple or None

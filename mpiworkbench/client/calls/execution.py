@@ -75,10 +75,11 @@ class Executor:
         dead because another client is restarting it: the call may wait for the turn, then
         check again."""
         session, connection = self.session, self._connected()
-        restarted = restarts.follow(session)
-        if restarted:
-            raise WorldRestarted(restarted)
-        connection = session._connection  # (following a restart may have attached anew)
+        if connection.turns is not None and connection.turns.world_changed():
+            restarted = restarts.follow(session)
+            if restarted:
+                raise WorldRestarted(restarted)
+            connection = session._connection  # (following a restart may have attached anew)
         if not health.world_died(connection.cluster, connection.client, session.n):
             return False
         if self._restart_under_way(connection.turns):
@@ -114,7 +115,7 @@ class Executor:
         if world is not None:
             world.acquire(label, session.timeout)
             try:  # another notebook may have restarted the world while we waited for the turn
-                restarted = restarts.follow(session)  # (one stat of the world's record)
+                restarted = restarts.follow(session) if world.world_changed() else ""  # (one stat)
                 if restarted:
                     raise WorldRestarted(restarted)
                 if behind_restart:
@@ -128,7 +129,8 @@ class Executor:
             # a cell): ipyparallel queues each engine's message on its I/O thread separately,
             # so two threads' calls could otherwise reach the engines in different orders
             with connection.sending:
-                arm_engines(connection)
+                if connection.armed_for is not connection.view:  # once per engine set (a new one, a new view)
+                    arm_engines(connection)
                 since = time.monotonic()  # (before: on busy cores a rank can run its first sends before send() returns)
                 ar = send()
         except BaseException:
@@ -206,7 +208,7 @@ class Executor:
             return list(call.ar.get())
         # dropped here too, not only when ipyparallel's I/O thread runs the callbacks: so that
         # the histories read right the moment the call returns
-        drop(call.ar, (self.session.client.history, *([call.view.history] if call.view is not None else [])))
+        drop(call.ar, (self.session._connection.client.history, *([call.view.history] if call.view is not None else [])))
         return relayed.results(call.ar)
 
     def wait_explained(self, call: Call, timeout: float | None, raise_failures: bool = True,
@@ -216,7 +218,13 @@ class Executor:
         origin = time.monotonic() if started is None else started
         while True:
             try:
-                statuses = self._wait_parts(call, timeout, started, self.session.failure_grace if grace is None else grace)
+                # a call on every rank has one reply, rank 0's (relayed); another, one part per engine
+                connection, limit = self.session._connection, self.session.failure_grace if grace is None else grace
+                if call.relayed:
+                    relayed.wait(connection.client, call.ar, connection.ranks, timeout, limit, started, probe=connection.view)
+                    statuses = relayed.statuses(call.ar, connection.ranks)
+                else:
+                    statuses = wait_ranks(call.ar, connection.ranks, timeout, raise_failures=False, started=started, grace=limit)
                 break
             except ExecutionTimeout as exc:
                 # the time a rank spent stopped in a debugger does not count: it is not hung; a
@@ -235,15 +243,6 @@ class Executor:
         if raise_failures and any(s.state == "failed" for s in statuses):
             raise RankFailure(statuses)
         return statuses
-
-    def _wait_parts(self, call: Call, timeout: float | None, started: float | None, grace: float):
-        """Each rank's status once *call* has finished (:func:`~mpiworkbench.client.calls.waiting.wait_ranks`);
-        a call on every rank has one reply (relayed) instead of per-rank parts (:func:`relayed.wait`)."""
-        connection = self.session._connection
-        if call.relayed:
-            relayed.wait(connection.client, call.ar, connection.ranks, timeout, grace, started, probe=connection.view)
-            return relayed.statuses(call.ar, connection.ranks)
-        return wait_ranks(call.ar, connection.ranks, timeout, raise_failures=False, started=started, grace=grace)
 
     def run(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Any]:
         """Run ``func(*args, **kwargs)`` on every rank and wait for it.

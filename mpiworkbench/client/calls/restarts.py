@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from mpiworkbench.client.cluster import attach, engines, leftovers, owners, stop
+from mpiworkbench.client.cluster import attach, health, leftovers, owners, stop
 from mpiworkbench.client.calls.debugging import remove_connection_files
 from mpiworkbench.client.errors import WorldInUse
 from mpiworkbench.client.calls.turns import RESTARTING, exclusive_use
@@ -112,7 +112,7 @@ def follow(session) -> str:
             connection.cluster = attach.running_cluster(session.profile, session._attach_id) or connection.cluster
         elif session.owns_cluster:
             # our cluster object knows only the engines we started, which are gone
-            engines.drop_ended_engine_sets(session.cluster)
+            health.drop_ended_engine_sets(session.cluster)
     elif not session.owns_cluster and session.profile is not None:
         # a new controller too (a JupyterLab server restarted its cluster): attach anew
         session._connection = None

@@ -80,14 +80,11 @@ def tracing(wb, capacity: int = recorder.DEFAULT_CAPACITY, lines: bool = True) -
 
 # ---------------------------------------------------------------------- hang report
 def arm_engines(connection) -> dict[int, dict[str, Any]]:
-    """Arm every engine of a session's *connection*'s stack dumper once per engine set; rank → ``{pid, host, interposer,
-    started, files}``. The ranks also remove what ranks killed before them on their hosts left
-    in ``/dev/shm`` (:func:`mpiworkbench.client.cluster.leftovers.elsewhere`)."""
-    # the engines' identities (ipyparallel gives every registration a new uuid): a restart re-arms
-    key = (id(connection.client), tuple(sorted(connection.ranks.items())),
-           tuple(sorted(upstream.engine_identities(connection.client).items())))
-    if connection.armed_for == key:
-        return connection.rank_processes
+    """Arm the stack dumper of every engine of a session's *connection*: rank → ``{pid, host,
+    interposer, started, files}``. Called once per engine set, holding the world's turn (every
+    engine set is taken with a view of its own: ``connection.armed_for`` is the view armed). The
+    ranks also remove what ranks killed before them on their hosts left in ``/dev/shm``
+    (:func:`mpiworkbench.client.cluster.leftovers.elsewhere`)."""
     left_behind = leftovers.elsewhere()
     # ranks on other hosts than this client's are read through what they publish; with every
     # rank here (the usual case) their trace events are read from /dev/shm instead
@@ -104,7 +101,7 @@ def arm_engines(connection) -> dict[int, dict[str, Any]]:
         drop(ar, (connection.client.history, connection.view.history))
         leftovers.remember_armed(connection.client, infos)
         leftovers.handed_over(left_behind, {info["host"] for info in infos.values()})
-        connection.armed_for = key
+        connection.armed_for = connection.view
     connection.rank_processes = processes
     return processes
 

@@ -348,6 +348,11 @@ class Turns:
         self._generation_seen = self._world_stamp()
         return record
 
+    def world_changed(self) -> bool:
+        """Whether someone recorded a new engine set since we last looked (one ``stat``; what
+        :meth:`changed_since_seen` then reads)."""
+        return self._world_stamp() != self._generation_seen
+
     def changed_since_seen(self) -> dict[str, Any] | None:
         """The engine set, when someone else recorded a new one since we last looked (cheap:
         one ``stat``); ``None`` otherwise."""

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from mpiworkbench.client.cluster.record import recorded_engine_set, world_directory
-from mpiworkbench.client.cluster.engines import controller_alive, engine_count, launcher_name, quiet
+from mpiworkbench.client.cluster.engines import engine_count, launcher_name, quiet
+from mpiworkbench.client.cluster.health import controller_alive
 from mpiworkbench.client.cluster.start import engine_config
 
 

@@ -1,6 +1,5 @@
-"""A cluster's engine sets as they stand: their local processes (``mpiexec``), whether they or the
-controller still run, how many ranks they started and under which launcher, and the rank map the
-ranks report."""
+"""A cluster's engine sets as they stand: how many ranks they started and under which launcher,
+and the rank map the ranks report (whether they still run: :mod:`~mpiworkbench.client.cluster.health`)."""
 
 from __future__ import annotations
 
@@ -10,21 +9,6 @@ from typing import Any
 from mpiworkbench.client.cluster import leftovers
 from mpiworkbench.client.history import drop
 from mpiworkbench.core import machine
-
-
-def alive(process: Any) -> bool:
-    """Whether a launcher's local process (a ``psutil.Process``) still runs."""
-    try:
-        return process.is_running() and process.status() != "zombie"
-    except Exception:  # noqa: BLE001 - psutil: the process is gone
-        return False
-
-
-def controller_alive(cluster) -> bool:
-    process = getattr(cluster.controller, "process", None)
-    if process is not None:
-        return alive(process)
-    return getattr(cluster.controller, "state", None) == "running"
 
 
 def rank_map(client, n: int, timeout: float | None) -> dict[int, dict[str, Any]]:
@@ -75,30 +59,6 @@ def launcher_name(cluster) -> str:
     names = {type(launcher).__name__ for launcher in (cluster.engines or {}).values()}
     short = {name.replace("EngineSetLauncher", "").lower() or "local" for name in names}
     return ", ".join(sorted(short)) or "none"
-
-
-def local_processes(cluster) -> dict[str, Any]:
-    """Engine set id → its launcher's local process (``mpiexec``); batch launchers have none."""
-    found = {key: getattr(launcher, "process", None) for key, launcher in (cluster.engines or {}).items()}
-    return {key: process for key, process in found.items() if process is not None}
-
-
-def drop_ended_engine_sets(cluster) -> None:
-    """Forget *cluster*'s local engine sets whose ``mpiexec`` has ended (another notebook
-    restarted the world: the new engines are not in this cluster object), so that they do not
-    make :func:`engines_exited` read the new world as dead."""
-    for key, process in local_processes(cluster).items():
-        if not alive(process):
-            cluster.engines.pop(key, None)
-
-
-def engines_exited(cluster) -> bool:
-    """Whether a local engine launcher (``mpiexec``) has ended: the MPI world is gone.
-
-    Batch launchers (Slurm) have no local process; for them this is ``False`` and the
-    session relies on the engines' registrations instead.
-    """
-    return any(not alive(process) for process in local_processes(cluster).values())
 
 
 class _Quiet(logging.Filter):

@@ -8,12 +8,52 @@ from __future__ import annotations
 import contextlib
 import time
 from pathlib import Path
+from typing import Any
 
-from mpiworkbench.client.cluster import engines, start
+from mpiworkbench.client.cluster import start
 
 
 def _launchers(cluster) -> list:
     return [*(cluster.engines or {}).values(), *([cluster.controller] if cluster.controller is not None else [])]
+
+
+def alive(process: Any) -> bool:
+    """Whether a launcher's local process (a ``psutil.Process``) still runs."""
+    try:
+        return process.is_running() and process.status() != "zombie"
+    except Exception:  # noqa: BLE001 - psutil: the process is gone
+        return False
+
+
+def controller_alive(cluster) -> bool:
+    process = getattr(cluster.controller, "process", None)
+    if process is not None:
+        return alive(process)
+    return getattr(cluster.controller, "state", None) == "running"
+
+
+def local_processes(cluster) -> dict[str, Any]:
+    """Engine set id → its launcher's local process (``mpiexec``); batch launchers have none."""
+    found = {key: getattr(launcher, "process", None) for key, launcher in (cluster.engines or {}).items()}
+    return {key: process for key, process in found.items() if process is not None}
+
+
+def drop_ended_engine_sets(cluster) -> None:
+    """Forget *cluster*'s local engine sets whose ``mpiexec`` has ended (another notebook
+    restarted the world: the new engines are not in this cluster object), so that they do not
+    make :func:`engines_exited` read the new world as dead."""
+    for key, process in local_processes(cluster).items():
+        if not alive(process):
+            cluster.engines.pop(key, None)
+
+
+def engines_exited(cluster) -> bool:
+    """Whether a local engine launcher (``mpiexec``) has ended: the MPI world is gone.
+
+    Batch launchers (Slurm) have no local process; for them this is ``False`` and the
+    session relies on the engines' registrations instead.
+    """
+    return any(not alive(process) for process in local_processes(cluster).values())
 
 
 def world_log(cluster) -> str:
@@ -59,14 +99,14 @@ def how_it_ended(cluster, client, ranks: dict[int, int], hosts: dict[int, str] |
     it finds ended, often one it killed itself while cleaning up.)"""
     if cluster is None:
         return ""
-    if not engines.controller_alive(cluster):
+    if not controller_alive(cluster):
         data = getattr(cluster.controller, "stop_data", None)
         return f"the controller has gone{f' ({data})' if data else ''}: every rank lost it"
     # a local mpiexec ends its job a moment after a rank died: its words name the cause
     deadline = time.monotonic() + MPIEXEC_SETTLE_S
-    while engines.local_processes(cluster) and not engines.engines_exited(cluster) and time.monotonic() < deadline:
+    while local_processes(cluster) and not engines_exited(cluster) and time.monotonic() < deadline:
         time.sleep(0.05)
-    if engines.engines_exited(cluster):
+    if engines_exited(cluster):
         said = world_log(cluster).upper()
         cause = next((why for marks, why in _CAUSES if any(mark in said for mark in marks)), None)
         codes = [getattr(launcher, "stop_data", None) or {} for launcher in (cluster.engines or {}).values()]
@@ -90,7 +130,7 @@ def how_it_ended(cluster, client, ranks: dict[int, int], hosts: dict[int, str] |
 def world_died(cluster, client, n: int) -> bool:
     """Whether the MPI world of a started *cluster* has died: its ``mpiexec`` ended, fewer than
     *n* engines are registered, or *client* lost the controller."""
-    if engines.engines_exited(cluster):
+    if engines_exited(cluster):
         return True
     try:
         return len(client.ids) < n
@@ -111,7 +151,7 @@ def launcher_report(cluster, lines: int = REPORT_LINES) -> str:
         process = getattr(launcher, "process", None)
         if process is None:
             state = "no local process (a batch job)"
-        elif engines.alive(process):
+        elif alive(process):
             state = f"mpiexec (pid {process.pid}) running"
         else:
             code = getattr(launcher, "stop_data", None) or {}
