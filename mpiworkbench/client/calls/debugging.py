@@ -65,9 +65,10 @@ def connection_files(wb, ranks: Iterable[int] | None = None, relay: bool | None 
     connection = wb._connection
     known = connection.rank_kernels
     if relay is None and known:  # as the session's ranks were opened (%%px --debug after relay=True)
-        relay = known[0][2]
+        relay = known[0][1]
     through = relayed(wb, relay)
-    key = (id(wb.client), tuple(sorted(wb.ranks.items())), through)
+    # per engine set (each is taken with a view of its own: a restart reuses the engine ids)
+    key = (connection.view, through)
     if not known or known[0] != key:
         remove_connection_files(connection)  # of a world restarted meanwhile
         known = connection.rank_kernels = (key, wb.run(open_kernel, not through), {})
@@ -117,7 +118,13 @@ class Debugging:
         self.ranks: dict[int, RankDebugger] = {}
         try:
             for rank in sorted(files):
-                self.ranks[rank] = RankDebugger(rank, files[rank], timeout).start()
+                debugger = RankDebugger(rank, files[rank], timeout)
+                try:
+                    debugger.start()
+                except BaseException:  # an interrupt included: what it began is ended
+                    debugger.abandon()
+                    raise
+                self.ranks[rank] = debugger
         except BaseException:
             self.close()
             raise
@@ -208,6 +215,8 @@ class Debugging:
         """Clear every breakpoint, continue every rank and detach: the world runs on. Every
         rank is released before any answer is awaited (see :meth:`continue_`)."""
         errors = []
+        if self.running is not None and self.session is not None:  # (left by an exception: judged by the next call)
+            self.session.calls.left_running(self.running)
         debuggers, self.ranks = list(self.ranks.values()), {}
         released = []
         for d in debuggers:

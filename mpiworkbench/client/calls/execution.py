@@ -19,6 +19,7 @@ from mpiworkbench.client.history import drop
 from mpiworkbench.client.calls.call import Call
 from mpiworkbench.client.calls.debugging import paused_since
 from mpiworkbench.client.calls.postmortem import PostMortem
+from mpiworkbench.client.calls.left import Left
 from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, WorldDied, WorldRestarted
 from mpiworkbench.client.calls.remote import RemoteObject
 from mpiworkbench.client.calls.trace import arm_engines, explain_timeout
@@ -62,6 +63,8 @@ class Executor:
 
     def __init__(self, session) -> None:
         self.session = session
+        #: The call of ours whose wait was given up while it still ran on the ranks, if any.
+        self.left = Left()
 
     def _connected(self):
         """The session's connection, with its engines; says how to start it otherwise."""
@@ -110,6 +113,7 @@ class Executor:
         ``wb.client.history.clear()`` drops those."""
         session = self.session
         behind_restart = self._require_running()
+        self.left.judge(self)
         connection = session._connection
         world = connection.turns
         if world is not None:
@@ -218,14 +222,11 @@ class Executor:
         origin = time.monotonic() if started is None else started
         while True:
             try:
-                # a call on every rank has one reply, rank 0's (relayed); another, one part per engine
-                connection, limit = self.session._connection, self.session.failure_grace if grace is None else grace
-                if call.relayed:
-                    relayed.wait(connection.client, call.ar, connection.ranks, timeout, limit, started, probe=connection.view)
-                    statuses = relayed.statuses(call.ar, connection.ranks)
-                else:
-                    statuses = wait_ranks(call.ar, connection.ranks, timeout, raise_failures=False, started=started, grace=limit)
+                statuses = self.wait_call(call, timeout, started, self.session.failure_grace if grace is None else grace)
                 break
+            except KeyboardInterrupt:
+                self.left_running(call)
+                raise
             except ExecutionTimeout as exc:
                 # the time a rank spent stopped in a debugger does not count: it is not hung; a
                 # rank that failed while others still run ends the wait after the grace, as it says
@@ -243,6 +244,21 @@ class Executor:
         if raise_failures and any(s.state == "failed" for s in statuses):
             raise RankFailure(statuses)
         return statuses
+
+    def wait_call(self, call: Call, timeout: float | None, started: float | None, grace: float):
+        """Each rank's status once *call* has finished; :class:`ExecutionTimeout` when it has not
+        within *timeout*. A call on every rank has one reply, rank 0's (:func:`relayed.wait`);
+        another, one part per engine (:func:`~mpiworkbench.client.calls.waiting.wait_ranks`)."""
+        connection = self.session._connection
+        if call.relayed:
+            relayed.wait(connection.client, call.ar, connection.ranks, timeout, grace, started, probe=connection.view)
+            return relayed.statuses(call.ar, connection.ranks)
+        return wait_ranks(call.ar, connection.ranks, timeout, raise_failures=False, started=started, grace=grace)
+
+    def left_running(self, call: Call) -> None:
+        """The caller gives up waiting for *call* (an interrupt, a debugging session left): when
+        it still runs on the ranks, the next call first looks at what it left (:class:`~.left.Left`)."""
+        self.left.leave(call, self.session.view)
 
     def run(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Any]:
         """Run ``func(*args, **kwargs)`` on every rank and wait for it.

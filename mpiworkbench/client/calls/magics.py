@@ -40,6 +40,9 @@ STREAM_UP_TO = 8
 #: replies, and may arrive after them (under load, seconds after); each engine's idle status on
 #: IOPub says its output is complete, and ends the wait at once.
 OUTPUT_WAIT_S = 30.0
+#: Seconds an interrupted ``%%px --debug`` cell, its ranks continued, may take to end by itself
+#: before the engines are sent the interrupt signal.
+DEBUG_END_S = 3.0
 
 
 class WorkbenchMagics(ParallelMagics):
@@ -50,6 +53,8 @@ class WorkbenchMagics(ParallelMagics):
     #: The path of the cell being run: None (by the world's size), ``True`` (``--broadcast``) or
     #: ``False`` (``--direct``).
     _broadcast = None
+    #: The debugging session of the ``%%px --debug`` cell being run (None otherwise).
+    _debugging = None
 
     def cell_px(self, line="", cell=None):
         """ipyparallel's ``%%px``, plus ``--debug [RANKS] [--break LINES]``: stop the ranks at
@@ -59,8 +64,11 @@ class WorkbenchMagics(ParallelMagics):
         :data:`STREAM_UP_TO` ranks), or engine by engine (ipyparallel's way)."""
         line, debug = debug_options(line)  # %%px --debug [RANKS] [--break LINES]
         if debug is not None:
-            with debugging_cell(self.workbench, cell, *debug):
-                return self.cell_px(line, cell)
+            with debugging_cell(self.workbench, cell, *debug) as self._debugging:
+                try:
+                    return self.cell_px(line, cell)
+                finally:
+                    self._debugging = None
         words = line.split()
         self._broadcast = True if "--broadcast" in words else False if "--direct" in words else None
         try:
@@ -116,7 +124,7 @@ class WorkbenchMagics(ParallelMagics):
             return result
         try:
             with upstream.stream_output(result) if stream_output else nullcontext():
-                statuses = wb.wait_explained(call, wb.timeout, raise_failures=False)
+                statuses = self._wait(call)
                 if stream_output and result.ready():
                     # streamed only while this block runs: the output that trails the replies too
                     result.wait_for_output(OUTPUT_WAIT_S)
@@ -130,10 +138,7 @@ class WorkbenchMagics(ParallelMagics):
                 elif any(s.state == "failed" for s in statuses):
                     raise RankFailure(statuses)  # each error type once, with its ranks
         except KeyboardInterrupt:
-            if signal_on_interrupt is None:
-                raise
-            print(f"Received Keyboard Interrupt. Sending signal {signal_on_interrupt} to engines...", file=sys.stderr)
-            self.view.client.send_signal(signal_on_interrupt, targets=targets, block=True)
+            self._signal(signal_on_interrupt, targets)
         finally:
             if not stream_output:
                 # after a timeout only some ranks have output to show: show theirs
@@ -149,14 +154,11 @@ class WorkbenchMagics(ParallelMagics):
         if save_name:
             self.shell.user_ns[save_name] = ar
         try:
-            statuses = wb.wait_explained(call, wb.timeout, raise_failures=False)
+            statuses = self._wait(call)
             if any(s.state == "failed" for s in statuses):
                 raise RankFailure(statuses)
         except KeyboardInterrupt:
-            if signal_on_interrupt is None:
-                raise
-            print(f"Received Keyboard Interrupt. Sending signal {signal_on_interrupt} to engines...", file=sys.stderr)
-            self.view.client.send_signal(signal_on_interrupt, targets=self.view.targets, block=True)
+            self._signal(signal_on_interrupt, self.view.targets)
         finally:
             if ar.ready():
                 wb.last_output = GroupedOutput(relayed.outputs(ar, wb.ranks))
@@ -164,6 +166,36 @@ class WorkbenchMagics(ParallelMagics):
                 if text:
                     print(text)
         return None
+
+    def _wait(self, call):
+        """Wait for the cell's *call* (hang-protected). Interrupted in a ``%%px --debug`` cell,
+        every rank is first continued (its breakpoints cleared): a cell stopped at a breakpoint,
+        its peers waiting for it in a collective, then ends by itself within :data:`DEBUG_END_S`
+        (its output shown as it comes), and the world is left whole. Otherwise the interrupt goes
+        on to :meth:`_signal`; a call still running after it is judged by the next call
+        (:mod:`~mpiworkbench.client.calls.left`)."""
+        wb = self.workbench
+        try:
+            return wb.wait_explained(call, wb.timeout, raise_failures=False)
+        except KeyboardInterrupt:
+            if self._debugging is None:
+                raise
+            try:
+                self._debugging.close()
+            except Exception as exc:  # noqa: BLE001 - the signal is the way out then
+                print(f"interrupted: continuing the ranks failed ({exc})", file=sys.stderr)
+            if not call.wait(DEBUG_END_S):
+                raise
+            print("interrupted: every rank was continued, and the cell ran to its end", file=sys.stderr)
+            return wb.wait_explained(call, wb.timeout, raise_failures=False)
+
+    def _signal(self, signal_on_interrupt, targets) -> None:
+        """ipyparallel's way with an interrupted cell: *signal_on_interrupt* to its engines
+        (re-raised without one)."""
+        if signal_on_interrupt is None:
+            raise KeyboardInterrupt
+        print(f"Received Keyboard Interrupt. Sending signal {signal_on_interrupt} to engines...", file=sys.stderr)
+        self.view.client.send_signal(signal_on_interrupt, targets=targets, block=True)
 
     def _engines(self, targets) -> list:
         return upstream.engine_ids(self.view.client, targets)

@@ -29,11 +29,15 @@ class RankDebugger:
     on the kernel's control channel (DAP requests), ``debug_event`` messages on its IOPub."""
 
     def __init__(self, rank: int, connection_file: str | os.PathLike, timeout: float = REQUEST_TIMEOUT_S):
+        import zmq
         from jupyter_client import BlockingKernelClient
 
         self.rank = rank
         self.timeout = timeout
-        self.client = BlockingKernelClient(connection_file=str(connection_file))
+        # the process's one context, not a context of its own (jupyter_client's default): a
+        # client dropped half-made (an interrupt during a start) left its context to the garbage
+        # collector, whose term() then waited for ever, in whatever the kernel ran next
+        self.client = BlockingKernelClient(connection_file=str(connection_file), context=zmq.Context.instance())
         self.client.load_connection_file()
         self.client.start_channels(shell=False, iopub=True, stdin=False, hb=False, control=True)
         self._seq = 0
@@ -231,6 +235,19 @@ class RankDebugger:
         unless another client started it (:meth:`start`)."""
         if not self.joined:
             self.request("disconnect", restart=False, terminateDebuggee=False)
+
+    def abandon(self, wait_s: float = 5.0) -> None:
+        """After a :meth:`start` that failed or was interrupted: end the session it may have begun
+        (``disconnect``, awaited *wait_s* seconds at most: the next client must find the rank's
+        debugger unstarted, not initialized with no one attached) and close the channels."""
+        try:
+            if not self.joined:
+                self.timeout = wait_s
+                self.request("disconnect", restart=False, terminateDebuggee=False)
+        except Exception:  # noqa: BLE001 - best effort: the channels close whatever happened
+            pass
+        finally:
+            self.client.stop_channels()
 
     def close(self) -> None:
         """Drop every breakpoint, continue and detach: the rank runs on (``disconnect``)."""

@@ -252,6 +252,15 @@ def debuggable(kernel_class: type) -> type:
             if debugger is not None:
                 debugger.event_callback = recording_stops(debugger.event_callback)
 
+        async def do_debug_request(self, msg: dict) -> dict:
+            # debugpy sends no "continued" event for a client's own continue (the protocol does
+            # not ask it to), nor when it lets the rank go at a disconnect: noted here, before the
+            # request runs on, so that a stop after it is noted after it (the stop record said
+            # "stopped" for good once a %%px --debug cell had continued its ranks and detached)
+            if msg.get("command") in ("continue", "disconnect"):
+                recording_stops(lambda _event: None)({"event": "continued"})
+            return await super().do_debug_request(msg)
+
     DebuggableKernel.__name__ = DebuggableKernel.__qualname__ = kernel_class.__name__
     return DebuggableKernel
 

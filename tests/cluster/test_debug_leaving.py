@@ -1,0 +1,173 @@
+"""Leaving a debugging session never wedges the world (issue: "the ranks in JupyterLab itself",
+item 3), at 2 and 3 ranks, in a real kernel (the Jupyter protocol, as a notebook runs it).
+
+Each way out is followed by a call with a 15 s timeout (``wb.timeout = 15``): it must answer, or
+fail at once naming the half-done collective. Before, a ``%%px --debug 1 --break 4`` cell
+interrupted while rank 1 was stopped (the other ranks waiting for it in ``allreduce``) ended at
+once, but the next ``wb.run`` waited its whole timeout and failed with "still running" and no MPI
+call named.
+
+* interrupted at any moment from the cell's start (the debuggers starting, the breakpoints being
+  set, the rank on its way to the breakpoint): the cell ends, the next call answers (an
+  interrupt during the debuggers' start left the kernel frozen in a garbage-collected ZeroMQ
+  context's term());
+* interrupted at the breakpoint, the other ranks in the collective: every rank is continued
+  first, the cell runs to its end, the next call answers;
+* interrupted at the breakpoint, the stopped rank then busy for minutes before the collective:
+  continued, then (the cell not ending) the ranks are sent SIGINT; the rank busy in Python leaves,
+  the others stay inside ``MPI_Barrier``: the next call is refused at once, naming it, and
+  ``wb.restart()`` gives a world that answers;
+* ``wb.debug()`` left by an exception while a rank is stopped: continued, the next call answers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from mpiworkbench.trace import hang, stops
+
+pytestmark = pytest.mark.timeout(900)
+
+LIMIT_S = 120  # generous: each wait below ends on its condition
+#: Moments (seconds after the kernel took up a %%px --debug cell) an interrupt comes at.
+MOMENTS_S = (0.0, 0.1, 0.2, 0.4, 1.0)
+
+# line 4 is where rank 1 stops; then the collective the other ranks wait in meanwhile
+CELL = """from mpi4py import MPI
+comm = MPI.COMM_WORLD
+y = comm.rank + 1
+z = y * 2
+total = comm.allreduce(y)
+print(f"total {total}")"""
+# rank 1, continued, is then busy in Python for minutes; the others wait in a barrier, an MPI call
+# no signal takes a rank out of (mpi4py's pickled allreduce is: it waits in Python between tests)
+BUSY_CELL = """from mpi4py import MPI
+comm = MPI.COMM_WORLD
+y = comm.rank + 1
+z = y * 2
+if comm.rank == 1:
+    import time; time.sleep(600)
+comm.Barrier()"""
+
+
+class Kernel:
+    """A kernel of jupyter_client's, run cell by cell."""
+
+    def __init__(self, cwd):
+        from jupyter_client.manager import start_new_kernel
+
+        env = {k: v for k, v in os.environ.items() if k != "IPP_NONINTERACTIVE"}
+        self.km, self.kc = start_new_kernel(kernel_name="python3", env=env, cwd=str(cwd))
+
+    def send(self, code: str) -> str:
+        return self.kc.execute(code)
+
+    def outputs(self, msg_id: str) -> list[str]:
+        """Every output (text) and error of the cell *msg_id*, once it has ended."""
+        found = []
+        while True:
+            msg = self.kc.get_iopub_msg(timeout=LIMIT_S)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "stream":
+                found.append(msg["content"]["text"])
+            elif msg["msg_type"] in ("display_data", "update_display_data"):  # %%px streams the ranks' lines so
+                found.append(msg["content"]["data"].get("text/plain", "") + "\n")
+            elif msg["msg_type"] == "error":
+                found.append(f"{msg['content']['ename']}: {msg['content']['evalue']}")
+            elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                return found
+
+    def wait_started(self, msg_id: str) -> None:
+        """Until the kernel takes up the cell *msg_id* (an interrupt before is not the cell's)."""
+        while True:
+            msg = self.kc.get_iopub_msg(timeout=LIMIT_S)
+            if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "execute_input":
+                return
+
+    def run(self, code: str) -> str:
+        return "".join(self.outputs(self.send(code)))
+
+    def close(self):
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=False)
+
+
+def _until(condition, what: str):
+    deadline = time.monotonic() + LIMIT_S
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {LIMIT_S} s: {what}"
+        time.sleep(0.05)
+
+
+def _pids(kernel) -> dict[int, int]:
+    text = kernel.run("import json, os\nprint('PIDS', json.dumps(wb.run(os.getpid)))")
+    return dict(enumerate(json.loads(text.split("PIDS", 1)[1].strip().splitlines()[0])))
+
+
+def _answers(kernel, n: int) -> str:
+    """The next call, with a 15 s timeout: what it printed."""
+    return kernel.run("wb.timeout = 15\ntry:\n    print('ANSWER', wb.run(lambda: 1))\n"
+                      "except Exception as exc:\n    print('REFUSED', type(exc).__name__, exc)\nwb.timeout = 120")
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_leaving_a_debugging_session_however_it_ends_leaves_a_world_that_answers(tmp_path, n):
+    kernel = Kernel(tmp_path)
+    try:
+        assert "started a cluster" in kernel.run(f"from mpiworkbench import Workbench\nwb = Workbench(n={n}, oversubscribe=True).start()\n"
+                                                 "print(wb.origin)")
+        pids = _pids(kernel)
+
+        # 0. interrupted at any moment of the cell: while the debuggers start, while the breakpoints
+        # are set, before the rank reaches its breakpoint, at it (each moment counted from the
+        # kernel's taking up the cell; which step each one falls in varies from run to run)
+        for delay in MOMENTS_S:
+            running = kernel.send("%%px --debug 1 --break 4\n" + CELL)
+            kernel.wait_started(running)
+            time.sleep(delay)  # the scenario's moment, not a wait for a condition
+            kernel.km.interrupt_kernel()
+            said = "".join(kernel.outputs(running))
+            assert f"ANSWER {[1] * n}" in _answers(kernel, n), (delay, said)
+
+        # 1. interrupted at the breakpoint, the others inside the collective: continued, the cell ends
+        running = kernel.send("%%px --debug 1 --break 4\n" + CELL)
+        _until(lambda: stops.is_stopped(stops.read(pids[1])), "rank 1 stopped at line 4")
+        _until(lambda: all((hang.read_slot(pids[r]) or hang.InFlight(0, 0, 0, 0, None, 0, 0, 0, 0.0)).call
+                           for r in pids if r != 1), "the other ranks inside allreduce")
+        kernel.km.interrupt_kernel()
+        said = "".join(kernel.outputs(running))
+        assert "every rank was continued" in said, said
+        assert f"total {sum(range(1, n + 1))}" in said, said
+        assert f"ANSWER {[1] * n}" in _answers(kernel, n)
+
+        # 2. interrupted at the breakpoint, rank 1 then busy before the collective: the signal
+        # takes it out, the others stay inside MPI_Allreduce: the next call is refused at once
+        running = kernel.send("%%px --debug 1 --break 4\n" + BUSY_CELL)
+        _until(lambda: stops.is_stopped(stops.read(pids[1])), "rank 1 stopped at line 4 again")
+        kernel.km.interrupt_kernel()
+        said = "".join(kernel.outputs(running))
+        assert "Sending signal" in said, said
+        refused = _answers(kernel, n)  # (a wait of its 15 s timeout would be an ExecutionTimeout)
+        assert "REFUSED WorldBlocked" in refused and "MPI_Barrier" in refused, refused
+        assert "wb.restart()" in refused, refused
+        assert "REFUSED WorldBlocked" in _answers(kernel, n)  # (and stays so, until a restart)
+        kernel.run("wb.restart()")
+        assert f"ANSWER {[1] * n}" in _answers(kernel, n)
+
+        # 3. wb.debug() left by an exception while rank 1 is stopped: continued, the next call answers
+        pids = _pids(kernel)
+        code = CELL
+        said = kernel.run(f"code = {code!r}\ntry:\n    with wb.debug([1]) as dbg:\n"
+                          "        dbg.break_in_cell(code, 4)\n        dbg.execute(code)\n"
+                          "        dbg.wait_stopped([1], timeout=60)\n        raise RuntimeError('left by an exception')\n"
+                          "except RuntimeError as exc:\n    print('LEFT', exc)")
+        assert "LEFT left by an exception" in said, said
+        assert f"ANSWER {[1] * n}" in _answers(kernel, n)
+        assert "stopped" in kernel.run("print(wb.stop())")
+    finally:
+        kernel.close()
