@@ -113,7 +113,8 @@ class Executor:
         ``wb.client.history.clear()`` drops those."""
         session = self.session
         behind_restart = self._require_running()
-        self.left.judge(self)
+        if self.left.call is not None:  # a call of ours whose wait was interrupted: judged first
+            self.left.judge(self)
         connection = session._connection
         world = connection.turns
         if world is not None:
