@@ -63,6 +63,7 @@ class CGPanel(LivePanel):
         """Stop, reset the solve to its first iterate on the engines, and redraw (**Reset**)."""
         self.stop()
         self.handle.reset()
+        self.restart_pacing()
         self._new_figures()
         self.refresh()
 

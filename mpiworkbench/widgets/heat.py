@@ -51,6 +51,7 @@ class HeatPanel(SteppingPanel):
         self.play.value = False
         self.wait()
         self.handle.reset()
+        self.restart_pacing()
         self.refresh()
 
     def _set_busy(self, busy: bool) -> None:

@@ -194,6 +194,12 @@ class LivePanel:
                 self._draw_timings()
         return done
 
+    def restart_pacing(self) -> None:
+        """A new solve (Reset) starts with frames of one step again, growing to the frame rate
+        from there (at most doubling each frame): its first iterations are seen one by one, and
+        a Stop clicked just after Run lands while the frames are still short."""
+        self.steps_per_frame = 1
+
     def _picture(self, image, png: bytes, frame: bool = True) -> None:
         """Show *png* in the main picture's *image* widget; a *frame*'s new picture is counted."""
         if frame and png != image.value:
