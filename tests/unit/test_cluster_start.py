@@ -263,10 +263,13 @@ class _Engine:
 
 
 def _free_url() -> str:
-    """A loopback endpoint nothing listens on (yet)."""
-    probe = zmq.Context.instance().socket(zmq.ROUTER)
-    port = probe.bind_to_random_port("tcp://127.0.0.1")
-    probe.close(linger=0)
+    """A loopback endpoint nothing listens on (yet). Found with a plain socket, closed at once:
+    a ZeroMQ socket's close is finished later by its context's I/O thread, and a port found
+    with one (as it was) could still accept the engine's connection and answer its handshake
+    (the unit tier's intermittent failures of the two tests below)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
     return f"tcp://127.0.0.1:{port}"
 
 
@@ -306,10 +309,7 @@ def test_an_engine_whose_queue_never_comes_starts_its_heart_at_the_limit(caplog)
     engine_class = type("Engine", (_Engine,), {})
     engine_start.connected_before_registered(engine_class, limit_s=0.3)
     # a port held, bound but not listening, for the whole test: every connect to it is refused
-    # (a port merely free, as _free_url gives, may be bound meanwhile by a socket of another test,
-    # or reached by a TCP self-connect from the ephemeral range), and a logger of its own. The
-    # unit tier failed here about one run in four (2026-11-28: nothing logged) without the cause
-    # pinned down; these two rule out the port and the logger.
+    # (a port merely free may be bound meanwhile by another test's socket), and a logger of its own
     held = socket.socket()
     try:
         held.bind(("127.0.0.1", 0))
