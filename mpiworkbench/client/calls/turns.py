@@ -356,10 +356,9 @@ class Turns:
     def changed_since_seen(self) -> dict[str, Any] | None:
         """The engine set, when someone else recorded a new one since we last looked (cheap:
         one ``stat``); ``None`` otherwise."""
-        stamp = self._world_stamp()
-        if stamp == self._generation_seen:
+        if not self.world_changed():
             return None
-        self._generation_seen = stamp
+        self._generation_seen = self._world_stamp()
         return self.engine_set()
 
     def remove(self) -> None:

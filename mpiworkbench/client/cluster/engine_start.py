@@ -258,7 +258,7 @@ def debuggable(kernel_class: type) -> type:
             # request runs on, so that a stop after it is noted after it (the stop record said
             # "stopped" for good once a %%px --debug cell had continued its ranks and detached)
             if msg.get("command") in ("continue", "disconnect"):
-                recording_stops(lambda _event: None)({"event": "continued"})
+                _note_stop({"event": "continued"})
             return await super().do_debug_request(msg)
 
     DebuggableKernel.__name__ = DebuggableKernel.__qualname__ = kernel_class.__name__
@@ -270,15 +270,21 @@ def recording_stops(publish: Callable[[dict], None]) -> Callable[[dict], None]:
     client can read it (:func:`mpiworkbench.trace.stops.record`: a stopped rank is not hung)."""
 
     def event_callback(event: dict) -> None:
-        try:
-            from mpiworkbench.trace import stops  # only once a debugger is attached
-
-            stops.record(event)
-        except Exception:  # noqa: BLE001 - the record must never break the debugger itself
-            pass
+        _note_stop(event)
         publish(event)
 
     return event_callback
+
+
+def _note_stop(event: dict) -> None:
+    """:func:`mpiworkbench.trace.stops.record`, never raising: the record must never break the
+    debugger itself."""
+    try:
+        from mpiworkbench.trace import stops  # only once a debugger is attached
+
+        stops.record(event)
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def main() -> None:
