@@ -18,7 +18,7 @@ client CPU (larger / smallest) is the median of the rounds' ratios, so that the 
 which changes from minute to minute on a shared machine, falls on both sides of each ratio alike:
 
 * ``wb.run`` of a no-op function (old: ``view.apply_async`` on the DirectView through the same
-  world turn and waits; coalescing: :func:`mpiworkbench.client.calls.relayed.apply` on the
+  world turn and waits; coalescing: ``coalescing.apply_async`` on the
   controller's coalescing broadcast view, the same way; new: ``wb.run``, the relay; and the
   floor, a call of the same function on rank 0's engine alone, the same way: what a call costs
   the notebook when nothing in it is per rank);
@@ -106,7 +106,6 @@ def measure(controller: list[int], counter, call, calls: int, idle_ms_per_s: flo
 
 def paths(wb, shell):
     """Path name → one call of it on *wb*'s world (``%%px`` through *shell*, on *wb*'s magics)."""
-    from mpiworkbench.client.calls import relayed
     from mpiworkbench.client.ranks import relay
 
     def run_old():  # what wb.run did before: the DirectView, through the same world turn and waits
@@ -125,10 +124,9 @@ def paths(wb, shell):
     coalescing = wb.client.broadcast_view(targets=list(wb.view.targets), is_coalescing=True)
 
     def run_coalescing():  # the controller's broadcast with coalescing replies (wb.run's path before the relay)
-        call = wb.submit("bench: coalescing run", lambda: relayed.apply(coalescing, relay.call, noop, (), {}),
+        call = wb.submit("bench: coalescing run", lambda _relay: coalescing.apply_async(relay.call, noop, (), {}),
                          relayed=True)  # (one reply for every rank, as a relayed call's)
-        wb.wait_explained(call, wb.timeout)
-        return relayed.results(call.ar)
+        return wb.gather(call)
 
     one = wb.client[wb.engine_of(0)]
 

@@ -65,17 +65,50 @@ HOOKS = (
          "shows a custom exception handler's traceback text in the cell's output"),
 )
 
+#: The upstream objects the runtime replaces or mends in place where they are defined (each used
+#: by the function of ``mpiworkbench.client`` named): none is a private name, but each is an
+#: inner working of ipyparallel or ipykernel that a release may move, so :func:`moved` checks
+#: them too. The engines' and the controller's processes run these before ipyparallel starts.
+PATCHED = (
+    Hook("ipyparallel.engine.app", "Kernel", "cluster.engine_start.main",
+         "the engine's kernel class, replaced by a subclass that can be debugged (debuggable)"),
+    Hook("ipyparallel.engine.app", "start_nanny", "cluster.engine_start.main",
+         "the engine's nanny, replaced by one forked before the engine's imports (handing_over)"),
+    Hook("ipyparallel.engine.app:IPEngine", "complete_registration", "cluster.engine_start.connected_before_registered",
+         "wrapped to watch the engine's connections to the queues complete their handshakes"),
+    Hook("ipyparallel.engine.app:IPEngine", "start_heartbeat", "cluster.engine_start.connected_before_registered",
+         "wrapped to start the heart only once those connections are made (clients send at the first beat)"),
+    Hook("ipyparallel.controller.broadcast_scheduler:BroadcastScheduler", "accumulated_replies", "cluster.controller.mend",
+         "a class-level dict shared by the threaded controller's schedulers: each given its own"),
+    Hook("ipyparallel.controller.broadcast_scheduler:BroadcastScheduler", "accumulated_targets", "cluster.controller.mend",
+         "as accumulated_replies"),
+    Hook("ipykernel.ipkernel:IPythonKernel", "debugpy_stream", "cluster.engine_start.debuggable",
+         "the socket to debugpy that ipyparallel's engines never give their kernel (a constructor argument)"),
+    Hook("ipykernel.kernelbase:Kernel", "debug_shell_socket", "cluster.engine_start.debuggable",
+         "the socket through which the debugger asks the shell to start debugpy (a constructor argument)"),
+    Hook("ipykernel.kernelbase:Kernel", "control_thread", "cluster.engine_start.debuggable",
+         "the control thread whose loop the debugpy socket runs on (read from the constructor's arguments)"),
+    Hook("ipykernel.kernelbase:Kernel", "do_debug_request", "cluster.engine_start.debuggable",
+         "overridden to note a client's continue and disconnect, for which debugpy sends no event"),
+    Hook("ipykernel.ipkernel:IPythonKernel", "debugger", "cluster.engine_start.debuggable",
+         "the kernel's debugger, whose event callback is wrapped to record stops (recording_stops)"),
+    Hook("ipykernel.debugger:Debugger", "event_callback", "cluster.engine_start.debuggable",
+         "wrapped to record each stop and continue where the notebook reads them"),
+)
 
-def _owner(hook: Hook) -> type:
+
+def _owner(hook: Hook) -> Any:
+    """The class (``module:Class``) or the module a hook's name belongs to."""
     module, _, name = hook.owner.partition(":")
-    return getattr(importlib.import_module(module), name)
+    found = importlib.import_module(module)
+    return getattr(found, name) if name else found
 
 
-def _has(cls: type, name: str) -> bool:
+def _has(cls: Any, name: str) -> bool:
     """Whether *cls* (or a base) defines *name* or sets it on its instances (``self.name =``)."""
     if hasattr(cls, name):
         return True
-    for base in cls.__mro__:
+    for base in getattr(cls, "__mro__", ()):
         try:
             source = inspect.getsource(base)
         except (OSError, TypeError):
@@ -85,8 +118,9 @@ def _has(cls: type, name: str) -> bool:
     return False
 
 
-def moved(hooks: tuple[Hook, ...] = HOOKS) -> list[str]:
-    """A sentence for every hook whose upstream name the installed packages no longer have."""
+def moved(hooks: tuple[Hook, ...] = HOOKS + PATCHED) -> list[str]:
+    """A sentence for every hook (and every object patched in place) whose upstream name the
+    installed packages no longer have."""
     found = []
     for hook in hooks:
         package = hook.owner.partition(".")[0].partition(":")[0]
@@ -97,7 +131,8 @@ def moved(hooks: tuple[Hook, ...] = HOOKS) -> list[str]:
             version, present = "(not importable)", False
         if not present:
             found.append(f"{package} {version}: {hook.owner.replace(':', '.')}.{hook.name} is gone; "
-                         f"mpiworkbench.client.upstream.{hook.used_by} uses it ({hook.why})")
+                         f"mpiworkbench.client.{hook.used_by if '.' in hook.used_by else 'upstream.' + hook.used_by} "
+                         f"uses it ({hook.why})")
     return found
 
 
@@ -217,7 +252,8 @@ def main() -> int:
     for line in gone:
         print(line)
     if not gone:
-        print(f"all {len(HOOKS)} private names the runtime uses are where it expects them")
+        print(f"all {len(HOOKS)} private names the runtime uses are where it expects them, and the "
+              f"{len(PATCHED)} objects it patches in place")
     return 1 if gone else 0
 
 

@@ -123,3 +123,17 @@ def test_no_object_of_upstream_gets_an_attribute_of_ours():
             if stored or stashed or set_by_name:
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)[:80]}")
     assert not found, "attributes of ours set on other objects:\n" + "\n".join(found)
+
+
+def test_every_object_patched_in_place_is_named_by_the_function_patching_it():
+    """Each entry of ``PATCHED`` names a function of the runtime whose source reaches that name
+    (so that a patch added elsewhere, or one removed, shows here), and the installed packages
+    have it (:func:`upstream.moved` checks ``PATCHED`` too)."""
+    import importlib
+    import inspect
+
+    for hook in upstream.PATCHED:
+        module, _, function = f"mpiworkbench.client.{hook.used_by}".rpartition(".")
+        source = inspect.getsource(getattr(importlib.import_module(module), function))
+        assert hook.name in source, f"{hook.used_by} does not reach {hook.owner}.{hook.name}"
+    assert not upstream.moved(upstream.PATCHED)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from mpiworkbench.client.history import drop
+
 
 class Call:
     """One call on the ranks.
@@ -32,29 +34,30 @@ class Call:
         The view a relayed call went through (its history drops the call too).
     """
 
-    def __init__(self, ar: Any, label: str, submitted: float, relayed: bool = False, view: Any = None) -> None:
+    def __init__(self, ar: Any, label: str, submitted: float, relayed: bool = False, view: Any = None,
+                 turns: Any = None, histories: tuple = ()) -> None:
         self.ar, self.label, self.submitted, self.relayed, self.view = ar, label, submitted, relayed, view
-        self._turns: Any = None
+        #: The world's turn it holds (:class:`~mpiworkbench.client.calls.turns.Turns`), if any,
+        #: and the ipyparallel histories it leaves once finished.
+        self._turns, self._histories = turns, histories
         self._once = threading.Lock()
         self._released = False
-
-    def hold(self, turns: Any) -> None:
-        """Keep *turns*' turn (:class:`~mpiworkbench.client.calls.turns.Turns`) until the call has
-        finished on every rank: given back once, by whichever comes first — ipyparallel's I/O
-        thread completing it, or a wait seeing it done (:meth:`finish`)."""
-        self._turns = turns
-        self.ar.add_done_callback(lambda _f: self.finish())
+        ar.add_done_callback(lambda _f: self.finish())
 
     def finish(self) -> None:
-        """Give the call's turn back, once it has finished. Both callers (the I/O thread's
-        callback and the waiting thread) return only once it is given back: the waiting thread
-        must not return from a call while the other is still releasing (``wb.state`` read right
-        after would say "busy")."""
-        if self._turns is None or not self.ar.done():
+        """Once the call has finished on every rank: give its turn back and drop it from
+        ipyparallel's histories (:func:`~mpiworkbench.client.history.drop`), once, by whichever
+        comes first — ipyparallel's I/O thread completing it, or a wait seeing it done. Both
+        return only once that is done: the waiting thread must not return from a call while the
+        other is still at it (``wb.state`` read right after would say "busy", a history would
+        still hold it)."""
+        if self._released or not self.ar.done():
             return
         with self._once:
             if not self._released:
-                self._turns.release(id(self))
+                if self._turns is not None:
+                    self._turns.release(id(self))
+                drop(self.ar, self._histories)
                 self._released = True
 
     def mark_blocked(self, report: str) -> None:

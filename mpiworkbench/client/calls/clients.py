@@ -92,3 +92,26 @@ def held_by_someone(path: Path) -> bool:
         return True
     finally:
         os.close(fd)
+
+
+def holder_phrase(holder: dict[str, Any] | None) -> str:
+    """Who holds a world's turn (:meth:`Turns.holder`'s record), doing what, for how long."""
+    if holder is None:
+        return "it is free"
+    if not holder:
+        return "another client holds it"
+    since = holder.get("running_since")
+    for_s = f" (for {time.time() - since:.0f} s)" if since else ""
+    return f"{info_of(holder).who()} runs {holder.get('label') or 'a call'}{for_s}"
+
+
+def blocked_message(holder: dict[str, Any]) -> str:
+    """What a call waiting behind blocked work is told (``WorldBlocked``)."""
+    who = info_of(holder).who() if holder else "another client"
+    label = holder.get("label") or "a call"
+    report = holder.get("blocked") or ""
+    head = (f"the MPI world is blocked: {who}'s {label} outlived its timeout and still runs on "
+            f"the ranks (most likely stuck in MPI). Every call waits behind it. ")
+    advice = (f"Ask its owner to restart the world, or restart it yourself: wb.restart() "
+              f"(everything on the ranks is lost; {who} is told on its next call)")
+    return head + advice + (f"\nIts hang report:\n{report}" if report else "")

@@ -225,7 +225,9 @@ class FromConnection:
 class Handed:
     """A method of the session that is a method of what it holds (its executor, its debugging):
     ``wb.run`` is ``wb.calls.run``; read on the class, the method itself (its signature and
-    docstring, for ``help`` and the API reference)."""
+    docstring, for ``help`` and the API reference). The holder is made once, with the session:
+    the first read keeps the bound method in the session's own attributes, which later reads
+    find first (this descriptor defines no ``__set__``), so a call costs no lookup through it."""
 
     def __init__(self, holder: str, cls: type) -> None:
         self.holder, self.cls = holder, cls
@@ -236,4 +238,6 @@ class Handed:
     def __get__(self, session: Any, owner: type | None = None) -> Any:
         if session is None:
             return getattr(self.cls, self.name)
-        return getattr(getattr(session, self.holder), self.name)
+        bound = getattr(getattr(session, self.holder), self.name)
+        setattr(session, self.name, bound)  # (an attribute of the session's own: no __set__ here)
+        return bound

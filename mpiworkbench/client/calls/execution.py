@@ -5,14 +5,14 @@ with every other client of the same MPI world: every execution is submitted by
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 import uuid
+from operator import itemgetter
 from typing import Any, Callable
 
 from mpiworkbench import backends
-from mpiworkbench.client.calls import relayed, restarts
+from mpiworkbench.client.calls import relayed as relayed_calls, restarts
 from mpiworkbench.client.cluster import health
 from mpiworkbench.client.ranks import arrays, relay
 from mpiworkbench.client.history import drop
@@ -24,7 +24,6 @@ from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, WorldDied,
 from mpiworkbench.client.calls.remote import RemoteObject
 from mpiworkbench.client.calls.trace import arm_engines, explain_timeout
 from mpiworkbench.client.calls.waiting import wait_ranks
-from mpiworkbench.client.calls.turns import RESTARTING
 from mpiworkbench.core import machine, objects, postmortem
 
 #: The environment variable that sets :data:`DEFAULT_TIMEOUT_S` for every session of a process
@@ -52,6 +51,8 @@ DEFAULT_TIMEOUT_S = _default_timeout(os.environ.get(TIMEOUT_VARIABLE))
 #: its timeout are refused at once (``WorldBlocked``) instead of waiting their turn behind it:
 #: a grader sets it, so that the rest of a submission that deadlocked fails fast.
 REFUSE_AFTER_HANG_VARIABLE = "MPIWORKBENCH_REFUSE_AFTER_HANG"
+#: What a call on a session that has no engines is told.
+NOT_STARTED = "the workbench is not running; call wb.start() first"
 
 
 class Executor:
@@ -70,86 +71,79 @@ class Executor:
         """The session's connection, with its engines; says how to start it otherwise."""
         connection = self.session._connection
         if connection is None or connection.view is None:
-            raise RuntimeError("the workbench is not running; call wb.start() first")
+            raise RuntimeError(NOT_STARTED)
         return connection
 
-    def _require_running(self) -> bool:
-        """Refuse a call on a stopped, restarted or dead world. Returns whether the world looked
-        dead because another client is restarting it: the call may wait for the turn, then
-        check again."""
-        session, connection = self.session, self._connected()
-        if connection.turns is not None and connection.turns.world_changed():
+    def _require_running(self, changed: bool | None = None, connection=None):
+        """Refuse a call on a restarted or dead world; the session's connection otherwise.
+        *changed*: whether the world's record changed since we last looked, when the caller
+        already knows (taking the turn tells: :meth:`Turns.acquire`); else it is read here.
+        *connection*: the session's, when the caller has it."""
+        session = self.session
+        connection = connection or self._connected()
+        if changed is None:
+            changed = connection.turns is not None and connection.turns.world_changed()
+        if changed:
             restarted = restarts.follow(session)
             if restarted:
                 raise WorldRestarted(restarted)
             connection = session._connection  # (following a restart may have attached anew)
         if not health.world_died(connection.cluster, connection.client, session.n):
-            return False
-        if self._restart_under_way(connection.turns):
-            return True
+            return connection
         ended = health.how_it_ended(connection.cluster, connection.client, connection.ranks, connection.hosts)
         raise WorldDied(f"the MPI world has died: {ended or 'a rank was killed, aborted or crashed'}. "
                         "Call wb.restart() for a fresh one; wb.world_log() shows what mpiexec and the "
                         "controller wrote.")
 
-    @staticmethod
-    def _restart_under_way(turns) -> bool:
-        """Whether another client holds the world's turn to restart it (the old ranks are dead;
-        a call waits for the turn, then learns of the restart)."""
-        holder = turns.holder() if turns is not None else None
-        return bool(holder) and holder.get("id") != turns.me.id and holder.get("label") == RESTARTING
-
-    def submit(self, label: str, send: Callable[[], Any], keep: bool = False, relayed: bool = False) -> Call:
+    def submit(self, label: str, send: Callable[..., Any], keep: bool = False, relayed: bool = False) -> Call:
         """The one way work reaches the ranks: take the world's turn (waiting, visibly, while
-        another client's work runs), arm the hang report, call *send* (which submits to the
-        engines and returns an ``AsyncResult``) and hold the turn until that has finished on
-        every rank; the :class:`~mpiworkbench.client.calls.call.Call` it makes. *label* says what
-        it is to the clients waiting for it; *relayed*: *send* went through rank 0's relay
-        (:meth:`on_every_rank`), one reply for every rank.
+        another client's work runs), check the world is still the one we know and alive, arm the
+        hang report, call *send* (which submits to the engines and returns an ``AsyncResult``) and
+        hold the turn until that has finished on every rank; the
+        :class:`~mpiworkbench.client.calls.call.Call` it makes. *label* says what it is to the
+        clients waiting for it. With *relayed*, *send* is given rank 0's relay view
+        (:meth:`relay_view`) and sends one message through it for every rank, one reply back
+        (``send(view)``: ``view.apply_async(relay.fan_out, relay.call, …)``).
+
+        The world is checked holding the turn: a restart by another client holds it too, so a
+        call waits behind a restart under way and then learns of it (``WorldRestarted``).
 
         Once finished, the call is dropped from ipyparallel's histories (:func:`~mpiworkbench.client.history.drop`):
         a session's memory is bounded by what its user keeps, not by how many frames, runs
         and polls it made. With *keep* (a user's ``%%px``) it stays, as ipyparallel keeps it;
         ``wb.client.history.clear()`` drops those."""
         session = self.session
-        behind_restart = self._require_running()
-        if self.left.call is not None:  # a call of ours whose wait was interrupted: judged first
-            self.left.judge(self)
         connection = session._connection
+        if connection is None or connection.view is None:
+            raise RuntimeError(NOT_STARTED)
         world = connection.turns
-        if world is not None:
-            world.acquire(label, session.timeout)
-            try:  # another notebook may have restarted the world while we waited for the turn
-                restarted = restarts.follow(session) if world.world_changed() else ""  # (one stat)
-                if restarted:
-                    raise WorldRestarted(restarted)
-                if behind_restart:
-                    self._require_running()
-            except BaseException:
-                with contextlib.suppress(Exception):  # (a world replaced meanwhile is closed)
-                    world.release()
-                raise
+        changed = world.acquire(label, session.timeout) if world is not None else None
         try:
+            connection = self._require_running(changed, connection)
+            if self.left.call is not None:  # a call of ours whose wait was interrupted: judged first
+                self.left.judge(self)
             # one multi-engine call goes out whole before another thread's (a Play thread and
             # a cell): ipyparallel queues each engine's message on its I/O thread separately,
             # so two threads' calls could otherwise reach the engines in different orders
             with connection.sending:
                 if connection.armed_for is not connection.view:  # once per engine set (a new one, a new view)
                     arm_engines(connection)
+                found = connection.relay
+                through = None
+                if relayed:  # rank 0's relay view (the first call opens the relay)
+                    through = found[1] if found is not None and found[0] is connection.view else self.relay_view()
                 since = time.monotonic()  # (before: on busy cores a rank can run its first sends before send() returns)
-                ar = send()
+                ar = send(through) if relayed else send()
         except BaseException:
             if world is not None:
                 world.release()
             raise
-        through = connection.relay[1] if relayed and connection.relay else None
-        call = Call(ar, label, since, relayed, through)
-        if world is not None:
-            call.hold(world)
-        if not keep:
-            histories = (connection.client.history, connection.view.history, *([through.history] if through is not None else []))
-            ar.add_done_callback(lambda _f: drop(ar, histories))
-        return call
+        if relayed:  # its output and the ranks' notices end with the one reply
+            client = connection.client
+            ar.add_done_callback(lambda _f: relayed_calls.end(client, ar))
+        histories = () if keep else (connection.client.history, connection.view.history,
+                                     *([through.history] if through is not None else []))
+        return Call(ar, label, since, relayed, through, turns=world, histories=histories)
 
     def run_async(self, func: Callable[..., Any], *args: Any, **kwargs: Any):
         """Submit ``func(*args, **kwargs)`` on every rank without waiting.
@@ -161,17 +155,8 @@ class Executor:
             :meth:`gather` (hang-protected).
         """
         label = f"{self.session.activity or 'wb.run'}: {getattr(func, '__name__', 'a function')}"
-        return self.submit(label, lambda: self.on_every_rank(relay.call, func, tuple(args), dict(kwargs)), relayed=True)
-
-    def on_every_rank(self, runner: Callable[..., tuple], *args: Any):
-        """Send ``runner(*args)`` (:func:`relay.call` or :func:`relay.run_cell`) to every
-        rank as one message to rank 0, which hands it to the others (:func:`relay.fan_out`); as
-        :meth:`submit`'s *send*, holding the world's turn (the first call opens the relay:
-        :meth:`relay_view`)."""
-        connection = self.session._connection
-        found = connection.relay
-        through = found[1] if found is not None and found[0] is connection.view else self.relay_view()
-        return relayed.apply(through, relay.fan_out, runner, *args)
+        return self.submit(label, lambda view: view.apply_async(relay.fan_out, relay.call, func, args, kwargs),
+                           relayed=True)
 
     def relay_view(self):
         """The view that calls on every rank go through: rank 0's engine, which hands each call
@@ -189,7 +174,7 @@ class Executor:
                 ar.get()
             finally:
                 drop(ar, (connection.client.history, connection.view.history))
-            found = connection.relay = (connection.view, relayed.relay_view(connection.client, self.engine_of(0)))
+            found = connection.relay = (connection.view, relayed_calls.relay_view(connection.client, self.engine_of(0)))
         return found[1]
 
     def gather(self, call: Call, timeout: float | None | str = "default") -> list[Any]:
@@ -211,24 +196,34 @@ class Executor:
         self.wait_explained(call, limit)
         if not call.relayed:
             return list(call.ar.get())
-        # dropped here too, not only when ipyparallel's I/O thread runs the callbacks: so that
-        # the histories read right the moment the call returns
-        drop(call.ar, (self.session._connection.client.history, *([call.view.history] if call.view is not None else [])))
-        return relayed.results(call.ar)
+        return [reply[2] for reply in sorted(call.ar.get(), key=itemgetter(0))]  # (rank, "ok", value)
 
     def wait_explained(self, call: Call, timeout: float | None, raise_failures: bool = True,
-                       started: float | None = None, grace: float | None = None):
-        """:func:`~mpiworkbench.client.calls.waiting.wait_ranks`, and on a timeout the hang report:
-        where each rank is blocked and the likely cause (:func:`~mpiworkbench.client.calls.trace.explain_timeout`)."""
+                       started: float | None = None, grace: float | None = None, explain: bool = True):
+        """Each rank's status once *call* has finished (a call on every rank has one reply, rank
+        0's: :func:`~mpiworkbench.client.calls.relayed.wait`; another, one part per engine:
+        :func:`~mpiworkbench.client.calls.waiting.wait_ranks`); on a timeout the hang report:
+        where each rank is blocked and the likely cause (:func:`~mpiworkbench.client.calls.trace.explain_timeout`).
+        With *explain* false, the bare :class:`ExecutionTimeout` (who had finished), at once."""
         origin = time.monotonic() if started is None else started
+        grace = self.session.failure_grace if grace is None else grace
         while True:
             try:
-                statuses = self.wait_call(call, timeout, started, self.session.failure_grace if grace is None else grace)
+                connection = self.session._connection
+                if call.relayed:
+                    relayed_calls.wait(connection.client, call.ar, connection.ranks, timeout, grace, started,
+                                       probe=connection.view)
+                    statuses = relayed_calls.statuses(call.ar, connection.ranks)
+                else:
+                    statuses = wait_ranks(call.ar, connection.ranks, timeout, raise_failures=False, started=started,
+                                          grace=grace)
                 break
             except KeyboardInterrupt:
                 self.left_running(call)
                 raise
             except ExecutionTimeout as exc:
+                if not explain:
+                    raise
                 # the time a rank spent stopped in a debugger does not count: it is not hung; a
                 # rank that failed while others still run ends the wait after the grace, as it says
                 paused, stopped_now = paused_since(self.session, origin)
@@ -245,16 +240,6 @@ class Executor:
         if raise_failures and any(s.state == "failed" for s in statuses):
             raise RankFailure(statuses)
         return statuses
-
-    def wait_call(self, call: Call, timeout: float | None, started: float | None, grace: float):
-        """Each rank's status once *call* has finished; :class:`ExecutionTimeout` when it has not
-        within *timeout*. A call on every rank has one reply, rank 0's (:func:`relayed.wait`);
-        another, one part per engine (:func:`~mpiworkbench.client.calls.waiting.wait_ranks`)."""
-        connection = self.session._connection
-        if call.relayed:
-            relayed.wait(connection.client, call.ar, connection.ranks, timeout, grace, started, probe=connection.view)
-            return relayed.statuses(call.ar, connection.ranks)
-        return wait_ranks(call.ar, connection.ranks, timeout, raise_failures=False, started=started, grace=grace)
 
     def left_running(self, call: Call) -> None:
         """The caller gives up waiting for *call* (an interrupt, a debugging session left): when
@@ -276,7 +261,9 @@ class Executor:
         ExecutionTimeout
             Ranks still running after :attr:`timeout` (a rank-by-rank report).
         """
-        return self.gather(self.run_async(func, *args, **kwargs))
+        label = f"{self.session.activity or 'wb.run'}: {getattr(func, '__name__', 'a function')}"  # (as run_async)
+        return self.gather(self.submit(label, lambda view: view.apply_async(relay.fan_out, relay.call, func, args, kwargs),
+                                       relayed=True))
 
     def execute(self, code: str) -> None:
         """Execute *code* in every engine's namespace (what ``%%px`` does), hang-protected."""

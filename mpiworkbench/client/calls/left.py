@@ -48,7 +48,7 @@ class Left:
             return
         if not self.stuck:
             try:
-                executor.wait_call(left, 0.0, None, 0.0)
+                executor.wait_explained(left, 0.0, raise_failures=False, grace=0.0, explain=False)
             except ExecutionTimeout as exc:
                 report = explain_timeout(executor.session, exc, left)
                 stuck = [r for r in report.ranks

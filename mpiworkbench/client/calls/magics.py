@@ -149,7 +149,8 @@ class WorkbenchMagics(ParallelMagics):
         in it: :func:`~mpiworkbench.client.ranks.relay.run_cell`), show it grouped, raise the ranks'
         errors grouped. A timeout reports every rank that published no failure as still running."""
         wb = self.workbench
-        call = wb.submit(label, lambda: wb.calls.on_every_rank(relay.run_cell, cell), keep=True, relayed=True)
+        call = wb.submit(label, lambda view: view.apply_async(relay.fan_out, relay.run_cell, cell),
+                         keep=True, relayed=True)
         ar = call.ar
         if save_name:
             self.shell.user_ns[save_name] = ar

@@ -5,10 +5,11 @@ what runs on each rank lives: :func:`~mpiworkbench.client.ranks.relay.call` and
 :func:`~mpiworkbench.client.ranks.relay.run_cell`, which never raise but return
 ``(rank, outcome…)``, the rank's output captured with it instead of streamed over IOPub).
 
-Here: :func:`apply` sends it; :func:`wait` waits for the reply, and on a timeout says which ranks
-had finished (what rank 0 published, and a probe of the others) and which had failed (what they
-published at once); :func:`statuses`, :func:`results` and :func:`outputs` read the reply in rank
-order. The same works through ipyparallel's coalescing broadcast view
+Here: ``Executor.submit`` (with ``relayed=True``) sends it through :func:`relay_view`, and
+:func:`end` ends it in the client when the reply has come; :func:`wait` waits for the reply, and
+on a timeout says which ranks had finished (what rank 0 published, and a probe of the others) and
+which had failed (what they published at once); :func:`statuses` and :func:`outputs` read the
+reply in rank order (``Executor.gather`` its values). The same works through ipyparallel's coalescing broadcast view
 (``client.broadcast_view(is_coalescing=True)``: the controller fans the call out and gathers the
 replies into one), which ``benchmarks/control_plane.py`` compares; a rank's failure there sends no
 buffers, which is why a rank never raises but returns its outcome.
@@ -17,7 +18,8 @@ buffers, which is why a rank never raises but returns its outcome.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from operator import itemgetter
+from typing import Any
 
 from mpiworkbench.client import upstream
 from mpiworkbench.client.ranks import relay
@@ -33,19 +35,6 @@ def relay_view(client, engine: int):
     found = client[engine]
     found.label = relay.LABEL
     return found
-
-
-def apply(bview, func: Callable[..., Any], *args: Any):
-    """Submit ``func(*args)`` through *bview*, one message: :func:`relay.fan_out` of
-    :func:`relay.call` or :func:`relay.run_cell` on rank 0's relay view (:func:`relay_view`),
-    which hands them to the other ranks (or one of those on a coalescing broadcast view,
-    ``client.broadcast_view(is_coalescing=True)``, as ``benchmarks/control_plane.py`` compares),
-    as ``Executor.submit``'s *send* with ``relayed=True``. The result is ended in the client when
-    it finishes (:func:`end`)."""
-    ar = bview.apply_async(func, *args)
-    client = bview.client
-    ar.add_done_callback(lambda _f: end(client, ar))
-    return ar
 
 
 def end(client, ar) -> None:
@@ -136,26 +125,17 @@ def finished_ranks(dview, ranks: dict[int, int], msg_id: str, by: float) -> set[
     return done
 
 
-def _sorted(replies: list[tuple]) -> list[tuple]:
-    return sorted(replies, key=lambda reply: reply[0])
-
-
 def statuses(ar, ranks: dict[int, int]) -> list[RankStatus]:
     """Each rank's outcome of a finished :func:`call` broadcast, in rank order."""
     engine_of = {rank: engine for engine, rank in ranks.items()}
     return [RankStatus(r[0], engine_of.get(r[0], r[0]), "failed", r[2], r[3]) if r[1] == "failed"
-            else RankStatus(r[0], engine_of.get(r[0], r[0]), "ok") for r in _sorted(ar.get())]
-
-
-def results(ar) -> list[Any]:
-    """The values of a finished :func:`call` broadcast that failed nowhere, in rank order."""
-    return [reply[2] for reply in _sorted(ar.get())]
+            else RankStatus(r[0], engine_of.get(r[0], r[0]), "ok") for r in sorted(ar.get(), key=itemgetter(0))]
 
 
 def outputs(ar, ranks: dict[int, int]) -> list[RankOutput]:
     """The per-rank outputs of a finished :func:`run_cell` broadcast, in rank order."""
     found = []
-    for status, reply in zip(statuses(ar, ranks), _sorted(ar.get())):
+    for status, reply in zip(statuses(ar, ranks), sorted(ar.get(), key=itemgetter(0))):
         stdout, stderr, result = reply[-1]
         found.append(RankOutput(status.rank, stdout, stderr, result, status if status.state == "failed" else None))
     return found

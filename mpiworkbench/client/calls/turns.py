@@ -44,7 +44,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from mpiworkbench.client.calls.clients import ClientInfo, held_by_someone, info_of, try_flock
+from mpiworkbench.client.calls.clients import (ClientInfo, blocked_message, held_by_someone, holder_phrase,
+                                                 try_flock)
 from mpiworkbench.client.cluster.record import read_json, recorded_engine_set, write_json_atomic
 from mpiworkbench.client.errors import WorldBlocked, WorldBusy
 
@@ -90,6 +91,7 @@ class Turns:
         self._blocked_token: object = None
         self._turn = os.open(self.directory / "turn.lock", os.O_RDWR | os.O_CREAT, 0o600)
         self._held = False
+        self._changed_at_grab = False
         self._client_path = self.directory / "clients" / f"{me.id}.json"
         self._client_fd: int | None = os.open(self._client_path, os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(self._client_fd, fcntl.LOCK_EX)
@@ -97,11 +99,13 @@ class Turns:
         self._generation_seen = self._world_stamp()
 
     # ------------------------------------------------------------------ the turn
-    def acquire(self, label: str, timeout: float | None, restarting: bool = False) -> None:
-        """Wait for the turn, then hold it. Our own work on the ranks never makes us wait: a
-        call of ours joins the turn we hold (one client reaches every rank in submission
-        order), even behind work of ours that outlived its timeout (unless
-        :attr:`refuse_own_blocked`: then such a call raises ``WorldBlocked`` at once).
+    def acquire(self, label: str, timeout: float | None, restarting: bool = False) -> bool:
+        """Wait for the turn, then hold it; whether the world's engine set was recorded anew
+        since we last looked (:meth:`world_changed`, read as the turn is taken: a restart holds
+        the turn, so while we hold it the engine set stays as it was). Our own work on the
+        ranks never makes us wait: a call of ours joins the turn we hold (one client reaches
+        every rank in submission order), even behind work of ours that outlived its timeout
+        (unless :attr:`refuse_own_blocked`: then such a call raises ``WorldBlocked`` at once).
 
         Raises
         ------
@@ -122,20 +126,31 @@ class Turns:
                         "the ranks (most likely stuck in MPI); later calls are refused instead of waiting behind "
                         f"it. Restart the world: wb.restart()\nIts hang report:\n{self._blocked}")
                 self._inflight += 1
-                return
-            if not self._queue_entries() and self._grab(label):
-                return
-        self._wait_in_line(label, timeout, restarting)
+                return False
+            try:  # (as _queue_entries reads it: a draft is not in line yet)
+                queued = any(n.endswith(".json") and not n.startswith(".") for n in os.listdir(self.directory / "queue"))
+            except OSError:
+                queued = False
+            if not queued and self._grab(label):
+                return self._changed_at_grab
+        return self._wait_in_line(label, timeout, restarting)
 
     def _grab(self, label: str) -> bool:
-        """Take the turn if it is free (caller holds the mutex)."""
-        if not try_flock(self._turn):
+        """Take the turn if it is free (caller holds the mutex), and note whether the world's
+        engine set changed since we last looked (:meth:`acquire` returns it)."""
+        try:
+            fcntl.flock(self._turn, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # (EWOULDBLOCK: someone holds it)
             return False
         self._held, self._inflight, self._label, self._since, self._blocked = True, 1, label, time.time(), ""
         self._write_holder()
+        try:
+            self._changed_at_grab = (self.directory / "world.json").stat().st_mtime_ns != self._generation_seen
+        except OSError:
+            self._changed_at_grab = self._generation_seen != 0
         return True
 
-    def _wait_in_line(self, label: str, timeout: float | None, restarting: bool = False) -> None:
+    def _wait_in_line(self, label: str, timeout: float | None, restarting: bool = False) -> bool:
         start = time.monotonic()
         ticket = self.directory / "queue" / f"{time.time_ns():020d}-{self.me.id}.json"
         # written and locked under another name first: a ticket in the queue is always locked
@@ -151,21 +166,21 @@ class Turns:
                 with self._mutex:
                     if self._held:  # our own work took the turn meanwhile (another thread)
                         self._inflight += 1
-                        return
+                        return False
                     if self._first_in_line(ticket.name) and self._grab(label):
-                        return
+                        return self._changed_at_grab
                 holder = self.holder()
                 waited = time.monotonic() - start
                 if holder and holder.get("blocked") and not restarting:
-                    raise WorldBlocked(self._blocked_message(holder))
+                    raise WorldBlocked(blocked_message(holder))
                 if timeout is not None and waited >= timeout:
-                    raise WorldBusy(f"waited {waited:.0f} s for the MPI world: {self._holder_phrase(holder)}. "
+                    raise WorldBusy(f"waited {waited:.0f} s for the MPI world: {holder_phrase(holder)}. "
                                     "Nothing was sent to the ranks; try again later, or raise wb.timeout "
                                     "to wait longer")
                 now = time.monotonic()
                 who = (holder or {}).get("id")
                 if waited >= SAY_AFTER_S and (said_at is None or now - said_at >= SAY_EVERY_S or who != said_for):
-                    self.say(f"waiting for the MPI world: {self._holder_phrase(holder)}; waited {waited:.0f} s so far "
+                    self.say(f"waiting for the MPI world: {holder_phrase(holder)}; waited {waited:.0f} s so far "
                              "(interrupt to give up: nothing is sent until it is our turn)")
                     said_at, said_for = now, who
                 time.sleep(pause)
@@ -302,27 +317,9 @@ class Turns:
                 return data
         return None
 
-    def _holder_phrase(self, holder: dict[str, Any] | None) -> str:
-        if holder is None:
-            return "it is free"
-        if not holder:
-            return "another client holds it"
-        since = holder.get("running_since")
-        for_s = f" (for {time.time() - since:.0f} s)" if since else ""
-        return f"{info_of(holder).who()} runs {holder.get('label') or 'a call'}{for_s}"
-
-    def _blocked_message(self, holder: dict[str, Any]) -> str:
-        who = info_of(holder).who() if holder else "another client"
-        label = holder.get("label") or "a call"
-        report = holder.get("blocked") or ""
-        head = (f"the MPI world is blocked: {who}'s {label} outlived its timeout and still runs on "
-                f"the ranks (most likely stuck in MPI). Every call waits behind it. ")
-        advice = (f"Ask its owner to restart the world, or restart it yourself: wb.restart() "
-                  f"(everything on the ranks is lost; {who} is told on its next call)")
-        return head + advice + (f"\nIts hang report:\n{report}" if report else "")
-
     # ------------------------------------------------------------------ the engine set
     def _world_stamp(self) -> int:
+        """The world record's modification time (0 when there is none). :meth:`_grab` reads it too."""
         try:
             return (self.directory / "world.json").stat().st_mtime_ns
         except OSError:

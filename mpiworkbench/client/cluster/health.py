@@ -53,7 +53,11 @@ def engines_exited(cluster) -> bool:
     Batch launchers (Slurm) have no local process; for them this is ``False`` and the
     session relies on the engines' registrations instead.
     """
-    return any(not alive(process) for process in local_processes(cluster).values())
+    for launcher in (cluster.engines or {}).values():
+        process = getattr(launcher, "process", None)
+        if process is not None and not alive(process):
+            return True
+    return False
 
 
 def world_log(cluster) -> str:
