@@ -17,7 +17,12 @@ call named.
   continued, then (the cell not ending) the ranks are sent SIGINT; the rank busy in Python leaves,
   the others stay inside ``MPI_Barrier``: the next call is refused at once, naming it, and
   ``wb.restart()`` gives a world that answers;
-* ``wb.debug()`` left by an exception while a rank is stopped: continued, the next call answers.
+* ``wb.debug()`` left by an exception while a rank is stopped: continued, the next call answers;
+* on a world the debugging notebook attached to: the rank's debugger switched off by another
+  client while it is stopped (``disconnect``, JupyterLab's bug button): the cell ends, both
+  notebooks' calls answer; the debugging notebook's kernel restarted while the rank is stopped:
+  the owner's next call lets the rank go (``calls/debug_records.py``) and answers, and so does
+  the new kernel's.
 """
 
 from __future__ import annotations
@@ -171,3 +176,60 @@ def test_leaving_a_debugging_session_however_it_ends_leaves_a_world_that_answers
         assert "stopped" in kernel.run("print(wb.stop())")
     finally:
         kernel.close()
+
+
+def _attach(kernel, cluster_id: str) -> None:
+    said = kernel.run(f"from mpiworkbench import Workbench\n"
+                      f"wb = Workbench.attach(profile='default', cluster_id={cluster_id!r})\nprint('ATTACHED', wb.n)")
+    assert "ATTACHED" in said, said
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_a_debugger_detached_or_a_kernel_dying_while_a_rank_is_stopped_leaves_a_world_that_answers(tmp_path, n):
+    """The ways out that are not the debugging notebook's own, on a world it attached to: the
+    rank's debugger switched off by another client (what JupyterLab's bug button sends:
+    ``disconnect``), and the debugging notebook's kernel restarted while the rank is stopped (its
+    ranks then had nobody to continue them: the next client lets them go)."""
+    from mpiworkbench.client.calls.debugging import kernels_directory
+    from mpiworkbench.client.calls.rank_debugger import RankDebugger
+    from mpiworkbench.client.cluster.record import world_directory
+
+    owner, debugging = Kernel(tmp_path), Kernel(tmp_path)
+    try:
+        said = owner.run(f"from mpiworkbench import Workbench\nwb = Workbench(n={n}, oversubscribe=True).start()\n"
+                         "print('CLUSTER', wb.cluster_id, wb.cluster.profile_dir)")
+        cluster_id, profile_dir = said.split("CLUSTER", 1)[1].split()[:2]
+        pids = _pids(owner)
+        _attach(debugging, cluster_id)
+        records = world_directory(profile_dir, cluster_id) / "debugging"
+
+        # 1. detached by another client while rank 1 is stopped: it runs on, the cell ends
+        running = debugging.send("%%px --debug 1 --break 4\n" + CELL)
+        _until(lambda: stops.is_stopped(stops.read(pids[1])), "rank 1 stopped at line 4")
+        console = RankDebugger(1, kernels_directory() / f"mpiworkbench-{cluster_id}-rank1.json", timeout=60)
+        try:
+            console.start()  # joins the notebook's session, as the lab's sidebar does
+            console.request("disconnect", restart=False, terminateDebuggee=False)
+        finally:
+            console.client.stop_channels()
+        said = "".join(debugging.outputs(running))
+        assert f"total {sum(range(1, n + 1))}" in said, said
+        assert f"ANSWER {[1] * n}" in _answers(debugging, n)
+        assert f"ANSWER {[1] * n}" in _answers(owner, n)
+        assert not list(records.glob("*.json")), "a debugging session that ended left its record"
+
+        # 2. the debugging notebook's kernel restarted while rank 1 is stopped, the others in
+        # allreduce: the owner's next call lets rank 1 go and answers; so does the new kernel's
+        running = debugging.send("%%px --debug 1 --break 4\n" + CELL)
+        _until(lambda: stops.is_stopped(stops.read(pids[1])), "rank 1 stopped at line 4 again")
+        assert len(list(records.glob("*.json"))) == 1, "the debugging session is recorded while it lasts"
+        debugging.km.restart_kernel(now=True)
+        assert f"ANSWER {[1] * n}" in _answers(owner, n)
+        assert not stops.is_stopped(stops.read(pids[1])), "rank 1 still stopped"
+        assert not list(records.glob("*.json")), "the dead client's record is left once its ranks were let go"
+        _attach(debugging, cluster_id)
+        assert f"ANSWER {[1] * n}" in _answers(debugging, n)
+        assert "stopped" in owner.run("print(wb.stop())")
+    finally:
+        debugging.close()
+        owner.close()

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from mpiworkbench.client.calls import kernel_proxy
+from mpiworkbench.client.calls import debug_records, kernel_proxy
 from mpiworkbench.client.ranks.kernel import open_kernel
 from mpiworkbench.client.calls.rank_debugger import REQUEST_TIMEOUT_S, DebuggerError, RankDebugger
 from mpiworkbench.trace import hang, stops
@@ -116,6 +116,9 @@ class Debugging:
         self.session = session
         self.running = None
         self.ranks: dict[int, RankDebugger] = {}
+        # recorded in the world's directory while it lasts: if this process dies meanwhile, the
+        # next client lets the ranks go (calls/debug_records.py)
+        self.record = debug_records.hold(session, files) if session is not None else None
         try:
             for rank in sorted(files):
                 debugger = RankDebugger(rank, files[rank], timeout)
@@ -233,6 +236,9 @@ class Debugging:
                 errors.append(f"rank {d.rank}: {exc}")
         for d in debuggers:
             d.client.stop_channels()
+        record, self.record = self.record, None
+        if record is not None:
+            record.let_go()
         if errors:
             raise DebuggerError("detaching the debugger: " + "; ".join(errors))
 

@@ -12,7 +12,7 @@ from operator import itemgetter
 from typing import Any, Callable
 
 from mpiworkbench import backends
-from mpiworkbench.client.calls import relayed as relayed_calls, restarts
+from mpiworkbench.client.calls import debug_records, relayed as relayed_calls, restarts
 from mpiworkbench.client.cluster import health
 from mpiworkbench.client.ranks import arrays, relay
 from mpiworkbench.client.history import drop
@@ -120,6 +120,9 @@ class Executor:
         changed = world.acquire(label, session.timeout) if world is not None else None
         try:
             connection = self._require_running(changed, connection)
+            if world is not None and world.inherited:  # its last holder died holding it: maybe debugging
+                world.inherited = False
+                debug_records.release_orphans(session)
             if self.left.call is not None:  # a call of ours whose wait was interrupted: judged first
                 self.left.judge(self)
             # one multi-engine call goes out whole before another thread's (a Play thread and
@@ -235,6 +238,7 @@ class Executor:
                     raise report from None
                 started = origin + paused
                 if stopped_now:  # still stopped: look again in a second at the latest
+                    debug_records.release_orphans(self.session)  # (unless its debugging client died)
                     started = max(started, time.monotonic() - timeout + 1.0)
         call.finish()
         if raise_failures and any(s.state == "failed" for s in statuses):

@@ -236,6 +236,23 @@ class RankDebugger:
         if not self.joined:
             self.request("disconnect", restart=False, terminateDebuggee=False)
 
+    def release_left_behind(self) -> str:
+        """Let the rank go when the client that debugged it has died
+        (:mod:`~mpiworkbench.client.calls.debug_records`): every breakpoint its debugger holds
+        dropped (whoever set it), ``continue`` when it is stopped, and ``disconnect``; what was
+        done. A rank whose debugger is not started is left as it is."""
+        info = self.request("debugInfo")["body"]
+        if not info.get("isStarted"):
+            return "its debugger was not started"
+        self.joined = True
+        self._find_stopped(info.get("stoppedThreads") or [])
+        stopped = self.stopped is not None
+        self._breakpoint_files.update(b["source"] for b in info.get("breakpoints") or [] if b.get("source"))
+        for msg_id, command in self.release():
+            self.response(msg_id, command)
+        self.request("disconnect", restart=False, terminateDebuggee=False)
+        return "continued and detached" if stopped else "detached"
+
     def abandon(self, wait_s: float = 5.0) -> None:
         """After a :meth:`start` that failed or was interrupted: end the session it may have begun
         (``disconnect``, awaited *wait_s* seconds at most: the next client must find the rank's

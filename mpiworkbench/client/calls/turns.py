@@ -92,6 +92,9 @@ class Turns:
         self._turn = os.open(self.directory / "turn.lock", os.O_RDWR | os.O_CREAT, 0o600)
         self._held = False
         self._changed_at_grab = False
+        #: Whether the turn last taken was left by a client that died holding it (the taker
+        #: looks at what it left, and clears this).
+        self.inherited = False
         self._client_path = self.directory / "clients" / f"{me.id}.json"
         self._client_fd: int | None = os.open(self._client_path, os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(self._client_fd, fcntl.LOCK_EX)
@@ -143,6 +146,9 @@ class Turns:
         except BlockingIOError:  # (EWOULDBLOCK: someone holds it)
             return False
         self._held, self._inflight, self._label, self._since, self._blocked = True, 1, label, time.time(), ""
+        # a holder's record left in the lock file: its client died holding the turn (a release
+        # empties it), maybe in the middle of debugging (see calls/debug_records.py)
+        self.inherited = os.fstat(self._turn).st_size > 0
         self._write_holder()
         try:
             self._changed_at_grab = (self.directory / "world.json").stat().st_mtime_ns != self._generation_seen
