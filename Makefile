@@ -15,6 +15,7 @@ RUNTIME_STAMP := $(VENV)/.runtime-installed
 TEST_STAMP    := $(VENV)/.test-installed
 PROFILE_STAMP := $(VENV)/.profile-created
 PROXY_STAMP   := $(VENV)/.proxy-installed
+LABEXT_STAMP  := $(VENV)/.labextension-built
 
 # Debian packages for the cluster tier (a private single-node Slurm: slurm-wlm, munge) and the
 # browser tier (chromium), Node.js for JupyterHub's proxy (`mpiworkbench hub`, the cluster tier's
@@ -27,17 +28,18 @@ SYSTEM_NEEDS := chromium:chromium slurmctld:slurm-wlm slurmd:slurm-wlm munged:mu
                 node:nodejs npm:npm openssl:openssl \
                 mpiexec.openmpi:openmpi-bin mpicc.openmpi:libopenmpi-dev mpiexec.mpich:mpich mpicc.mpich:libmpich-dev
 
-.PHONY: lab test test-quick docs screenshots install install-test install-proxy install-ecosystem install-mpi4jax install-mpis site-venvs profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
+.PHONY: lab labextension node test test-quick docs screenshots install install-test install-proxy install-ecosystem install-mpi4jax install-mpis site-venvs profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
 
 # JupyterLab gets none of the test suite's settings: a wall-clock limit in its environment would
 # reach every kernel, and every MPI world a kernel starts would die when it expired.
 LAB_UNSET := MPIEXEC_TIMEOUT
 
-lab: $(PROFILE_STAMP)
+lab: $(PROFILE_STAMP) $(LABEXT_STAMP)
 	env $(addprefix -u ,$(LAB_UNSET)) $(BIN)/mpiworkbench lab
 
 install: $(RUNTIME_STAMP)
-install-test: $(TEST_STAMP)
+install-test: $(TEST_STAMP) $(LABEXT_STAMP)
+labextension: $(LABEXT_STAMP)
 install-proxy: $(PROXY_STAMP)
 profile: $(PROFILE_STAMP)
 
@@ -59,6 +61,60 @@ $(TEST_STAMP): pyproject.toml $(RUNTIME_STAMP)
 # mpiworkbench.course.hub finds it; Node.js itself comes with the system packages.
 $(PROXY_STAMP): | system-packages $(RUNTIME_STAMP)
 	npm install --silent --no-fund --no-audit --prefix $(VENV)/node configurable-http-proxy
+	@touch $@
+
+# The lab's MPI world sidebar (mpiworkbench/lab): its server extension enabled for the venv's
+# Jupyter servers (a jupyter_server_config.d file, as `jupyter server extension enable --sys-prefix`
+# writes), and its lab extension built from TypeScript (mpiworkbench/lab/extension) by JupyterLab's
+# builder against the core of the venv's JupyterLab, as a prebuilt federated extension, then
+# copied where JupyterLab loads it. The build happens in a copy of the sources in the venv
+# (LABEXT_BUILD; the builder writes beside it, ../labextension), so node_modules (~400 MB) never
+# sits in the package; its packages come from npm through jlpm with the committed yarn.lock,
+# reinstalled only when package.json or yarn.lock change, and nothing is rebuilt while no source
+# changed (the stamp). Node.js (Debian's) is installed as root when missing; otherwise the one
+# command is printed. A changed dependency: run `jlpm install` in $(LABEXT_BUILD) after copying
+# package.json there, and copy its yarn.lock back into $(LABEXT_SRC).
+LABEXT_NAME    := mpiworkbench-world-sidebar
+LABEXT_SRC     := mpiworkbench/lab/extension
+LABEXT_OUT     := mpiworkbench/lab/labextension
+LABEXT_BUILD   := $(VENV)/lab-extension-build/extension
+LABEXT_DEPS    := $(LABEXT_SRC)/package.json $(LABEXT_SRC)/yarn.lock $(LABEXT_SRC)/.yarnrc.yml
+LABEXT_SOURCES := $(LABEXT_DEPS) $(LABEXT_SRC)/tsconfig.json $(wildcard $(LABEXT_SRC)/src/*.ts) $(wildcard $(LABEXT_SRC)/style/*.css)
+LABEXT_PATH    := PATH="$(abspath $(VENV)/bin):$$PATH"
+SERVER_CONFIG  := $(VENV)/etc/jupyter/jupyter_server_config.d
+
+node:
+	@if ! command -v node >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "node missing; installing nodejs"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs >/dev/null; \
+	  else \
+	    echo "The lab's world sidebar is built with Node.js, which is missing. Install it with:" >&2; \
+	    echo "  sudo sh -c 'apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y nodejs'" >&2; \
+	    exit 1; \
+	  fi; \
+	fi
+
+# (the venv first only while it has no jlpm: an up-to-date build asks nothing of the venv's stamps)
+$(LABEXT_BUILD)/.installed: $(LABEXT_DEPS) | node $(if $(wildcard $(VENV)/bin/jlpm),,$(RUNTIME_STAMP))
+	mkdir -p $(LABEXT_BUILD)
+	cp $(LABEXT_DEPS) $(LABEXT_BUILD)/
+	cd $(LABEXT_BUILD) && $(LABEXT_PATH) jlpm install --immutable --mode=skip-build >jlpm-install.log 2>&1 \
+	  || { tail -n 30 jlpm-install.log >&2; exit 1; }
+	@touch $@
+
+$(LABEXT_STAMP): $(LABEXT_SOURCES) $(LABEXT_BUILD)/.installed
+	rm -rf $(LABEXT_BUILD)/src $(LABEXT_BUILD)/style $(LABEXT_BUILD)/lib $(LABEXT_BUILD)/../labextension
+	cp -R $(LABEXT_SRC)/src $(LABEXT_SRC)/style $(LABEXT_SRC)/tsconfig.json $(LABEXT_BUILD)/
+	cd $(LABEXT_BUILD) && $(LABEXT_PATH) jlpm exec tsc
+	cd $(LABEXT_BUILD) && $(LABEXT_PATH) jupyter-builder build \
+	  --core-package-file="$$($(abspath $(VENV)/bin)/python -c 'import jupyterlab, os; print(os.path.join(os.path.dirname(jupyterlab.__file__), "staging", "package.json"))')" . \
+	  >build.log 2>&1 || { tail -n 30 build.log >&2; exit 1; }
+	rm -rf $(LABEXT_OUT) $(VENV)/share/jupyter/labextensions/$(LABEXT_NAME)
+	cp -R $(LABEXT_BUILD)/../labextension $(LABEXT_OUT)
+	mkdir -p $(VENV)/share/jupyter/labextensions $(SERVER_CONFIG)
+	cp -R $(LABEXT_OUT) $(VENV)/share/jupyter/labextensions/$(LABEXT_NAME)
+	cp mpiworkbench/lab/jupyter-config/mpiworkbench.json $(SERVER_CONFIG)/mpiworkbench.json
 	@touch $@
 
 # The MPI implementations beside the venv's own MPICH (Open MPI, Intel MPI), each into a prefix
@@ -120,7 +176,7 @@ system-packages:
 # The unit and MPI tiers first; then two lanes side by side (most of their time is waiting): the
 # cluster tier in one, the notebook then browser tiers in the other, each line of output prefixed
 # with its lane.
-test: $(TEST_STAMP) $(PROFILE_STAMP) system-packages $(PROXY_STAMP)
+test: $(TEST_STAMP) $(LABEXT_STAMP) $(PROFILE_STAMP) system-packages $(PROXY_STAMP)
 	@$(TIMETABLE) begin
 	@$(MAKE) --no-print-directory test-unit test-mpi && \
 	  $(TIMETABLE) lanes cluster='$(MAKE) --no-print-directory test-cluster' \
@@ -145,7 +201,7 @@ TEST_WORKERS ?= 2
 # The tiers that run in lanes report one line per test (a lane's output is passed on line by line).
 LANE_REPORT  ?= -v
 
-test-unit: $(TEST_STAMP)
+test-unit: $(TEST_STAMP) $(LABEXT_STAMP)
 	$(TIMETABLE) tier unit --workers $(TEST_WORKERS) -- tests/unit $(DURATIONS)
 
 # Every MPI test file runs at 1, 2 and 3 ranks; `python -m mpi4py` turns an unhandled
@@ -173,7 +229,7 @@ test-cluster: $(TEST_STAMP) system-packages $(PROXY_STAMP)
 test-notebooks: $(TEST_STAMP) site-venvs
 	$(TIMETABLE) tier notebooks --workers $(TEST_WORKERS) -- tests/notebooks $(DURATIONS) $(LANE_REPORT)
 
-test-browser: $(TEST_STAMP) system-packages $(PROXY_STAMP)
+test-browser: $(TEST_STAMP) $(LABEXT_STAMP) system-packages $(PROXY_STAMP)
 	$(TIMETABLE) tier browser --workers $(TEST_WORKERS) -- tests/browser $(DURATIONS) $(LANE_REPORT)
 
 # The documentation site, offline, warnings as errors, each notebook with the outputs of its run:
@@ -188,12 +244,12 @@ docs: $(TEST_STAMP)
 # picture into the working tree is the point here, so the suite's check that tests leave the tree
 # alone is off. docs/speedup_panel.png is the speedup panel after a traced sweep (its browser
 # test), docs/speedup_factors.png (docs/tracing.md) the same figure for a traced wave sweep at
-# 1-3 ranks on this machine, drawn by the CLI that the panel's driver runs. docs/debugger_sidebar.png
-# (docs/debugging.md) is JupyterLab's Debugger sidebar on rank 1 stopped in a %%px --debug cell. docs/hub_class_lab.png
+# 1-3 ranks on this machine, drawn by the CLI that the panel's driver runs. docs/world_sidebar_bound_rank1_stopped.png
+# (docs/debugging.md) is the MPI world sidebar and JupyterLab's Debugger on rank 1 stopped in a %%px --debug cell. docs/hub_class_lab.png
 # and docs/hub_time_limit.png (docs/course_on_cluster.md) are a student's JupyterLab in the class on the
 # simulated cluster and its last cell a minute before the job's time limit (as root).
 screenshots: $(TEST_STAMP) system-packages
-	MPIWORKBENCH_TREE_CHECK=0 MPIWORKBENCH_SCREENSHOT_DIR=$(abspath docs) $(BIN)/python -m pytest tests/browser/test_start_here.py tests/browser/test_widget_speedup.py tests/browser/test_debugger_sidebar.py tests/browser/test_hub_class.py
+	MPIWORKBENCH_TREE_CHECK=0 MPIWORKBENCH_SCREENSHOT_DIR=$(abspath docs) $(BIN)/python -m pytest tests/browser/test_start_here.py tests/browser/test_widget_speedup.py tests/browser/test_world_sidebar.py tests/browser/test_hub_class.py
 	$(BIN)/mpiworkbench speedup wave --np 1,2,3 --mesh 65 --steps 10 --repeats 3 --trace --plot docs/speedup_factors.png
 
 # Benchmarks are run on demand, never as part of `make test`.

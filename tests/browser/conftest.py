@@ -20,7 +20,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -32,6 +31,7 @@ import pytest
 
 from mpiworkbench.cli.lab import lab_command, lab_settings
 from tests import timetable
+from tests.browser.lab_process import stop_lab
 from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -106,16 +106,7 @@ def lab_server(tmp_path_factory):
         _wait_for_http(f"{server.url}/api/status?token={token}", 120, process)
         yield server
     finally:
-        process.send_signal(signal.SIGINT)  # Jupyter's clean shutdown: kernels first
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.send_signal(signal.SIGINT)  # jupyter asks to confirm; a second ^C forces it
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_lab(process)  # Jupyter's clean shutdown: kernels first
         log.close()
 
 

@@ -190,7 +190,7 @@ def test_a_debugger_detached_or_a_kernel_dying_while_a_rank_is_stopped_leaves_a_
     rank's debugger switched off by another client (what JupyterLab's bug button sends:
     ``disconnect``), and the debugging notebook's kernel restarted while the rank is stopped (its
     ranks then had nobody to continue them: the next client lets them go)."""
-    from mpiworkbench.client.calls.debugging import kernels_directory
+    from mpiworkbench.client.calls.debugging import KERNEL_FILE, kernels_directory
     from mpiworkbench.client.calls.rank_debugger import RankDebugger
     from mpiworkbench.client.cluster.record import world_directory
 
@@ -206,7 +206,7 @@ def test_a_debugger_detached_or_a_kernel_dying_while_a_rank_is_stopped_leaves_a_
         # 1. detached by another client while rank 1 is stopped: it runs on, the cell ends
         running = debugging.send("%%px --debug 1 --break 4\n" + CELL)
         _until(lambda: stops.is_stopped(stops.read(pids[1])), "rank 1 stopped at line 4")
-        console = RankDebugger(1, kernels_directory() / f"mpiworkbench-{cluster_id}-rank1.json", timeout=60)
+        console = RankDebugger(1, kernels_directory() / KERNEL_FILE.format(cluster=cluster_id, rank=1), timeout=60)
         try:
             console.start()  # joins the notebook's session, as the lab's sidebar does
             console.request("disconnect", restart=False, terminateDebuggee=False)

@@ -2,7 +2,7 @@
 
 Imports only go down::
 
-    cli, the Workbench facade
+    cli, the Workbench facade, lab (the lab's world sidebar)
       → widgets → plot
       → drivers (one per feature)
         → client (the runtime: session, clusters, world, execution)
@@ -50,6 +50,9 @@ MAY_IMPORT: dict[str, set[str]] = {
     # the nbgrader course: the exercises, graded on a cluster the client layer attaches to
     "course": {"exercises", "client", "core"},
     "cli": {"course", "exercises", "trace", "workbench", "drivers", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
+    # the lab's world sidebar (a Jupyter server extension beside the command): reads the worlds' files
+    # through the runtime's readers (client) and the ranks' records (trace)
+    "lab": {"client", "trace", "core"},
     "exercises": set(),  # the notebooks' exercise checks: plain Python, no MPI
     "__main__": {"cli"},
     "__init__": set(),  # the face: only lazy hand-offs to workbench/client (checked below)

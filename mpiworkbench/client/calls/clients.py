@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import json
 import os
 import socket
 import sys
@@ -86,10 +87,39 @@ def held_by_someone(path: Path) -> bool:
     except OSError:
         return False
     try:
-        if try_flock(fd, fcntl.LOCK_SH):
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            return False
-        return True
+        return _locked(fd)
+    finally:
+        os.close(fd)
+
+
+def _locked(fd: int) -> bool:
+    """Whether another open file holds the lock of *fd*'s file (a shared lock is taken and given
+    back at once when none does)."""
+    if try_flock(fd, fcntl.LOCK_SH):
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    return True
+
+
+def read_holder(directory: str | os.PathLike) -> dict[str, Any] | None:
+    """Who holds the turn of the world *directory* (its ``turn.lock``: the holder's record, a
+    dict of :class:`ClientInfo` fields plus ``label``, ``running_since`` and ``blocked``), as a
+    process that does not hold it reads it: ``None`` when the turn is free (or was never taken),
+    ``{}`` when its holder's record cannot be read."""
+    try:
+        fd = os.open(Path(directory) / "turn.lock", os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        if not _locked(fd):
+            return None
+        for _attempt in range(20):  # the holder may be writing its record this moment
+            text = os.pread(fd, 65536, 0)
+            try:
+                return json.loads(text) if text else {}
+            except ValueError:
+                time.sleep(0.001)
+        return {}
     finally:
         os.close(fd)
 

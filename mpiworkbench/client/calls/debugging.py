@@ -36,6 +36,11 @@ from mpiworkbench.client.calls.rank_debugger import REQUEST_TIMEOUT_S, DebuggerE
 from mpiworkbench.trace import hang, stops
 
 # ---------------------------------------------------------------------------- connection files
+#: A rank's connection file's name, and how a reader (the lab's world sidebar) reads it back.
+KERNEL_FILE = "mpiworkbench-{cluster}-rank{rank}.json"
+KERNEL_FILE_PATTERN = re.compile(r"^mpiworkbench-(?P<cluster>.+)-rank(?P<rank>\d+)\.json$")
+
+
 def kernels_directory() -> Path:
     """Where the ranks' connection files go: JupyterLab's directory of external kernels
     (``<jupyter runtime dir>/external_kernels``, jupyter_server's default), so a lab started by
@@ -81,7 +86,7 @@ def connection_files(wb, ranks: Iterable[int] | None = None, relay: bool | None 
         if rank not in files or files[rank][1] != info or not files[rank][0].exists():
             directory = kernels_directory()
             directory.mkdir(parents=True, exist_ok=True)
-            path = directory / f"mpiworkbench-{cluster}-rank{rank}.json"
+            path = directory / KERNEL_FILE.format(cluster=cluster, rank=rank)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as f:
                 json.dump(info, f, indent=1)

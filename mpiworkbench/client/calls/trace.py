@@ -24,7 +24,7 @@ import numpy as np
 
 from mpiworkbench.client import upstream
 from mpiworkbench.client.calls import relayed
-from mpiworkbench.client.cluster import leftovers
+from mpiworkbench.client.cluster import leftovers, record
 from mpiworkbench.client.ranks import reports
 from mpiworkbench.client.history import drop
 from mpiworkbench.client.errors import ExecutionTimeout
@@ -79,6 +79,11 @@ def tracing(wb, capacity: int = recorder.DEFAULT_CAPACITY, lines: bool = True) -
 
 
 # ---------------------------------------------------------------------- hang report
+#: The file of the world's directory where :func:`arm_engines` records each rank's process: rank →
+#: ``{pid, host, started}`` (what the lab's world sidebar, :mod:`mpiworkbench.lab.worlds`, reads).
+RANK_PROCESSES = "processes.json"
+
+
 def arm_engines(connection) -> dict[int, dict[str, Any]]:
     """Arm the stack dumper of every engine of a session's *connection*: rank → ``{pid, host,
     interposer, started, files}``. Called once per engine set, holding the world's turn (every
@@ -103,6 +108,9 @@ def arm_engines(connection) -> dict[int, dict[str, Any]]:
         leftovers.handed_over(left_behind, {info["host"] for info in infos.values()})
         connection.armed_for = connection.view
     connection.rank_processes = processes
+    if connection.turns is not None:  # for readers outside the notebook (the lab's world sidebar)
+        record.write_json_atomic(connection.turns.directory / RANK_PROCESSES, {str(rank): {
+            key: info.get(key) for key in ("pid", "host", "started")} for rank, info in processes.items()})
     return processes
 
 

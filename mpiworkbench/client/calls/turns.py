@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from mpiworkbench.client.calls.clients import (ClientInfo, blocked_message, held_by_someone, holder_phrase,
-                                                 try_flock)
+                                                 read_holder)
 from mpiworkbench.client.cluster.record import read_json, recorded_engine_set, write_json_atomic
 from mpiworkbench.client.errors import WorldBlocked, WorldBusy
 
@@ -259,21 +259,7 @@ class Turns:
         ``running_since`` and ``blocked``), or ``None`` when the world is free."""
         if self._held:
             return {**asdict(self.me), "label": self._label, "running_since": self._since, "blocked": self._blocked}
-        path = self.directory / "turn.lock"
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            if try_flock(fd, fcntl.LOCK_SH):
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                return None
-            for _attempt in range(20):  # the holder may be writing its record this moment
-                text = os.pread(fd, 65536, 0)
-                try:
-                    return json.loads(text) if text else {}
-                except ValueError:
-                    time.sleep(0.001)
-            return {}
-        finally:
-            os.close(fd)
+        return read_holder(self.directory)
 
     def waiting(self) -> list[dict[str, Any]]:
         """The clients waiting for the turn, first in line first."""

@@ -1,0 +1,176 @@
+"""The MPI world sidebar (``mpiworkbench/lab``), driven as a user drives it: clicks and key presses
+only in the user's steps (no ``window.jupyterapp``, no app commands from the page).
+
+A notebook starts a 2-rank world; the sidebar, opened by its icon, lists both ranks with their
+buttons greyed, saying how to open them for debugging; the notebook opens them and the buttons
+come alive. *Debug* on rank 1 opens a console on rank 1's kernel beside the notebook
+and puts JupyterLab's Debugger on it; then, ten rounds in a row, the user clicks the console's
+tab, the notebook's tab and the ``%%px --debug 1 --break 4`` cell, presses Shift+Enter, sees
+rank 1 stopped at line 4 in the Debugger (``rank`` = 1) while the sidebar shows rank 1 stopped
+and rank 0 waiting in its collective, clicks Continue, and the cell prints its result. Then
+*Debug* on rank 0 moves the Debugger to rank 0 and its cell is debugged the same way; *Unpin*
+gives the Debugger back to JupyterLab's focus-following. Last, a cell whose rank 0 waits in
+``MPI_Recv`` for rank 1: the sidebar shows the call and its peer until rank 1 sends.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.browser.conftest import screenshot, write_notebook
+from tests.browser.widgets_support import LIMIT_MS, cell_output, kernel_session, open_fresh, wait_kernel_idle
+
+pytestmark = pytest.mark.cost(75, "bound: ten debugging rounds on rank 1 and one on rank 0, each a %%px --debug "
+                                    "cell stopped, inspected and continued in JupyterLab's Debugger")
+
+ROUNDS = 10
+STOP = 4
+#: The screenshot docs/debugging.md shows (``make screenshots`` copies it there).
+DOCS_PICTURE = "world_sidebar_bound_rank1_stopped.png"
+
+
+def debug_cell(rank: int) -> str:
+    return (f"%%px --debug {rank} --break {STOP}\n"
+            "from mpi4py import MPI\ncomm = MPI.COMM_WORLD\nrank = comm.Get_rank()\nx = rank * 10\ny = x + 1\n"
+            "total = comm.allreduce(y)\nprint('total', total)")
+
+
+CELLS = [
+    "from mpiworkbench import Workbench\nwb = Workbench(n=2).start()\nprint('world:', wb.cluster.cluster_id)",
+    "files = [wb.connection_file(r, relay=RELAY) for r in range(2)]\nprint('opened:', len(files))",
+    debug_cell(1),
+    debug_cell(0),
+]
+
+
+def blocked_cell(release) -> str:
+    """Rank 0 blocked in ``MPI_Recv`` from rank 1 until the test creates the file *release*."""
+    return ("%%px\nimport os, time\nimport numpy as np\nfrom mpi4py import MPI\ncomm = MPI.COMM_WORLD\n"
+            "if comm.rank == 0:\n    comm.Recv(np.empty(1), source=1, tag=7)\n"
+            f"else:\n    while not os.path.exists({str(release)!r}):\n        time.sleep(0.05)\n"
+            "    comm.Send(np.ones(1), dest=0, tag=7)\nprint('received' if comm.rank == 0 else 'sent')")
+
+#: The Debugger's Variables panel shows the name ``rank`` and, on the next line, its value.
+_RANK_VALUE = """([value]) => {
+    const v = document.querySelector('.jp-DebuggerVariables');
+    if (!v) return false;
+    const lines = v.innerText.split('\\n').map(l => l.trim());
+    const at = lines.indexOf('rank');
+    return at >= 0 && lines[at + 1] === value && lines.includes('mpi_rank');
+}"""
+
+#: The execution count of a cell, or null while it runs or never ran.
+_PROMPT = """([index]) => {
+    const cell = document.querySelectorAll('.jp-NotebookPanel .jp-Cell')[index];
+    const m = cell && /\\[(\\d+)\\]/.exec(cell.querySelector('.jp-InputPrompt').textContent);
+    return m ? Number(m[1]) : null;
+}"""
+
+
+def _world(page, cluster: str):
+    return page.locator(f'#mpiworkbench-world-sidebar section[data-cluster="{cluster}"]')
+
+
+def _tab(page, text: str):
+    return page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=text).first
+
+
+def _debug_round(page, name: str, cluster: str, index: int, rank: int, shot: str | None = None) -> None:
+    """Run the debug cell *index* of rank *rank* as a user does and follow it to its end."""
+    world = _world(page, cluster)
+    before = page.evaluate(_PROMPT, [index])
+    # focus moves the way a user moves it: into the console, back to the notebook, the cell
+    _tab(page, f"MPI rank {rank} of {cluster}").click()
+    _tab(page, name).click()
+    page.locator(".jp-NotebookPanel .jp-Cell").nth(index).locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    # the Debugger: the rank stopped at the cell's line, its variables
+    page.wait_for_function(_RANK_VALUE, arg=[str(rank)], timeout=LIMIT_MS)
+    # the sidebar: the stopped rank at the cell's line, the other waiting in MPI for it
+    other = 1 - rank
+    world.locator(f'.jp-mpiwb-group[data-state="stopped"][data-ranks="{rank}"]',
+                  has_text=f"cell line {STOP}").wait_for(timeout=LIMIT_MS)
+    world.locator(f'.jp-mpiwb-group[data-state="waiting"][data-ranks="{other}"]',
+                  has_text=re.compile(r"MPI_")).wait_for(timeout=LIMIT_MS)
+    if shot:
+        taken = screenshot(page, shot)
+        target = os.environ.get("MPIWORKBENCH_SCREENSHOT_DIR")
+        if target and shot == DOCS_PICTURE:  # `make screenshots`: the debugging page's picture
+            shutil.copyfile(taken, Path(target) / DOCS_PICTURE)
+    page.locator(".jp-DebuggerSidebar [data-command='debugger:continue']").first.click()
+    page.wait_for_function(f"([index, before]) => ({_PROMPT})([index]) !== null && ({_PROMPT})([index]) !== before",
+                           arg=[index, before], timeout=LIMIT_MS)
+    cell_output(page, index).get_by_text("total 12").first.wait_for(timeout=LIMIT_MS)
+
+
+@pytest.mark.parametrize("relay", [False, True], ids=["bound", "relayed"])
+def test_debug_on_a_rank_from_the_world_sidebar_ten_rounds_then_the_other_rank(page, lab_server, tmp_path, relay):
+    """Bound ranks ten rounds; relayed ones (reached through the notebook's relay, as ranks on
+    other hosts are) two."""
+    release = tmp_path / "release"
+    kind = "relayed" if relay else "bound"
+    cells = [CELLS[0], CELLS[1].replace("RELAY", str(relay)), *CELLS[2:], blocked_cell(release)]
+    name = write_notebook(lab_server, f"browser_world_sidebar_{kind}.ipynb", cells)
+    rounds = 2 if relay else ROUNDS
+    with kernel_session(page, lab_server, f"world-sidebar-{kind}"):
+        open_fresh(page, lab_server, name, workspace=f"mpiwb-world-sidebar-{kind}")
+        page.keyboard.press("Shift+Enter")  # the world
+        cell_output(page, 0).get_by_text("world:").wait_for(timeout=LIMIT_MS)
+        cluster = cell_output(page, 0).inner_text().split("world:")[1].split()[0]
+        wait_kernel_idle(page)
+
+        # the sidebar, by its icon in the left bar: both ranks, not open for debugging yet (their
+        # buttons greyed, saying how to open them)
+        page.locator('.jp-SideBar .lm-TabBar-tab[data-id="mpiworkbench-world-sidebar"]').click()
+        world = _world(page, cluster)
+        world.wait_for(timeout=LIMIT_MS)
+        for rank in (0, 1):
+            world.locator(f'.jp-mpiwb-rank[data-rank="{rank}"] .jp-mpiwb-debug[disabled]'
+                          f'[title*="wb.connection_file({rank})"]').wait_for(timeout=LIMIT_MS)
+        page.locator(".jp-NotebookPanel .jp-Cell").nth(1).locator(".jp-InputArea-editor").click()
+        page.keyboard.press("Shift+Enter")  # both ranks opened for debugging
+        cell_output(page, 1).get_by_text("opened: 2").wait_for(timeout=LIMIT_MS)
+        # now each with Console and Debug
+        for rank in (0, 1):
+            row = world.locator(f'.jp-mpiwb-rank[data-rank="{rank}"]')
+            row.wait_for(timeout=LIMIT_MS)
+            row.locator(".jp-mpiwb-debug:not([disabled])").wait_for(timeout=LIMIT_MS)
+        screenshot(page, f"world_sidebar_{kind}.png")
+
+        # Debug on rank 1: its console beside the notebook, the Debugger on its kernel
+        world.locator('.jp-mpiwb-rank[data-rank="1"] .jp-mpiwb-debug').click()
+        page.locator("#mpiworkbench-world-sidebar .jp-mpiwb-pin", has_text=f"Debugger on rank 1 of {cluster}") \
+            .wait_for(timeout=LIMIT_MS)
+        page.locator(".jp-ConsolePanel").first.wait_for(timeout=LIMIT_MS)
+        for round_ in range(rounds):
+            _debug_round(page, name, cluster, 2, 1, shot=f"world_sidebar_{kind}_rank1_stopped.png" if round_ == 0 else None)
+
+        # Debug on rank 0 (the sidebar is still open): the Debugger moves there
+        world.locator('.jp-mpiwb-rank[data-rank="0"] .jp-mpiwb-debug').click()
+        page.locator("#mpiworkbench-world-sidebar .jp-mpiwb-pin", has_text=f"Debugger on rank 0 of {cluster}") \
+            .wait_for(timeout=LIMIT_MS)
+        _debug_round(page, name, cluster, 3, 0, shot=f"world_sidebar_{kind}_rank0_stopped.png")
+        wait_kernel_idle(page)
+
+        # Unpin: the Debugger leaves rank 0 and follows the focused tab again, as JupyterLab has it
+        page.locator("#mpiworkbench-world-sidebar .jp-mpiwb-unpin").click()
+        page.locator("#mpiworkbench-world-sidebar .jp-mpiwb-pin", has_text="follows the focused") \
+            .wait_for(timeout=LIMIT_MS)
+        page.wait_for_function("() => !/MPI rank 0 of/i.test(document.querySelector('.jp-DebuggerSidebar').innerText)",
+                               timeout=LIMIT_MS)
+
+        # a cell whose rank 0 waits in MPI_Recv for rank 1: the sidebar names the call and its peer
+        page.locator(".jp-NotebookPanel .jp-Cell").nth(4).locator(".jp-InputArea-editor").click()
+        page.keyboard.press("Shift+Enter")
+        world.locator('.jp-mpiwb-group[data-state="waiting"][data-ranks="0"]',
+                      has_text="MPI_Recv(source=1, tag=7").wait_for(timeout=LIMIT_MS)
+        world.locator('.jp-mpiwb-group[data-state="busy"][data-ranks="1"]').wait_for(timeout=LIMIT_MS)
+        screenshot(page, f"world_sidebar_{kind}_recv.png")
+        release.touch()
+        cell_output(page, 4).get_by_text("received").first.wait_for(timeout=LIMIT_MS)
+        world.locator('.jp-mpiwb-group[data-state="idle"][data-ranks="0,1"]').wait_for(timeout=LIMIT_MS)

@@ -1,0 +1,92 @@
+"""``GET /mpiworkbench/worlds`` in a real lab, started as ``mpiworkbench lab`` starts it (its command
+line, the venv's server config enabling ``mpiworkbench.lab``): a fake world in a private IPython
+directory, rank 1's connection file in the lab's external kernels, the kernel id the lab made up
+for it reported on rank 1. Without the token the lab refuses (403)."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from mpiworkbench.cli.lab import lab_command, lab_settings
+from mpiworkbench.client.cluster.record import world_directory, write_json_atomic
+from mpiworkbench.lab.server import WORLDS_PATH
+from tests.browser.lab_process import stop_lab
+from tests.ports import free_port
+
+pytestmark = pytest.mark.cost(20)
+
+LIMIT_S = 120.0
+
+
+def _get(url: str) -> tuple[int, object]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as exc:
+        return exc.code, None
+    except OSError:  # not listening yet
+        return 0, None
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """A lab on loopback, its runtime and IPython directories in *tmp_path*; stopped by its pid."""
+    ipython_dir, runtime = tmp_path / "ipython", tmp_path / "runtime"
+    root = tmp_path / "root"
+    root.mkdir()
+    port, token = free_port(), secrets.token_hex(16)
+    env = {**os.environ, "IPYTHONDIR": str(ipython_dir), "JUPYTER_RUNTIME_DIR": str(runtime),
+           "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "user-settings"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
+           "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
+    command = lab_command(root, "127.0.0.1", port, no_browser=True, settings_dir=lab_settings(tmp_path / "app"))
+    log = open(tmp_path / "lab.log", "w")  # noqa: SIM115 - closed below
+    process = subprocess.Popen([*command, f"--IdentityProvider.token={token}", "--LabApp.news_url=",
+                                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+                               env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + LIMIT_S
+        while _get(f"{base}/api/status?token={token}")[0] != 200:
+            assert process.poll() is None, f"the lab exited: {(tmp_path / 'lab.log').read_text()[-3000:]}"
+            assert time.monotonic() < deadline, f"the lab did not answer within {LIMIT_S} s"
+            time.sleep(0.2)  # polling a condition (the port answering)
+        yield base, token, ipython_dir, runtime
+    finally:
+        stop_lab(process)
+        log.close()
+
+
+def test_the_worlds_endpoint_reports_each_rank_and_its_lab_kernel_and_needs_the_token(lab):
+    base, token, ipython_dir, runtime = lab
+    directory = world_directory(ipython_dir / "profile_default", "1700-ab")
+    directory.mkdir(parents=True)
+    write_json_atomic(directory / "world.json", {"ranks": {"0": 0, "1": 1}, "generation": 1})
+    external = runtime / "external_kernels"
+    external.mkdir(parents=True, exist_ok=True)
+    (external / "mpiworkbench-1700-ab-rank1.json").write_text(json.dumps({
+        "kernel_name": "python3", "key": secrets.token_hex(8), "signature_scheme": "hmac-sha256",
+        "transport": "tcp", "ip": "127.0.0.1", "shell_port": 1, "iopub_port": 2, "stdin_port": 3,
+        "control_port": 4, "hb_port": 5}))
+
+    status, answer = _get(f"{base}/{WORLDS_PATH}?token={token}")
+    assert status == 200, status
+    (world,) = answer["worlds"]
+    assert (world["cluster_id"], world["profile"], world["state"]) == ("1700-ab", "default", "idle")
+    kernels = {k["id"] for k in _get(f"{base}/api/kernels?token={token}")[1]}
+    by_rank = {r["rank"]: r for r in world["ranks"]}
+    assert by_rank[0]["kernel"] is None
+    assert by_rank[1]["kernel"] in kernels, (by_rank[1], kernels)
+    assert [g["ranks"] for g in world["groups"]] == [[0, 1]]
+
+    assert _get(f"{base}/{WORLDS_PATH}")[0] == 403
