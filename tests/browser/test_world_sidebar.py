@@ -8,7 +8,7 @@ and puts JupyterLab's Debugger on it; then, ten rounds in a row, the user clicks
 tab, the notebook's tab and the ``%%px --debug 1 --break 4`` cell, presses Shift+Enter, sees
 rank 1 stopped at line 4 in the Debugger (``rank`` = 1) while the sidebar shows rank 1 stopped
 and rank 0 waiting in its collective, clicks Continue, and the cell prints its result. Then
-*Debug* on rank 0 moves the Debugger to rank 0 and its cell is debugged the same way; *Unpin*
+*Debug* on rank 0 moves the Debugger to rank 0 and its cell is debugged the same way, ten rounds; *Unpin*
 gives the Debugger back to JupyterLab's focus-following. Last, a cell whose rank 0 waits in
 ``MPI_Recv`` for rank 1: the sidebar shows the call and its peer until rank 1 sends.
 """
@@ -25,8 +25,8 @@ import pytest
 from tests.browser.conftest import screenshot, write_notebook
 from tests.browser.widgets_support import LIMIT_MS, cell_output, kernel_session, open_fresh, wait_kernel_idle
 
-pytestmark = pytest.mark.cost(75, "bound: ten debugging rounds on rank 1 and one on rank 0, each a %%px --debug "
-                                    "cell stopped, inspected and continued in JupyterLab's Debugger")
+pytestmark = pytest.mark.cost(120, "ten debugging rounds on rank 1 and ten on rank 0, each a %%px --debug "
+                                     "cell stopped, inspected and continued in JupyterLab's Debugger")
 
 ROUNDS = 10
 STOP = 4
@@ -110,13 +110,12 @@ def _debug_round(page, name: str, cluster: str, index: int, rank: int, shot: str
 
 @pytest.mark.parametrize("relay", [False, True], ids=["bound", "relayed"])
 def test_debug_on_a_rank_from_the_world_sidebar_ten_rounds_then_the_other_rank(page, lab_server, tmp_path, relay):
-    """Bound ranks ten rounds; relayed ones (reached through the notebook's relay, as ranks on
-    other hosts are) two."""
+    """Ten rounds on rank 1, then ten on rank 0; bound ranks, and relayed ones (reached through
+    the notebook's relay, as ranks on other hosts are)."""
     release = tmp_path / "release"
     kind = "relayed" if relay else "bound"
     cells = [CELLS[0], CELLS[1].replace("RELAY", str(relay)), *CELLS[2:], blocked_cell(release)]
     name = write_notebook(lab_server, f"browser_world_sidebar_{kind}.ipynb", cells)
-    rounds = 2 if relay else ROUNDS
     with kernel_session(page, lab_server, f"world-sidebar-{kind}"):
         open_fresh(page, lab_server, name, workspace=f"mpiwb-world-sidebar-{kind}")
         page.keyboard.press("Shift+Enter")  # the world
@@ -147,14 +146,15 @@ def test_debug_on_a_rank_from_the_world_sidebar_ten_rounds_then_the_other_rank(p
         page.locator("#mpiworkbench-world-sidebar .jp-mpiwb-pin", has_text=f"Debugger on rank 1 of {cluster}") \
             .wait_for(timeout=LIMIT_MS)
         page.locator(".jp-ConsolePanel").first.wait_for(timeout=LIMIT_MS)
-        for round_ in range(rounds):
+        for round_ in range(ROUNDS):
             _debug_round(page, name, cluster, 2, 1, shot=f"world_sidebar_{kind}_rank1_stopped.png" if round_ == 0 else None)
 
         # Debug on rank 0 (the sidebar is still open): the Debugger moves there
         world.locator('.jp-mpiwb-rank[data-rank="0"] .jp-mpiwb-debug').click()
         page.locator("#mpiworkbench-world-sidebar .jp-mpiwb-pin", has_text=f"Debugger on rank 0 of {cluster}") \
             .wait_for(timeout=LIMIT_MS)
-        _debug_round(page, name, cluster, 3, 0, shot=f"world_sidebar_{kind}_rank0_stopped.png")
+        for round_ in range(ROUNDS):
+            _debug_round(page, name, cluster, 3, 0, shot=f"world_sidebar_{kind}_rank0_stopped.png" if round_ == 0 else None)
         wait_kernel_idle(page)
 
         # Unpin: the Debugger leaves rank 0 and follows the focused tab again, as JupyterLab has it
