@@ -6,8 +6,9 @@ Two halves, shipped in the package as ipyparallel ships its own lab extension:
   world of this host, its ranks and where each one is, read from files alone
   (:mod:`mpiworkbench.lab.worlds`);
 * the lab extension (TypeScript in ``extension/``, built by ``make lab`` / ``make test`` into
-  ``labextension/``): the sidebar itself, the ranks' consoles, and JupyterLab's Debugger pinned
-  to a rank.
+  ``labextension/``): the sidebar itself, the worlds' Interrupt, Restart and Stop, the ranks'
+  consoles, and JupyterLab's Debugger pinned to a rank;
+* what the sidebar's Restart and Stop call inside a notebook's kernel (:mod:`mpiworkbench.lab.actions`).
 """
 
 #: The lab extension's name (its ``package.json``), the directory JupyterLab loads it from.

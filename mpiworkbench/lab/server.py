@@ -39,7 +39,8 @@ class WorldsHandler(APIHandler):
 
         from mpiworkbench.lab.worlds import read_worlds  # import cost (~0.5 s): when the sidebar first asks, not at the lab's start
 
-        worlds = read_worlds(get_ipython_dir(), external_kernel_files(self.kernel_manager))
+        files = external_kernel_files(self.kernel_manager)  # (lists the kernels first: takes in new files)
+        worlds = read_worlds(get_ipython_dir(), files, lab_kernels=set(self.kernel_manager.list_kernel_ids()))
         self.set_header("Cache-Control", "no-store")
         self.finish(json.dumps({"worlds": worlds}))
 

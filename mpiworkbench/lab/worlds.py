@@ -58,14 +58,28 @@ def rank_kernels(kernel_files: dict[str, str | os.PathLike]) -> dict[tuple[str, 
     return found
 
 
-def live_notebooks(directory: Path) -> list[str]:
-    """The notebooks (or scripts) of the world's live clients, in the order they came."""
+def live_clients(directory: Path, lab_kernels: set[str] | frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+    """The world's live clients, in the order they came: ``notebook`` (or script), ``kernel``
+    (the Jupyter kernel id of its kernel, ``""`` outside one), ``pid``, ``host`` and ``lab``
+    (whether that kernel is one of *lab_kernels*, the lab's running kernels)."""
     clients = []
     for path in (directory / "clients").glob("*.json"):
         data = read_json(path)
         if data and held_by_someone(path):
-            clients.append((data.get("since") or 0.0, str(data.get("notebook") or "?")))
-    return [name for _since, name in sorted(clients)]
+            kernel = str(data.get("kernel") or "")
+            clients.append({"notebook": str(data.get("notebook") or "?"), "kernel": kernel, "pid": data.get("pid"),
+                            "host": data.get("host"), "since": data.get("since") or 0.0,
+                            "lab": bool(kernel) and kernel in lab_kernels})
+    return sorted(clients, key=lambda client: client["since"])
+
+
+def armed_before(path: Path, at: float | None) -> bool:
+    """Whether the ranks' process record *path* was written before the engine set of the world
+    was (its ``at``: when it was started or last restarted)."""
+    try:
+        return at is not None and path.stat().st_mtime < float(at)
+    except (OSError, TypeError, ValueError):
+        return False
 
 
 def rank_state(rank: int, process: dict[str, Any] | None, busy: str | None, here: str) -> dict[str, str]:
@@ -106,13 +120,16 @@ def group_ranks(ranks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def read_world(profile_dir: Path, cluster_id: str, directory: Path,
-               kernels: dict[tuple[str, int], str] | None = None, here: str | None = None) -> dict[str, Any]:
+               kernels: dict[tuple[str, int], str] | None = None, here: str | None = None,
+               lab_kernels: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
     """One world as the sidebar shows it (see :func:`read_worlds`)."""
     here = socket.gethostname() if here is None else here
     kernels = kernels or {}
     engine_set = recorded_engine_set(directory) or {}
     engines = {int(rank): int(engine) for engine, rank in (engine_set.get("ranks") or {}).items()}
     processes = {int(rank): info for rank, info in (read_json(directory / RANK_PROCESSES) or {}).items()}
+    if processes and armed_before(directory / RANK_PROCESSES, engine_set.get("at")):
+        processes = {}  # the processes of the engine set before a restart: the new ones are armed by its next call
     holder = read_holder(directory)
     busy = None
     if holder is not None:
@@ -137,20 +154,28 @@ def read_world(profile_dir: Path, cluster_id: str, directory: Path,
         state = "starting"
     else:
         state = "idle"
+    clients = live_clients(directory, lab_kernels)
+    holder_kernel = str(holder.get("kernel") or "") if holder else ""
     return {"cluster_id": cluster_id, "profile": profile_dir.name[len("profile_"):], "profile_dir": str(profile_dir),
-            "state": state, "generation": engine_set.get("generation"), "notebooks": live_notebooks(directory),
-            "busy": busy, "ranks": ranks, "groups": group_ranks(ranks)}
+            "state": state, "generation": engine_set.get("generation"),
+            "notebooks": [client["notebook"] for client in clients], "clients": clients,
+            "busy": busy, "holder_kernel": holder_kernel, "holder_notebook": holder.get("notebook") if holder else None,
+            "holder_in_lab": bool(holder_kernel) and holder_kernel in lab_kernels,
+            "ranks": ranks, "groups": group_ranks(ranks)}
 
 
 def read_worlds(ipython_dir: str | os.PathLike, kernel_files: dict[str, str | os.PathLike] | None = None,
-                here: str | None = None) -> list[dict[str, Any]]:
+                here: str | None = None, lab_kernels: set[str] | frozenset[str] = frozenset()) -> list[dict[str, Any]]:
     """Every world under *ipython_dir*: ``cluster_id``, ``profile``, ``state`` (``idle``,
     ``busy``, ``debugging``, ``blocked``, ``dead``, ``starting``), the ``notebooks`` using it,
     its ``ranks`` (``rank``, ``engine``, ``host``, ``pid``, ``state``: ``idle``, ``busy``,
     ``waiting`` in an MPI call, ``stopped`` in the debugger, ``dead``, or ``unknown``; ``where``
     in words; ``kernel``: the lab's id of the rank's kernel once it was opened for debugging)
-    and the ranks grouped by where they are (``groups``). *kernel_files*: the lab's kernel id →
-    connection file of its external kernels."""
+    and the ranks grouped by where they are (``groups``); for the world's actions, its live
+    ``clients`` (:func:`live_clients`) and the turn's holder: ``holder_kernel`` (the Jupyter kernel
+    id of the client running work on it, ``""`` when none or outside a kernel),
+    ``holder_notebook`` and ``holder_in_lab``. *kernel_files*: the lab's kernel id → connection
+    file of its external kernels; *lab_kernels*: the ids of the lab's running kernels."""
     kernels = rank_kernels(kernel_files or {})
-    return [read_world(profile_dir, cluster_id, directory, kernels, here)
+    return [read_world(profile_dir, cluster_id, directory, kernels, here, lab_kernels)
             for profile_dir, cluster_id, directory in world_directories(ipython_dir)]

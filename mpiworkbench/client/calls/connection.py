@@ -8,7 +8,9 @@ when it has one, and no field is ever cleared by hand.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -201,6 +203,35 @@ class Connection:
                 thread_level=level, hosts={str(r): h for r, h in known["hosts"].items()},
                 mpi=mpi if self.owns_cluster else found_mpi)["generation"]
         return known
+
+
+#: The sessions of this process that connected to a cluster (each added when it takes an engine
+#: set: started, attached or restarted; gone once collected): what the lab's world sidebar acts
+#: on in a notebook's kernel (:mod:`mpiworkbench.lab.actions`).
+LIVE_SESSIONS: weakref.WeakSet = weakref.WeakSet()
+
+
+def sessions_of(cluster_id: str, profile_dir: str | os.PathLike | None = None) -> list[Any]:
+    """The live sessions of this process connected to the cluster *cluster_id* (of the profile
+    directory *profile_dir*, when given), oldest first.
+
+    Raises
+    ------
+    LookupError
+        None is: naming the cluster and the sessions this process has.
+    """
+    wanted = None if profile_dir is None else os.path.realpath(profile_dir)
+    live = sorted((s for s in list(LIVE_SESSIONS) if s._connection is not None), key=id)
+    found = [s for s in live if s.cluster_id == cluster_id
+             and (wanted is None or os.path.realpath(s.cluster.profile_dir) == wanted)]
+    if not found:
+        others = ", ".join(repr(s.cluster_id) for s in live) or "none"
+        raise LookupError(
+            f"no workbench session of this process (pid {os.getpid()}) is connected to the MPI world "
+            f"{cluster_id!r}{'' if profile_dir is None else f' of {profile_dir}'} (its connected sessions: {others}); "
+            "act on the world from a notebook that uses it (wb.restart(), wb.stop()), or attach one: "
+            f"Workbench.attach(profile=..., cluster_id={cluster_id!r})")
+    return found
 
 
 class FromConnection:

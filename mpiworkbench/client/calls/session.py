@@ -18,7 +18,7 @@ from typing import Any, Iterator, Self
 from mpiworkbench.client.cluster import allocation, attach, engines, health, time_limit
 from mpiworkbench.client.cluster.start import check_start_options, new_cluster
 from mpiworkbench.client.calls import restarts
-from mpiworkbench.client.calls.connection import Connection, FromConnection, Handed
+from mpiworkbench.client.calls.connection import LIVE_SESSIONS, Connection, FromConnection, Handed
 from mpiworkbench.client.calls.debugging import RankDebugging, remove_connection_files
 from mpiworkbench.client.calls.execution import DEFAULT_TIMEOUT_S, REFUSE_AFTER_HANG_VARIABLE, Executor
 from mpiworkbench.client.calls.magics import activate
@@ -326,6 +326,7 @@ class Session:
         attached session also takes the engines' thread level and MPI (our own cluster keeps what
         was asked for); ``%px`` goes to the new view."""
         self._connection.take_engine_set(known)
+        LIVE_SESSIONS.add(self)  # what the lab's world sidebar finds (connection.sessions_of)
         if not self.owns_cluster:
             self.thread_level = known["thread_level"]
             self.mpi = known.get("mpi") or self.mpi

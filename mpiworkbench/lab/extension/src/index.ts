@@ -1,5 +1,5 @@
-// The world sidebar plugin: the sidebar in the left area, its ranks' consoles, and JupyterLab's
-// Debugger pinned to the rank the user chose.
+// The world sidebar plugin: the sidebar in the left area, the worlds' Interrupt, Restart and
+// Stop, its ranks' consoles, and JupyterLab's Debugger pinned to the rank the user chose.
 
 import { ILabShell, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { IDebugger } from '@jupyterlab/debugger';
@@ -7,6 +7,7 @@ import { INotebookTracker } from '@jupyterlab/notebook';
 import { Session } from '@jupyterlab/services';
 import { LabIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
+import { WorldActions } from './actions';
 import { DebuggerPin } from './pin';
 import { IRankActions, rankLabel, WorldSidebar } from './sidebar';
 import { IRank, IWorld } from './worlds';
@@ -86,7 +87,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       pinned: () => pin?.label ?? null
     };
 
-    const sidebar = new WorldSidebar(actions);
+    const sidebar = new WorldSidebar(actions, new WorldActions(app.serviceManager, notebooks));
     sidebar.title.icon = ICON;
     pin?.changed.connect(() => sidebar.showPin());
     shell.add(sidebar, 'left', { rank: 900 });

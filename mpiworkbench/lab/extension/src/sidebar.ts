@@ -1,7 +1,8 @@
-// The MPI world sidebar: every world of this host, its ranks grouped by where they are, and
-// each rank's Console and Debug.
+// The MPI world sidebar: every world of this host, its ranks grouped by where they are, the
+// world's Interrupt, Restart and Stop, and each rank's Console and Debug.
 
 import { Widget } from '@lumino/widgets';
+import { actHint, interruptHint, WorldAction } from './actions';
 import { fetchWorlds, IRank, IWorld, rankRanges } from './worlds';
 
 /** What the sidebar asks of the lab for a rank (index.ts implements them). */
@@ -11,6 +12,12 @@ export interface IRankActions {
   unpin(): Promise<void>;
   /** "rank 1 of <cluster>" when the Debugger is pinned to a rank, else null. */
   pinned(): string | null;
+}
+
+/** What the sidebar asks of the lab for a world (actions.ts's WorldActions). */
+export interface IWorldActions {
+  interrupt(world: IWorld): Promise<string>;
+  act(world: IWorld, action: WorldAction, say: (line: string) => void): Promise<string | null>;
 }
 
 /** How often the sidebar reads the worlds while it is shown (ms). */
@@ -71,10 +78,80 @@ class RankRow {
   private _rank: IRank;
 }
 
+/** A world's three buttons (kept) and the line that says what its last action did. */
+class WorldButtons {
+  constructor(world: IWorld, actions: IWorldActions) {
+    this.node = element('div', 'jp-mpiwb-world-actions');
+    this._world = world;
+    this._interrupt = element('button', 'jp-mpiwb-button jp-mpiwb-interrupt', 'Interrupt') as HTMLButtonElement;
+    this._restart = element('button', 'jp-mpiwb-button jp-mpiwb-restart', 'Restart') as HTMLButtonElement;
+    this._stop = element('button', 'jp-mpiwb-button jp-mpiwb-stop', 'Stop') as HTMLButtonElement;
+    this._said = element('div', 'jp-mpiwb-world-said');
+    this._interrupt.onclick = () => {
+      actions.interrupt(this._world).then(line => this.say(line), error => this.fail(error));
+    };
+    for (const [button, action] of [[this._restart, 'restart'], [this._stop, 'stop']] as const) {
+      button.onclick = () => {
+        this._pending = action;
+        this.update(this._world);
+        actions
+          .act(this._world, action, line => this.say(line))
+          .then(line => this.say(line ?? ''), error => this.fail(error))
+          .finally(() => {
+            this._pending = null;
+            this.update(this._world);
+          });
+      };
+    }
+    this.node.append(this._interrupt, this._restart, this._stop, this._said);
+    this.update(world);
+  }
+
+  update(world: IWorld): void {
+    this._world = world;
+    const why = interruptHint(world);
+    this._interrupt.disabled = why !== '';
+    this._interrupt.title = why
+      ? `Interrupt: ${why}`
+      : `interrupt ${world.holder_notebook ?? 'the notebook'}'s kernel, which runs ${world.busy} (as its ■ does)`;
+    const hint = actHint(world);
+    for (const [button, what] of [
+      [this._restart, 'kill the ranks and start fresh ones: wb.restart()'],
+      [this._stop, 'stop the ranks and the controller: wb.stop()']
+    ] as const) {
+      button.disabled = hint !== '' || this._pending !== null;
+      button.title = hint
+        ? `${button.textContent}: ${hint}`
+        : this._pending
+          ? `a ${this._pending} of this world is under way`
+          : `${what}, in ${world.clients.filter(c => c.lab)[0]?.notebook}, after you confirm`;
+    }
+  }
+
+  say(line: string): void {
+    this._said.textContent = line;
+    delete this._said.dataset.error;
+  }
+
+  fail(error: unknown): void {
+    this._said.textContent = `${error instanceof Error ? error.message : error}`;
+    this._said.dataset.error = 'true';
+  }
+
+  readonly node: HTMLElement;
+  private _world: IWorld;
+  private _interrupt: HTMLButtonElement;
+  private _restart: HTMLButtonElement;
+  private _stop: HTMLButtonElement;
+  private _said: HTMLElement;
+  private _pending: WorldAction | null = null;
+}
+
 export class WorldSidebar extends Widget {
-  constructor(actions: IRankActions) {
+  constructor(actions: IRankActions, worldActions: IWorldActions) {
     super();
     this._actions = actions;
+    this._worldActions = worldActions;
     this.id = 'mpiworkbench-world-sidebar';
     this.addClass('jp-mpiwb-sidebar');
     this.title.caption = 'MPI world';
@@ -150,15 +227,21 @@ export class WorldSidebar extends Widget {
         block = element('section', 'jp-mpiwb-world');
         block.dataset.cluster = world.cluster_id;
         block.appendChild(element('h3', 'jp-mpiwb-world-title'));
+        const buttons = new WorldButtons(world, this._worldActions);
+        this._buttons.set(world.cluster_id, buttons);
+        block.appendChild(buttons.node);
         block.appendChild(element('table', 'jp-mpiwb-groups'));
         block.appendChild(element('ul', 'jp-mpiwb-ranks'));
         this._blocks.set(world.cluster_id, block);
         this._worlds.appendChild(block);
       }
       block.dataset.state = world.state;
+      block.dataset.generation = `${world.generation ?? ''}`;
+      this._buttons.get(world.cluster_id)?.update(world);
       const users = world.notebooks.length ? ` · ${world.notebooks.join(', ')}` : '';
+      const generation = world.generation === null ? '' : ` · generation ${world.generation}`;
       block.querySelector('.jp-mpiwb-world-title')!.textContent =
-        `${world.cluster_id} (profile ${world.profile}): ${world.state}${users}`;
+        `${world.cluster_id} (profile ${world.profile}): ${world.state}${generation}${users}`;
       const table = block.querySelector('.jp-mpiwb-groups')!;
       table.replaceChildren(
         ...world.groups.map(group => {
@@ -196,11 +279,14 @@ export class WorldSidebar extends Widget {
       if (!clusters.has(cluster)) {
         block.remove();
         this._blocks.delete(cluster);
+        this._buttons.delete(cluster);
       }
     }
   }
 
   private _actions: IRankActions;
+  private _worldActions: IWorldActions;
+  private _buttons = new Map<string, WorldButtons>();
   private _pin: HTMLElement;
   private _status: HTMLElement;
   private _worlds: HTMLElement;

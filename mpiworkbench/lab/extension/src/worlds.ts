@@ -19,12 +19,29 @@ export interface IGroup {
   ranks: number[];
 }
 
+/** A live client of a world (its `clients/*.json`): `lab` when its kernel is one of this lab's. */
+export interface IClient {
+  notebook: string;
+  kernel: string;
+  pid: number | null;
+  host: string | null;
+  since: number;
+  lab: boolean;
+}
+
 export interface IWorld {
   cluster_id: string;
   profile: string;
+  profile_dir: string;
   state: string;
+  generation: number | null;
   notebooks: string[];
+  clients: IClient[];
   busy: string | null;
+  /** The Jupyter kernel id of the client running work on the world ('' when none, or not a kernel). */
+  holder_kernel: string;
+  holder_notebook: string | null;
+  holder_in_lab: boolean;
   ranks: IRank[];
   groups: IGroup[];
 }
