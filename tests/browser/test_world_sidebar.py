@@ -10,7 +10,9 @@ rank 1 stopped at line 4 in the Debugger (``rank`` = 1) while the sidebar shows 
 and rank 0 waiting in its collective, clicks Continue, and the cell prints its result. Then
 *Debug* on rank 0 moves the Debugger to rank 0 and its cell is debugged the same way, ten rounds; *Unpin*
 gives the Debugger back to JupyterLab's focus-following. Last, a cell whose rank 0 waits in
-``MPI_Recv`` for rank 1: the sidebar shows the call and its peer until rank 1 sends.
+``MPI_Recv`` for rank 1: the sidebar shows the call and its peer until rank 1 sends. And the
+console of the rank the Debugger is on, closed (its tab's x) while that rank is stopped: the rank is
+let go, the cell ends.
 """
 
 from __future__ import annotations
@@ -174,3 +176,22 @@ def test_debug_on_a_rank_from_the_world_sidebar_ten_rounds_then_the_other_rank(p
         release.touch()
         cell_output(page, 4).get_by_text("received").first.wait_for(timeout=LIMIT_MS)
         world.locator('.jp-mpiwb-group[data-state="idle"][data-ranks="0,1"]').wait_for(timeout=LIMIT_MS)
+        wait_kernel_idle(page)
+
+        # the console of the rank the Debugger is on, closed while that rank is stopped: the rank
+        # is let go first (its debugger stopped), the cell ends, the Debugger follows the focus again
+        world.locator('.jp-mpiwb-rank[data-rank="1"] .jp-mpiwb-debug').click()
+        page.locator("#mpiworkbench-world-sidebar .jp-mpiwb-pin", has_text=f"Debugger on rank 1 of {cluster}") \
+            .wait_for(timeout=LIMIT_MS)
+        _tab(page, name).click()
+        before = page.evaluate(_PROMPT, [2])
+        page.locator(".jp-NotebookPanel .jp-Cell").nth(2).locator(".jp-InputArea-editor").click()
+        page.keyboard.press("Shift+Enter")
+        world.locator('.jp-mpiwb-group[data-state="stopped"][data-ranks="1"]', has_text=f"cell line {STOP}") \
+            .wait_for(timeout=LIMIT_MS)
+        _tab(page, f"MPI rank 1 of {cluster}").locator(".lm-TabBar-tabCloseIcon").click()
+        page.wait_for_function(f"([index, before]) => ({_PROMPT})([index]) !== null && ({_PROMPT})([index]) !== before",
+                               arg=[2, before], timeout=LIMIT_MS)
+        cell_output(page, 2).get_by_text("total 12").first.wait_for(timeout=LIMIT_MS)
+        page.locator("#mpiworkbench-world-sidebar .jp-mpiwb-pin", has_text="follows the focused") \
+            .wait_for(timeout=LIMIT_MS)

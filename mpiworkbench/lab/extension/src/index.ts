@@ -65,6 +65,26 @@ const plugin: JupyterFrontEndPlugin<void> = {
       return panel;
     };
 
+    // Closing the console of the rank the Debugger is on leaves that rank first (its debugger
+    // stopped: breakpoints cleared, a stopped rank continued), while the console's session can
+    // still send it; a console closed after its session is gone could not. The panel's own close
+    // (its tab's x, File > Close Tab) runs once that is done.
+    const leaving = new WeakSet<IConsoleLike>();
+    const leaveOnClose = (panel: IConsoleLike, connection: Session.ISessionConnection): void => {
+      if (leaving.has(panel)) {
+        return;
+      }
+      leaving.add(panel);
+      const close = panel.close.bind(panel);
+      panel.close = () => {
+        if (pin && pin.connection === connection) {
+          void pin.unpin().catch(error => sidebar.report(error)).finally(close);
+        } else {
+          close();
+        }
+      };
+    };
+
     const actions: IRankActions = {
       console: async (world, rank) => {
         await openConsole(world, rank);
@@ -79,6 +99,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
           throw new Error(`the console on ${rankLabel(world, rank)} has no kernel session`);
         }
         await pin.pin(connection, rankLabel(world, rank));
+        leaveOnClose(panel, connection);
         shell.activateById(DEBUGGER_SIDEBAR);
       },
       unpin: async () => {
