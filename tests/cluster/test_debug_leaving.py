@@ -40,6 +40,8 @@ pytestmark = pytest.mark.timeout(900)
 LIMIT_S = 120  # generous: each wait below ends on its condition
 #: Moments (seconds after the kernel took up a %%px --debug cell) an interrupt comes at.
 MOMENTS_S = (0.0, 0.1, 0.2, 0.4, 1.0)
+#: Moments the debugging notebook's kernel is restarted at (the same clock).
+RESTART_MOMENTS_S = (0.0, 0.3, 1.0)
 
 # line 4 is where rank 1 stops; then the collective the other ranks wait in meanwhile
 CELL = """from mpi4py import MPI
@@ -229,6 +231,18 @@ def test_a_debugger_detached_or_a_kernel_dying_while_a_rank_is_stopped_leaves_a_
         assert not list(records.glob("*.json")), "the dead client's record is left once its ranks were let go"
         _attach(debugging, cluster_id)
         assert f"ANSWER {[1] * n}" in _answers(debugging, n)
+
+        # 3. the same kernel restarted at other moments of its debug cell (the debuggers starting,
+        # the breakpoints being set, the rank on its way to its breakpoint)
+        for delay in RESTART_MOMENTS_S:
+            running = debugging.send("%%px --debug 1 --break 4\n" + CELL)
+            debugging.wait_started(running)
+            time.sleep(delay)  # the scenario's moment, not a wait for a condition
+            debugging.km.restart_kernel(now=True)
+            assert f"ANSWER {[1] * n}" in _answers(owner, n), delay
+            assert not stops.is_stopped(stops.read(pids[1])), (delay, "rank 1 still stopped")
+            _attach(debugging, cluster_id)
+        assert not list(records.glob("*.json")), "a dead client's record is left"
         assert "stopped" in owner.run("print(wb.stop())")
     finally:
         debugging.close()
