@@ -186,6 +186,8 @@ def _attach(kernel, cluster_id: str) -> None:
     assert "ATTACHED" in said, said
 
 
+@pytest.mark.cost(150, "two kernels on one world; the debugging one restarted while rank 1 is stopped, then at "
+                       "three moments of its cell, each followed by the owner's call and a new attach")
 @pytest.mark.parametrize("n", [2, 3])
 def test_a_debugger_detached_or_a_kernel_dying_while_a_rank_is_stopped_leaves_a_world_that_answers(tmp_path, n):
     """The ways out that are not the debugging notebook's own, on a world it attached to: the
