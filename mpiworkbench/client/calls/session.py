@@ -16,7 +16,7 @@ import uuid
 from typing import Any, Iterator, Self
 
 from mpiworkbench.client.cluster import allocation, attach, engines, health, time_limit
-from mpiworkbench.client.cluster.start import check_start_options, new_cluster
+from mpiworkbench.client.cluster.start import CONNECT_TIMEOUT_S, check_start_options, new_cluster
 from mpiworkbench.client.calls import restarts
 from mpiworkbench.client.calls.connection import LIVE_SESSIONS, Connection, FromConnection, Handed
 from mpiworkbench.client.calls.debugging import RankDebugging, remove_connection_files
@@ -242,7 +242,7 @@ class Session:
         connection = self._connection = Connection(cluster, owns_cluster=False)
         self.cluster_id = cluster.cluster_id
         try:
-            connection.client = cluster.connect_client_sync()
+            connection.client = cluster.connect_client_sync(timeout=CONNECT_TIMEOUT_S)
             # the launchers' count; the registered engines when the file lost track of them
             self.n = engines.engine_count(cluster) or max(1, len(connection.client.ids))
             connection.open_turns(refuse_own_blocked=os.environ.get(REFUSE_AFTER_HANG_VARIABLE) == "1")
@@ -308,7 +308,7 @@ class Session:
             # armed first: a kernel killed at any moment of the start leaves nothing running
             connection.watchdog = start_watchdog(cluster.profile_dir, cluster.cluster_id)
             cluster.start_cluster_sync()
-            connection.client = cluster.connect_client_sync()
+            connection.client = cluster.connect_client_sync(timeout=CONNECT_TIMEOUT_S)
             connection.open_turns(refuse_own_blocked=os.environ.get(REFUSE_AFTER_HANG_VARIABLE) == "1")
             self._connect_engines(fresh=True)
         except BaseException:

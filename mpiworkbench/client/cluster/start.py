@@ -80,6 +80,10 @@ def engine_heartbeat_misses() -> int:
 #: the controller's start (~1-2 s) instead of following it; an engine then reads the file the
 #: controller writes. ipyparallel waits 10 s by default: an oversubscribed machine can take longer.
 CONNECTION_FILE_WAIT_S = 120
+#: Seconds a client waits for the controller's answer to its connection request. ipyparallel's
+#: default (10 s) is short for a controller just started on a loaded machine: the suite saw
+#: "Hub connection request timed out" from a fresh world's start while both lanes of the suite ran.
+CONNECT_TIMEOUT_S = 120.0
 
 
 def engine_config(n: int, thread_level: str | None = None, yield_while_waiting: bool | None = None,
