@@ -22,7 +22,9 @@ call named.
   client while it is stopped (``disconnect``, JupyterLab's bug button): the cell ends, both
   notebooks' calls answer; the debugging notebook's kernel restarted while the rank is stopped:
   the owner's next call lets the rank go (``calls/debug_records.py``) and answers, and so does
-  the new kernel's.
+  the new kernel's; the same kernel restarted 0, 0.3 and 1 s into its debug cell (its last
+  messages, a breakpoint or the cell, can reach the ranks after the owner let them go: the owner
+  watches the ranks and lets go again the one that stops late): both notebooks' calls answer.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ pytestmark = pytest.mark.timeout(900)
 LIMIT_S = 120  # generous: each wait below ends on its condition
 #: Moments (seconds after the kernel took up a %%px --debug cell) an interrupt comes at.
 MOMENTS_S = (0.0, 0.1, 0.2, 0.4, 1.0)
+#: Moments the debugging notebook's kernel is restarted at (the same clock).
+RESTART_MOMENTS_S = (0.0, 0.3, 1.0)
 
 # line 4 is where rank 1 stops; then the collective the other ranks wait in meanwhile
 CELL = """from mpi4py import MPI
@@ -184,8 +188,8 @@ def _attach(kernel, cluster_id: str) -> None:
     assert "ATTACHED" in said, said
 
 
-@pytest.mark.cost(80, "two kernels on one world; the debugging one's rank detached, then the kernel restarted "
-                      "while rank 1 is stopped, each followed by both notebooks' calls")
+@pytest.mark.cost(150, "two kernels on one world; the debugging one's rank detached, then the kernel restarted "
+                       "while rank 1 is stopped and at three moments of its cell, each followed by both notebooks' calls")
 @pytest.mark.parametrize("n", [2, 3])
 def test_a_debugger_detached_or_a_kernel_dying_while_a_rank_is_stopped_leaves_a_world_that_answers(tmp_path, n):
     """The ways out that are not the debugging notebook's own, on a world it attached to: the
@@ -231,6 +235,20 @@ def test_a_debugger_detached_or_a_kernel_dying_while_a_rank_is_stopped_leaves_a_
         assert not list(records.glob("*.json")), "the dead client's record is left once its ranks were let go"
         _attach(debugging, cluster_id)
         assert f"ANSWER {[1] * n}" in _answers(debugging, n)
+
+        # 3. the same kernel restarted at other moments of its debug cell (the debuggers starting,
+        # the breakpoints being set, the rank on its way to its breakpoint): its last messages can
+        # reach the ranks after the owner let them go; the owner watches and lets them go again
+        for delay in RESTART_MOMENTS_S:
+            running = debugging.send("%%px --debug 1 --break 4\n" + CELL)
+            debugging.wait_started(running)
+            time.sleep(delay)  # the scenario's moment, not a wait for a condition
+            debugging.km.restart_kernel(now=True)
+            assert f"ANSWER {[1] * n}" in _answers(owner, n), delay
+            _until(lambda: not stops.is_stopped(stops.read(pids[1])), f"rank 1 let go ({delay} s into the cell)")
+            _attach(debugging, cluster_id)
+            assert f"ANSWER {[1] * n}" in _answers(debugging, n), delay
+        assert not list(records.glob("*.json")), "a dead client's record is left"
 
         assert "stopped" in owner.run("print(wb.stop())")
     finally:

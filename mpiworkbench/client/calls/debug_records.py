@@ -1,5 +1,6 @@
-"""A debugging session's record in the world's directory, and the ranks a client that died while
-debugging left stopped, let go by the next client.
+"""A debugging session's record in the world's directory; the ranks a client that died while
+debugging left stopped, let go by the next client; and where each rank is stopped
+(:func:`stop_records`).
 
 A debugging session (``wb.debug()``, a ``%%px --debug`` cell) stops ranks at breakpoints; leaving it
 continues them (:meth:`~mpiworkbench.client.calls.debugging.Debugging.close`). But a client that
@@ -13,6 +14,14 @@ lock is free belongs to a dead client: the next client to take the world's turn 
 go — every breakpoint their debuggers hold dropped, ``continue``, ``disconnect`` — through the
 controller (:mod:`~mpiworkbench.client.calls.kernel_proxy`: nothing of the dead client is needed,
 and nothing is asked of the ranks' busy main threads). The cell they were in then runs to its end.
+
+A client killed while its ``%%px --debug`` cell was still being set up can have its last messages
+(a breakpoint, the cell) reach a rank *after* it was let go: they travel by other ways (its own
+connection to the rank's kernel, the controller, rank 0's relay) than the release. So the record
+also names, before each breakpoint is asked for, the file it is in; the client that let the ranks
+go then watches them for :data:`WATCH_S` seconds (:func:`_watch`, a thread of its own, which ends)
+and lets go again any rank that stops in one of those files while no live debugging session holds
+it.
 """
 
 from __future__ import annotations
@@ -21,26 +30,43 @@ import contextlib
 import fcntl
 import json
 import os
+import socket
 import tempfile
+import threading
+import time
 import uuid
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from mpiworkbench.client.calls import kernel_proxy
 from mpiworkbench.client.calls.rank_debugger import DebuggerError, RankDebugger
+from mpiworkbench.trace import stops
 
 #: The world directory's folder of debugging sessions' records.
 FOLDER = "debugging"
 #: Seconds each request to a rank left stopped may take (through the controller).
 RELEASE_TIMEOUT_S = 20.0
+#: Seconds the client that let a dead client's ranks go watches them for its late breakpoints.
+WATCH_S = 120.0
+#: Seconds between two looks at the watched ranks' stop records (files, and the proxies' records).
+WATCH_POLL_S = 0.2
 
 
 class Record:
     """This client's record of one debugging session, locked while it lasts (:func:`hold`)."""
 
-    def __init__(self, path: Path, fd: int) -> None:
-        self.path, self.fd = path, fd
+    def __init__(self, path: Path, fd: int, content: dict[str, Any]) -> None:
+        self.path, self.fd, self.content = path, fd, content
+
+    def note(self, source: str) -> None:
+        """A breakpoint is about to be asked for in *source*: named in the record first."""
+        if source not in self.content["paths"]:
+            self.content["paths"].append(source)
+            data = json.dumps(self.content).encode()
+            with contextlib.suppress(OSError):  # (a session ended: nothing left to record)
+                os.pwrite(self.fd, data, 0)
+                os.ftruncate(self.fd, len(data))
 
     def let_go(self) -> None:
         """The session ended: its record removed, its lock given back."""
@@ -59,10 +85,13 @@ def hold(session, ranks: Iterable[int]) -> Record | None:
     folder = turns.directory / FOLDER
     folder.mkdir(exist_ok=True)
     path = folder / f"{turns.me.id}-{uuid.uuid4().hex[:8]}.json"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    # made locked under another name, then named: no other client ever sees it unlocked
+    fd = os.open(path.with_suffix(".new"), os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(fd, fcntl.LOCK_EX)
-    os.write(fd, json.dumps({"ranks": sorted(ranks), "client": asdict(turns.me)}).encode())
-    return Record(path, fd)
+    content = {"ranks": sorted(ranks), "client": asdict(turns.me), "paths": []}
+    os.write(fd, json.dumps(content).encode())
+    os.rename(path.with_suffix(".new"), path)
+    return Record(path, fd, content)
 
 
 def release_orphans(session) -> list[str]:
@@ -73,7 +102,77 @@ def release_orphans(session) -> list[str]:
     folder = turns.directory / FOLDER if turns is not None else None
     if folder is None or not folder.is_dir():
         return []
-    said = []
+    said: list[str] = []
+    watched: dict[int, set[str]] = {}
+    for path, fd, free in _opened(folder, fcntl.LOCK_EX):
+        if not free:  # its client lives (or another is releasing it)
+            continue
+        try:
+            record: dict[str, Any] = json.loads(os.pread(fd, 1 << 16, 0) or b"{}")
+            who = (record.get("client") or {}).get("notebook") or "a client"
+            for rank in record.get("ranks") or []:
+                said.append(f"rank {rank}: {release_rank(session, rank)} (left by {who}, which ended while debugging)")
+                if record.get("paths"):
+                    watched.setdefault(rank, set()).update(record["paths"])
+            with contextlib.suppress(OSError):
+                path.unlink()
+        except (OSError, ValueError):  # a record half-written when its client died: nothing held
+            with contextlib.suppress(OSError):
+                path.unlink()
+    if watched:
+        threading.Thread(target=_watch, args=(session, folder, watched, time.monotonic() + WATCH_S),
+                         name="mpiworkbench-debug-release-watch", daemon=True).start()
+    return said
+
+
+def stop_records(wb) -> dict[int, dict[str, Any]]:
+    """Rank → the stop record of each rank that has one: the rank's own for a rank on this
+    host, else what its proxy saw (:meth:`.kernel_proxy.KernelProxy.stop_record`)."""
+    processes = getattr(wb, "_rank_processes", {}) or {}
+    here = socket.gethostname()
+    found = {}
+    for rank, info in processes.items():
+        if info.get("host") == here and "pid" in info:
+            stop = stops.read(info["pid"])
+            if stop is not None:
+                found[rank] = stop
+    for rank, proxy in kernel_proxy.proxies_of(getattr(wb, "_connection", None)).items():
+        found.setdefault(rank, proxy.stop_record())
+    return found
+
+
+def _watch(session, folder: Path, watched: dict[int, set[str]], until: float) -> None:
+    """Until *until* (``time.monotonic()``) or the session leaves its world: let go again each
+    rank of *watched* that stops in one of its files (a dead client's breakpoint that came late)
+    while no live debugging session holds that rank."""
+    connection = session._connection
+    while time.monotonic() < until and session._connection is connection:
+        for rank, stop in stop_records(session).items():
+            where = (stop or {}).get("where") or {}
+            if stops.is_stopped(stop) and where.get("file") in watched.get(rank, ()) and not _held(folder, rank):
+                release_rank(session, rank)
+        time.sleep(WATCH_POLL_S)  # polling the ranks' stop records: a condition, not a pause
+
+
+def _held(folder: Path, rank: int) -> bool:
+    """Whether a live client's debugging session holds *rank* (its record locked; one being
+    rewritten, unreadable for a moment, counts as holding)."""
+    with contextlib.closing(_opened(folder, fcntl.LOCK_SH)) as records:
+        for _path, fd, free in records:
+            if free:  # its client died
+                continue
+            try:
+                if rank in (json.loads(os.pread(fd, 1 << 16, 0) or b"{}").get("ranks") or []):
+                    return True
+            except (OSError, ValueError):
+                return True
+    return False
+
+
+def _opened(folder: Path, lock: int) -> Iterator[tuple[Path, int, bool]]:
+    """Each record of *folder*, opened: its path, its descriptor (closed once the next is asked
+    for) and whether *lock* was taken at once — a record's lock is free only when its client
+    died."""
     for path in sorted(folder.glob("*.json")):
         try:
             fd = os.open(path, os.O_RDWR)
@@ -81,26 +180,27 @@ def release_orphans(session) -> list[str]:
             continue
         try:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:  # its client lives (or another is releasing it)
-                continue
-            record: dict[str, Any] = json.loads(os.pread(fd, 1 << 16, 0) or b"{}")
-            who = (record.get("client") or {}).get("notebook") or "a client"
-            for rank in record.get("ranks") or []:
-                said.append(f"rank {rank}: {release_rank(session, rank)} (left by {who}, which ended while debugging)")
-            with contextlib.suppress(OSError):
-                path.unlink()
-        except (OSError, ValueError):  # a record half-written when its client died: nothing held
-            with contextlib.suppress(OSError):
-                path.unlink()
+                fcntl.flock(fd, lock | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield path, fd, False
+            else:
+                yield path, fd, True
         finally:
             os.close(fd)
-    return said
+
+
+#: One release at a time in this process (the turn's holder and a watch may find the same rank).
+_releasing = threading.Lock()
 
 
 def release_rank(session, rank: int) -> str:
     """Drop every breakpoint *rank*'s debugger holds, continue the rank if stopped, and end its
     debugger session, through a proxy of its kernel (:mod:`.kernel_proxy`); what was done."""
+    with _releasing:
+        return _release_rank(session, rank)
+
+
+def _release_rank(session, rank: int) -> str:
     try:
         engine_ranks = set(session.ranks.values())
         if rank not in engine_ranks:

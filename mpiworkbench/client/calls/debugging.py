@@ -126,7 +126,7 @@ class Debugging:
         self.record = debug_records.hold(session, files) if session is not None else None
         try:
             for rank in sorted(files):
-                debugger = RankDebugger(rank, files[rank], timeout)
+                debugger = RankDebugger(rank, files[rank], timeout, note=self.record.note if self.record else None)
                 try:
                     debugger.start()
                 except BaseException:  # an interrupt included: what it began is ended
@@ -276,7 +276,7 @@ class RankDebugging:
         """Rank → its stop record (where it stopped), for the ranks stopped in a debugger now
         (ranks on this host; see :mod:`mpiworkbench.trace.stops`)."""
         found = {}
-        for rank, stop in _stop_records(self.session).items():
+        for rank, stop in debug_records.stop_records(self.session).items():
             if stops.is_stopped(stop):
                 found[rank] = stop
         return found
@@ -287,7 +287,7 @@ class RankDebugging:
         session = self.session
         processes = getattr(session, "_rank_processes", {}) or {}
         here = socket.gethostname()
-        records = _stop_records(session)
+        records = debug_records.stop_records(session)
         activity = "running" if session.state in ("busy", "debugging", "blocked") else "idle"
         lines = []
         for rank in sorted(set(session.ranks.values())):
@@ -304,27 +304,11 @@ class RankDebugging:
         return lines
 
 
-def _stop_records(wb) -> dict[int, dict[str, Any]]:
-    """Rank → the stop record of each rank that has one: the rank's own for a rank on this
-    host, else what its proxy saw (:meth:`.kernel_proxy.KernelProxy.stop_record`)."""
-    processes = getattr(wb, "_rank_processes", {}) or {}
-    here = socket.gethostname()
-    found = {}
-    for rank, info in processes.items():
-        if info.get("host") == here and "pid" in info:
-            stop = stops.read(info["pid"])
-            if stop is not None:
-                found[rank] = stop
-    for rank, proxy in kernel_proxy.proxies_of(getattr(wb, "_connection", None)).items():
-        found.setdefault(rank, proxy.stop_record())
-    return found
-
-
 def paused_since(wb, since: float) -> tuple[float, bool]:
     """How long (seconds, the most of any rank) the ranks have been stopped in a debugger since
     *since* (``time.monotonic()``), and whether one is stopped now: what a call's timeout does
     not count."""
-    records = _stop_records(wb)
+    records = debug_records.stop_records(wb)
     if not records:
         return 0.0, False
     now = time.monotonic()

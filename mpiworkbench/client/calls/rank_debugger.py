@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import queue
 import time
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from mpiworkbench.client.errors import WorkbenchError
 
@@ -28,7 +28,10 @@ class RankDebugger:
     """One rank's debugger, driven as JupyterLab drives a kernel's: ``debug_request`` messages
     on the kernel's control channel (DAP requests), ``debug_event`` messages on its IOPub."""
 
-    def __init__(self, rank: int, connection_file: str | os.PathLike, timeout: float = REQUEST_TIMEOUT_S):
+    def __init__(self, rank: int, connection_file: str | os.PathLike, timeout: float = REQUEST_TIMEOUT_S,
+                 note: Callable[[str], None] | None = None):
+        """*note*: told each file a breakpoint is asked in, before it is asked (the session's
+        record: :meth:`~mpiworkbench.client.calls.debug_records.Record.note`)."""
         import zmq
         from jupyter_client import BlockingKernelClient
 
@@ -46,6 +49,7 @@ class RankDebugger:
         self.stopped: dict[str, Any] | None = None
         self._breakpoint_files: set[str] = set()
         self.joined = False
+        self.note = note
 
     # -- transport
     def send(self, command: str, **arguments: Any) -> str:
@@ -85,6 +89,16 @@ class RankDebugger:
         """Send the DAP request *command* and return its response (``success``, ``body``)."""
         return self.response(self.send(command, **arguments), command)
 
+    def body(self, command: str, **arguments: Any) -> dict[str, Any]:
+        """The body of the response to the DAP request *command*; :class:`DebuggerError` when
+        there is none (the kernel answers nothing while its debugger is not started: another
+        client ended it meanwhile)."""
+        response = self.request(command, **arguments)
+        if "body" not in response:
+            raise DebuggerError(f"rank {self.rank}: debug request {command!r} got no answer: its debugger "
+                                f"is not started (another client ended it)")
+        return response["body"]
+
     def _drain(self, timeout: float) -> None:
         try:
             msg = self.client.iopub_channel.get_msg(timeout=timeout)
@@ -117,7 +131,7 @@ class RankDebugger:
         """``initialize`` and ``attach``, as JupyterLab does when its debugger is switched on —
         unless another client (JupyterLab's sidebar on a console of this rank) has started it
         already: then this one joins, and leaves it running when it closes."""
-        info = self.request("debugInfo")["body"]
+        info = self.body("debugInfo")
         if not info.get("isStarted"):
             try:
                 self.request("initialize", clientID="mpiworkbench", clientName="mpiworkbench", adapterID="python",
@@ -128,7 +142,7 @@ class RankDebugger:
                     raise
                 # the other client's initialize came in between the two requests (the lab's
                 # sidebar switched on just before): join its session as if it had been started
-                info = self.request("debugInfo")["body"]
+                info = self.body("debugInfo")
             else:
                 self.request("attach")
                 return self
@@ -156,20 +170,22 @@ class RankDebugger:
         before this client listened): the stopped thread is the one with frames of user code
         (debugpy stops every thread; the kernel's own show none, hidden as not the user's)."""
         for thread in sorted(threads):
-            frames = self.request("stackTrace", threadId=thread)["body"].get("stackFrames") or []
+            frames = self.body("stackTrace", threadId=thread).get("stackFrames") or []
             if frames:
                 self.stopped = {"threadId": thread, "reason": "joined"}
                 return
 
     def cell_path(self, code: str) -> str:
         """The file the rank compiles *code* to when a ``%%px`` cell sends it (``dumpCell``)."""
-        return self.request("dumpCell", code=code)["body"]["sourcePath"]
+        return self.body("dumpCell", code=code)["sourcePath"]
 
     def set_breakpoints(self, path: str, lines: Iterable[int]) -> list[int]:
         """Breakpoints at *lines* of *path* (replacing that file's); the lines debugpy took."""
         self._breakpoint_files.add(str(path))
-        body = self.request("setBreakpoints", source={"path": str(path)},
-                            breakpoints=[{"line": int(n)} for n in lines], sourceModified=False)["body"]
+        if self.note is not None:
+            self.note(str(path))
+        body = self.body("setBreakpoints", source={"path": str(path)},
+                         breakpoints=[{"line": int(n)} for n in lines], sourceModified=False)
         self.request("configurationDone")
         return [b.get("line") for b in body.get("breakpoints", []) if b.get("verified", True)]
 
@@ -182,20 +198,20 @@ class RankDebugger:
 
     def stack(self) -> list[dict[str, Any]]:
         """The stopped thread's frames, innermost first (``id``, ``name``, ``line``, ``source``)."""
-        return self.request("stackTrace", threadId=self._thread())["body"]["stackFrames"]
+        return self.body("stackTrace", threadId=self._thread())["stackFrames"]
 
     def variables(self, frame: int = 0) -> dict[str, str]:
         """The local variables of the *frame*-th frame (0: where it stopped) as shown (``repr``)."""
         frame_id = self.stack()[frame]["id"]
-        scopes = self.request("scopes", frameId=frame_id)["body"]["scopes"]
+        scopes = self.body("scopes", frameId=frame_id)["scopes"]
         local = next((s for s in scopes if s["name"].lower().startswith("local")), scopes[0])
-        found = self.request("variables", variablesReference=local["variablesReference"])["body"]["variables"]
+        found = self.body("variables", variablesReference=local["variablesReference"])["variables"]
         return {v["name"]: v["value"] for v in found}
 
     def evaluate(self, expression: str, frame: int = 0) -> str:
         """*expression* evaluated in the *frame*-th frame (0: where it stopped), as shown (``repr``)."""
         frame_id = self.stack()[frame]["id"]
-        return self.request("evaluate", expression=expression, frameId=frame_id, context="repl")["body"]["result"]
+        return self.body("evaluate", expression=expression, frameId=frame_id, context="repl")["result"]
 
     def _move(self, command: str, wait: bool = True) -> str:
         thread = self._thread()
@@ -241,7 +257,7 @@ class RankDebugger:
         (:mod:`~mpiworkbench.client.calls.debug_records`): every breakpoint its debugger holds
         dropped (whoever set it), ``continue`` when it is stopped, and ``disconnect``; what was
         done. A rank whose debugger is not started is left as it is."""
-        info = self.request("debugInfo")["body"]
+        info = self.body("debugInfo")
         if not info.get("isStarted"):
             return "its debugger was not started"
         self.joined = True
