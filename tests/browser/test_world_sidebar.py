@@ -1,9 +1,11 @@
 """The MPI world sidebar (``mpiworkbench/lab``), driven as a user drives it: clicks and key presses
 only in the user's steps (no ``window.jupyterapp``, no app commands from the page).
 
-A notebook starts a 2-rank world; the sidebar, opened by its icon, lists both ranks with their
-buttons greyed, saying how to open them for debugging; the notebook opens them and the buttons
-come alive. *Debug* on rank 1 opens a console on rank 1's kernel beside the notebook
+A notebook starts a 2-rank world; the sidebar, opened by its icon, lists both ranks, their
+buttons saying the ranks are opened for debugging through that notebook on the first click.
+*Debug* on rank 1 opens them (bound: the click alone, through the notebook's kernel; relayed: the
+notebook's own ``wb.connection_file(rank, relay=True)`` cell first, as ranks on other hosts are
+reached), opens a console on rank 1's kernel beside the notebook
 and puts JupyterLab's Debugger on it; then, ten rounds in a row, the user clicks the console's
 tab, the notebook's tab and the ``%%px --debug 1 --break 4`` cell, presses Shift+Enter, sees
 rank 1 stopped at line 4 in the Debugger (``rank`` = 1) while the sidebar shows rank 1 stopped
@@ -57,8 +59,11 @@ def blocked_cell(release) -> str:
             f"else:\n    while not os.path.exists({str(release)!r}):\n        time.sleep(0.05)\n"
             "    comm.Send(np.ones(1), dest=0, tag=7)\nprint('received' if comm.rank == 0 else 'sent')")
 
-#: The Debugger's Variables panel shows the name ``rank`` and, on the next line, its value.
+#: The Debugger is stopped (a frame of its call stack selected, in the cell's file) and its
+#: Variables panel shows the name ``rank`` and, on the next line, its value.
 _RANK_VALUE = """([value]) => {
+    const frame = document.querySelector('.jp-DebuggerCallstackFrame.selected');
+    if (!frame || !/ipykernel_/.test(frame.innerText + (frame.querySelector('[title]') || {}).title)) return false;
     const v = document.querySelector('.jp-DebuggerVariables');
     if (!v) return false;
     const lines = v.innerText.split('\\n').map(l => l.trim());
@@ -78,6 +83,42 @@ def _world(page, cluster: str):
     return page.locator(f'#mpiworkbench-world-sidebar section[data-cluster="{cluster}"]')
 
 
+#: What the page shows of the notebook and the focus: what a failed step says.
+_STATE = """() => {
+    const cells = [...document.querySelectorAll('.jp-NotebookPanel .jp-Cell')];
+    const focused = document.activeElement;
+    return {
+        active: cells.findIndex(c => c.classList.contains('jp-mod-active')),
+        edit: !!document.querySelector('.jp-NotebookPanel .jp-Notebook.jp-mod-editMode'),
+        prompts: cells.map(c => c.querySelector('.jp-InputPrompt').textContent.trim()),
+        focused: focused ? focused.tagName + '.' + focused.className : null,
+        tabs: [...document.querySelectorAll('.lm-DockPanel-tabBar .lm-TabBar-tab')]
+            .map(t => t.innerText.trim() + (t.classList.contains('lm-mod-current') ? ' (current)' : '')),
+        dialogs: [...document.querySelectorAll('.jp-Dialog')].map(d => d.innerText.trim())
+    };
+}"""
+
+
+def _run_cell(page, index: int) -> None:
+    """Click into cell *index* and press Shift+Enter, as a user runs a cell; wait until the page
+    shows the cell taken up (its prompt changed), or fail saying what the page showed."""
+    prompt = "([index]) => document.querySelectorAll('.jp-NotebookPanel .jp-Cell')[index].querySelector('.jp-InputPrompt').textContent"
+    before = page.evaluate(prompt, [index])  # "[ ]:" never run, "[5]:" run; "[*]:" running
+    page.locator(".jp-NotebookPanel .jp-Cell").nth(index).locator(".jp-InputArea-editor").click()
+    try:  # the cursor in the cell: what the user sees before pressing the keys
+        page.wait_for_function("([index]) => { const c = document.querySelectorAll('.jp-NotebookPanel .jp-Cell')[index];"
+                               " return c.classList.contains('jp-mod-active') && c.contains(document.activeElement) }",
+                               arg=[index], timeout=LIMIT_MS)
+    except Exception as exc:
+        raise AssertionError(f"cell {index} not in edit mode after a click into it: {page.evaluate(_STATE)}") from exc
+    page.keyboard.press("Shift+Enter")
+    try:
+        page.wait_for_function(f"([index, before]) => ({prompt})([index]) !== before", arg=[index, before],
+                               timeout=LIMIT_MS)
+    except Exception as exc:
+        raise AssertionError(f"cell {index} not run after Shift+Enter: {page.evaluate(_STATE)}") from exc
+
+
 def _tab(page, text: str):
     return page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=text).first
 
@@ -89,10 +130,11 @@ def _debug_round(page, name: str, cluster: str, index: int, rank: int, shot: str
     # focus moves the way a user moves it: into the console, back to the notebook, the cell
     _tab(page, f"MPI rank {rank} of {cluster}").click()
     _tab(page, name).click()
-    page.locator(".jp-NotebookPanel .jp-Cell").nth(index).locator(".jp-InputArea-editor").click()
-    page.keyboard.press("Shift+Enter")
-    # the Debugger: the rank stopped at the cell's line, its variables
+    _run_cell(page, index)
+    # the Debugger: the rank stopped at the cell's line, its variables, the cell's breakpoint
     page.wait_for_function(_RANK_VALUE, arg=[str(rank)], timeout=LIMIT_MS)
+    page.locator(".jp-DebuggerBreakpoint[title*='ipykernel_']", has=page.locator(".jp-DebuggerBreakpoint-line",
+                 has_text=re.compile(rf"^{STOP}$"))).first.wait_for(timeout=LIMIT_MS)
     # the sidebar: the stopped rank at the cell's line, the other waiting in MPI for it
     other = 1 - rank
     world.locator(f'.jp-mpiwb-group[data-state="stopped"][data-ranks="{rank}"]',
@@ -125,25 +167,24 @@ def test_debug_on_a_rank_from_the_world_sidebar_ten_rounds_then_the_other_rank(p
         cluster = cell_output(page, 0).inner_text().split("world:")[1].split()[0]
         wait_kernel_idle(page)
 
-        # the sidebar, by its icon in the left bar: both ranks, not open for debugging yet (their
-        # buttons greyed, saying how to open them)
+        # the sidebar, by its icon in the left bar: both ranks, not open for debugging yet: their
+        # buttons say the first click opens them, through this notebook
         page.locator('.jp-SideBar .lm-TabBar-tab[data-id="mpiworkbench-world-sidebar"]').click()
         world = _world(page, cluster)
         world.wait_for(timeout=LIMIT_MS)
         for rank in (0, 1):
-            world.locator(f'.jp-mpiwb-rank[data-rank="{rank}"] .jp-mpiwb-debug[disabled]'
-                          f'[title*="wb.connection_file({rank})"]').wait_for(timeout=LIMIT_MS)
-        page.locator(".jp-NotebookPanel .jp-Cell").nth(1).locator(".jp-InputArea-editor").click()
-        page.keyboard.press("Shift+Enter")  # both ranks opened for debugging
-        cell_output(page, 1).get_by_text("opened: 2").wait_for(timeout=LIMIT_MS)
-        # now each with Console and Debug
-        for rank in (0, 1):
-            row = world.locator(f'.jp-mpiwb-rank[data-rank="{rank}"]')
-            row.wait_for(timeout=LIMIT_MS)
-            row.locator(".jp-mpiwb-debug:not([disabled])").wait_for(timeout=LIMIT_MS)
+            world.locator(f'.jp-mpiwb-rank[data-rank="{rank}"] .jp-mpiwb-debug:not([disabled])'
+                          f'[title*="opened for debugging first, through {name}"]').wait_for(timeout=LIMIT_MS)
         screenshot(page, f"world_sidebar_{kind}.png")
+        if relay:  # the notebook opens them itself, reached through its relay
+            _run_cell(page, 1)
+            cell_output(page, 1).get_by_text("opened: 2").wait_for(timeout=LIMIT_MS)
+            for rank in (0, 1):
+                world.locator(f'.jp-mpiwb-rank[data-rank="{rank}"] .jp-mpiwb-debug:not([disabled])'
+                              f'[title="Debug on rank {rank}\'s kernel"]').wait_for(timeout=LIMIT_MS)
 
-        # Debug on rank 1: its console beside the notebook, the Debugger on its kernel
+        # Debug on rank 1 (bound: the ranks opened by this click first): its console beside the
+        # notebook, the Debugger on its kernel
         world.locator('.jp-mpiwb-rank[data-rank="1"] .jp-mpiwb-debug').click()
         page.locator("#mpiworkbench-world-sidebar .jp-mpiwb-pin", has_text=f"Debugger on rank 1 of {cluster}") \
             .wait_for(timeout=LIMIT_MS)
@@ -167,8 +208,7 @@ def test_debug_on_a_rank_from_the_world_sidebar_ten_rounds_then_the_other_rank(p
                                timeout=LIMIT_MS)
 
         # a cell whose rank 0 waits in MPI_Recv for rank 1: the sidebar names the call and its peer
-        page.locator(".jp-NotebookPanel .jp-Cell").nth(4).locator(".jp-InputArea-editor").click()
-        page.keyboard.press("Shift+Enter")
+        _run_cell(page, 4)
         world.locator('.jp-mpiwb-group[data-state="waiting"][data-ranks="0"]',
                       has_text="MPI_Recv(source=1, tag=7").wait_for(timeout=LIMIT_MS)
         world.locator('.jp-mpiwb-group[data-state="busy"][data-ranks="1"]').wait_for(timeout=LIMIT_MS)
@@ -185,8 +225,7 @@ def test_debug_on_a_rank_from_the_world_sidebar_ten_rounds_then_the_other_rank(p
             .wait_for(timeout=LIMIT_MS)
         _tab(page, name).click()
         before = page.evaluate(_PROMPT, [2])
-        page.locator(".jp-NotebookPanel .jp-Cell").nth(2).locator(".jp-InputArea-editor").click()
-        page.keyboard.press("Shift+Enter")
+        _run_cell(page, 2)
         world.locator('.jp-mpiwb-group[data-state="stopped"][data-ranks="1"]', has_text=f"cell line {STOP}") \
             .wait_for(timeout=LIMIT_MS)
         _tab(page, f"MPI rank 1 of {cluster}").locator(".lm-TabBar-tabCloseIcon").click()

@@ -64,7 +64,12 @@ def test_world_action_restarts_or_stops_the_session_of_that_world(tmp_path, monk
     assert repr(line) == str(line)  # a user expression's text/plain is the line itself
     assert actions.world_action("stop", "world-c") == "world-c: stopped the engines and the controller"
     assert done == [("restart", False), ("stop", False)]
-    with pytest.raises(ValueError, match="unknown world action 'kill'.*restart, stop"):
+    opened = []
+    monkeypatch.setattr(actions, "connection_files",
+                        lambda wb: opened.append(wb) or {rank: f"rank{rank}.json" for rank in (1, 0)})
+    assert actions.world_action("open", "world-c") == "world-c: rank(s) 0, 1 open for debugging (their kernels listed in the lab)"
+    assert opened == [session]
+    with pytest.raises(ValueError, match="unknown world action 'kill'.*restart, stop, open"):
         actions.world_action("kill", "world-c")
     with pytest.raises(LookupError, match="'world-x'"):
         actions.world_action("stop", "world-x")

@@ -6,13 +6,15 @@
 // * Restart / Stop: wb.restart() / wb.stop() run in a notebook kernel of this lab that is a
 //   client of the world, by one silent execute request whose user expression calls
 //   mpiworkbench.lab.actions.world_action (it finds that kernel's session of the cluster).
+// * Open (a rank's Debug or Console before any notebook opened the ranks): the same request,
+//   whose world_action writes every rank's connection file (wb.connection_file).
 
 import { Dialog, Notification, showDialog } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { Kernel, ServiceManager } from '@jupyterlab/services';
 import { IClient, IWorld } from './worlds';
 
-export type WorldAction = 'restart' | 'stop';
+export type WorldAction = 'restart' | 'stop' | 'open';
 
 /** A kernel to act through; `made`: connected here for this action (disposed after it). */
 interface IKernelHandle {
@@ -37,11 +39,14 @@ export function interruptHint(world: IWorld): string {
   return '';
 }
 
-/** Why Restart and Stop are greyed for *world*, or '' when they can be clicked. */
-export function actHint(world: IWorld): string {
+/**
+ * Why Restart and Stop (or, with *instead* 'wb.connection_file(rank)', a rank's opening for
+ * debugging) cannot be done for *world* from here, or '' when they can.
+ */
+export function actHint(world: IWorld, instead = 'wb.restart() or wb.stop()'): string {
   if (!world.clients.some(client => client.lab)) {
     return (
-      "no notebook of this lab is a client of this world: run wb.restart() or wb.stop() where it is used " +
+      `no notebook of this lab is a client of this world: run ${instead} where it is used ` +
       '(or attach a notebook to it: Workbench.attach(...))'
     );
   }
@@ -103,42 +108,7 @@ export class WorldActions {
       if (!answer.button.accept) {
         return null;
       }
-      const expression =
-        "__import__('mpiworkbench.lab.actions', fromlist=['world_action']).world_action(" +
-        `${python(action)}, ${python(world.cluster_id)}, ${python(world.profile_dir)})`;
-      for (let attempt = 0; ; attempt++) {
-        say(
-          handle.kernel.status === 'idle'
-            ? `${action === 'restart' ? 'restarting' : 'stopping'} through ${client.notebook}…`
-            : `waiting for ${client.notebook} to be idle; interrupt it first`
-        );
-        const future = handle.kernel.requestExecute({
-          code: '',
-          silent: true,
-          store_history: false,
-          allow_stdin: false,
-          stop_on_error: false,
-          user_expressions: { result: expression }
-        });
-        const reply = (await future.done).content as any;
-        if (reply.status === 'aborted' && attempt < RESENDS) {
-          continue; // the kernel dropped it (the cell before it failed, an interrupted one): sent again
-        }
-        const again = attempt ? ` (sent again: ${client.notebook}'s kernel dropped it after a failed cell)` : '';
-        if (reply.status !== 'ok') {
-          throw new Error(
-            `${client.notebook}'s kernel did not run the ${action}: ${reply.status}` +
-              (reply.ename ? ` (${reply.ename}: ${reply.evalue})` : '')
-          );
-        }
-        const result = (reply.user_expressions ?? {}).result;
-        if (!result || result.status !== 'ok') {
-          throw new Error(`${action} in ${client.notebook}: ${result?.ename ?? 'no answer'}: ${result?.evalue ?? ''}`);
-        }
-        const line = String(result.data?.['text/plain'] ?? `${action} done`) + again;
-        Notification.success(line, { autoClose: 8000 });
-        return line;
-      }
+      return await this._request(world, action, client, handle, say);
     } catch (error) {
       Notification.error(`${error instanceof Error ? error.message : error}`, { autoClose: false });
       throw error;
@@ -146,6 +116,72 @@ export class WorldActions {
       if (handle.made) {
         handle.kernel.dispose();
       }
+    }
+  }
+
+  /**
+   * Open every rank of *world* for debugging (their connection files written by a notebook
+   * kernel of this lab that uses it, as wb.connection_file does); its one-line answer.
+   */
+  async open(world: IWorld, say: (line: string) => void): Promise<string> {
+    const hint = actHint(world, 'wb.connection_file(rank)');
+    if (hint) {
+      throw new Error(`cannot open the ranks of ${world.cluster_id} for debugging: ${hint}`);
+    }
+    const { client, handle } = this._client(world.clients.filter(c => c.lab));
+    try {
+      return await this._request(world, 'open', client, handle, say);
+    } finally {
+      if (handle.made) {
+        handle.kernel.dispose();
+      }
+    }
+  }
+
+  /** Run *action* of world_action in the kernel of *client*; its one-line answer. */
+  private async _request(
+    world: IWorld,
+    action: WorldAction,
+    client: IClient,
+    handle: IKernelHandle,
+    say: (line: string) => void
+  ): Promise<string> {
+    const doing = { restart: 'restarting', stop: 'stopping', open: 'opening the ranks for debugging' }[action];
+    const expression =
+      "__import__('mpiworkbench.lab.actions', fromlist=['world_action']).world_action(" +
+      `${python(action)}, ${python(world.cluster_id)}, ${python(world.profile_dir)})`;
+    for (let attempt = 0; ; attempt++) {
+      say(
+        handle.kernel.status === 'idle'
+          ? `${doing} through ${client.notebook}…`
+          : `waiting for ${client.notebook} to be idle; interrupt it first`
+      );
+      const future = handle.kernel.requestExecute({
+        code: '',
+        silent: true,
+        store_history: false,
+        allow_stdin: false,
+        stop_on_error: false,
+        user_expressions: { result: expression }
+      });
+      const reply = (await future.done).content as any;
+      if (reply.status === 'aborted' && attempt < RESENDS) {
+        continue; // the kernel dropped it (the cell before it failed, an interrupted one): sent again
+      }
+      const again = attempt ? ` (sent again: ${client.notebook}'s kernel dropped it after a failed cell)` : '';
+      if (reply.status !== 'ok') {
+        throw new Error(
+          `${client.notebook}'s kernel did not run the ${action}: ${reply.status}` +
+            (reply.ename ? ` (${reply.ename}: ${reply.evalue})` : '')
+        );
+      }
+      const result = (reply.user_expressions ?? {}).result;
+      if (!result || result.status !== 'ok') {
+        throw new Error(`${action} in ${client.notebook}: ${result?.ename ?? 'no answer'}: ${result?.evalue ?? ''}`);
+      }
+      const line = String(result.data?.['text/plain'] ?? `${action} done`) + again;
+      Notification.success(line, { autoClose: 8000 });
+      return line;
     }
   }
 

@@ -9,8 +9,8 @@ import { LabIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 import { WorldActions } from './actions';
 import { DebuggerPin } from './pin';
-import { IRankActions, rankLabel, WorldSidebar } from './sidebar';
-import { IRank, IWorld } from './worlds';
+import { IRankActions, POLL_MS, rankLabel, WorldSidebar } from './sidebar';
+import { fetchWorlds, IRank, IWorld } from './worlds';
 
 const ICON = new LabIcon({
   name: 'mpiworkbench:world',
@@ -29,6 +29,9 @@ interface IConsoleLike extends Widget {
 /** The id of JupyterLab's Debugger sidebar (@jupyterlab/debugger-extension). */
 const DEBUGGER_SIDEBAR = 'jp-debugger-sidebar';
 
+/** How long the lab may take to list a rank's kernel once its connection file is written (ms). */
+const OPEN_WAIT_MS = 120_000;
+
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'mpiworkbench-world-sidebar:plugin',
   description: "The MPI world sidebar: every rank, where it is, a console and JupyterLab's Debugger on any rank.",
@@ -43,12 +46,35 @@ const plugin: JupyterFrontEndPlugin<void> = {
   ) => {
     const pin = service ? new DebuggerPin(service) : null;
     const consoles = new Map<string, IConsoleLike>();
+    const worldActions = new WorldActions(app.serviceManager, notebooks);
 
-    const openConsole = async (world: IWorld, rank: IRank): Promise<IConsoleLike> => {
-      if (!rank.kernel) {
-        throw new Error(`${rankLabel(world, rank)} is not open for debugging: run wb.connection_file(${rank.rank}) in the notebook`);
+    // A rank no notebook opened for debugging: the ranks are opened through a notebook of this
+    // lab that uses the world, then the lab's list of kernels is read until it has the rank's.
+    const opened = async (world: IWorld, rank: IRank, say: (line: string) => void): Promise<IRank> => {
+      if (rank.kernel) {
+        return rank;
       }
-      let panel = consoles.get(rank.kernel);
+      await worldActions.open(world, say);
+      const label = rankLabel(world, rank);
+      say(`waiting for the lab to list ${label}'s kernel…`);
+      const deadline = Date.now() + OPEN_WAIT_MS;
+      for (;;) {
+        const found = (await fetchWorlds())
+          .find(w => w.cluster_id === world.cluster_id && w.profile_dir === world.profile_dir)
+          ?.ranks.find(r => r.rank === rank.rank);
+        if (found?.kernel) {
+          return found;
+        }
+        if (Date.now() > deadline) {
+          throw new Error(`the lab did not list ${label}'s kernel within ${OPEN_WAIT_MS / 1000} s of its opening`);
+        }
+        await new Promise(resolve => setTimeout(resolve, POLL_MS)); // the lab's list read again
+      }
+    };
+
+    const openConsole = async (world: IWorld, rank: IRank, say: (line: string) => void): Promise<IConsoleLike> => {
+      rank = await opened(world, rank, say);
+      let panel = consoles.get(rank.kernel!);
       if (!panel || panel.isDisposed) {
         // docked split-right of the notebook the user works in, without taking the focus
         const ref = notebooks?.currentWidget?.id ?? null;
@@ -59,7 +85,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
           ref,
           activate: false
         })) as IConsoleLike;
-        consoles.set(rank.kernel, panel);
+        consoles.set(rank.kernel!, panel);
       }
       await panel.sessionContext.ready;
       return panel;
@@ -86,14 +112,15 @@ const plugin: JupyterFrontEndPlugin<void> = {
     };
 
     const actions: IRankActions = {
-      console: async (world, rank) => {
-        await openConsole(world, rank);
+      console: async (world, rank, say) => {
+        await openConsole(world, rank, say);
       },
-      debug: async (world, rank) => {
+      debug: async (world, rank, say) => {
         if (!pin) {
           throw new Error("JupyterLab's debugger is not available in this lab");
         }
-        const panel = await openConsole(world, rank);
+        const panel = await openConsole(world, rank, say);
+        say(`putting the Debugger on ${rankLabel(world, rank)}…`);
         const connection = panel.sessionContext.session;
         if (!connection) {
           throw new Error(`the console on ${rankLabel(world, rank)} has no kernel session`);
@@ -108,7 +135,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       pinned: () => pin?.label ?? null
     };
 
-    const sidebar = new WorldSidebar(actions, new WorldActions(app.serviceManager, notebooks));
+    const sidebar = new WorldSidebar(actions, worldActions);
     sidebar.title.icon = ICON;
     pin?.changed.connect(() => sidebar.showPin());
     shell.add(sidebar, 'left', { rank: 900 });

@@ -4,9 +4,14 @@
 // or console: its debugger-extension plugins call DebuggerHandler.updateWidget on every
 // labShell.currentChanged, which sets `service.session.connection` to the focused widget's
 // session connection and then calls `service.restoreState(...)` (packages/debugger/src/handler.ts).
-// While a rank is pinned, the session's `connection` refuses every other connection: the
-// handler's restoreState then reads the rank's debugger again, so the Debugger panel stays on
-// the rank. Unpinning removes the guard: the session follows the focus again.
+// While a rank is pinned, the session's `connection` refuses every other connection, so the
+// Debugger panel stays on the rank; and the handler's `restoreState` on each focus change is
+// held back (`_holdRestores`): it re-sends every breakpoint the Debugger remembers, from a
+// snapshot taken before its own awaits, and that could land after the breakpoints a notebook's
+// `%%px --debug` cell had just set on the rank and clear them (the cell then ran through without
+// stopping: about one debugging round in forty, with the cores busy). Unpinning removes both:
+// the session follows the focus again. What the skipped restores showed, the Breakpoints panel,
+// is read (never sent) from the rank's kernel each time it stops (`_showBreakpoints`).
 
 import { Debugger, IDebugger } from '@jupyterlab/debugger';
 import { Session } from '@jupyterlab/services';
@@ -31,11 +36,13 @@ export class DebuggerPin {
   constructor(service: IDebugger) {
     this._service = service;
     service.sessionChanged.connect(this._onSessionChanged, this);
+    service.eventMessage.connect(this._onEvent, this);
+    this._holdRestores(service);
   }
 
   /** The pinned rank's label ("rank 1 of <cluster>"), or null when the Debugger follows the focus. */
   get label(): string | null {
-    return this._pinned ? this._label : null;
+    return this._pinned && this._label ? this._label : null;
   }
 
   /** The pinned session connection (the rank's console's), or null. */
@@ -56,7 +63,7 @@ export class DebuggerPin {
     }
     this._release();
     this._pinned = connection;
-    this._label = label;
+    this._label = ''; // (no label shown until the rank's state is restored)
     if (!service.session) {
       service.session = new Debugger.Session({
         connection,
@@ -67,11 +74,20 @@ export class DebuggerPin {
     }
     this._guard(service.session!);
     connection.disposed.connect(this._onDisposed, this);
-    this._changed.emit(label);
-    // what the handler does when a widget's bug button is switched on (startDebugger)
-    await service.restoreState(true);
-    if (service.isStarted && !service.hasStoppedThreads()) {
-      await service.displayDefinedVariables();
+    try {
+      // what the handler does when a widget's bug button is switched on (startDebugger): the
+      // one restore while the rank is pinned (the flag is read as the call begins)
+      this._restoring = true;
+      const restored = service.restoreState(true);
+      this._restoring = false;
+      await restored;
+      if (service.isStarted && !service.hasStoppedThreads()) {
+        await service.displayDefinedVariables();
+      }
+    } finally {
+      // said once the breakpoints are restored: a cell run from then on keeps its own
+      this._label = label;
+      this._changed.emit(label);
     }
   }
 
@@ -95,6 +111,42 @@ export class DebuggerPin {
     if (this._pinned && service.isStarted && service.session?.connection === this._pinned) {
       await service.stop();
     }
+  }
+
+  /**
+   * The service's `restoreState`, except while a rank is pinned: then only the pin's own (in
+   * `pin`) runs; the handler's, on every focus change, is skipped (the session cannot move, and
+   * its re-sent breakpoints raced the notebook's).
+   */
+  private _holdRestores(service: IDebugger): void {
+    const restore = service.restoreState.bind(service);
+    service.restoreState = async (autoStart: boolean): Promise<void> => {
+      if (this._pinned !== null && !this._restoring) {
+        return;
+      }
+      return restore(autoStart);
+    };
+  }
+
+  private _onEvent(_: IDebugger, event: IDebugger.ISession.Event): void {
+    if (this._pinned !== null && event.event === 'stopped') {
+      void this._showBreakpoints().catch(error => console.warn('mpiworkbench: the rank\'s breakpoints not read', error));
+    }
+  }
+
+  /** The pinned rank's breakpoints in the Debugger's Breakpoints panel, as its kernel has them
+   * (its `debugInfo`: read only, nothing sent back). */
+  private async _showBreakpoints(): Promise<void> {
+    const session = this._service.session;
+    if (!session || session.connection !== this._pinned) {
+      return;
+    }
+    const reply = await session.restoreState();
+    const found = new Map<string, IDebugger.IBreakpoint[]>();
+    for (const { source, breakpoints } of reply.body.breakpoints) {
+      found.set(source, breakpoints.map(point => ({ ...point, source: { path: source }, verified: true })));
+    }
+    this._service.model.breakpoints.restoreBreakpoints(found);
   }
 
   private _guard(session: IDebugger.ISession): void {
@@ -145,5 +197,6 @@ export class DebuggerPin {
   private _pinned: Session.ISessionConnection | null = null;
   private _guarded: IDebugger.ISession | null = null;
   private _label = '';
+  private _restoring = false;
   private _changed = new Signal<this, string | null>(this);
 }

@@ -7,8 +7,9 @@ import { fetchWorlds, IRank, IWorld, rankRanges } from './worlds';
 
 /** What the sidebar asks of the lab for a rank (index.ts implements them). */
 export interface IRankActions {
-  console(world: IWorld, rank: IRank): Promise<void>;
-  debug(world: IWorld, rank: IRank): Promise<void>;
+  /** *say*: what is under way (opening the ranks first), shown in the rank's line. */
+  console(world: IWorld, rank: IRank, say: (line: string) => void): Promise<void>;
+  debug(world: IWorld, rank: IRank, say: (line: string) => void): Promise<void>;
   unpin(): Promise<void>;
   /** "rank 1 of <cluster>" when the Debugger is pinned to a rank, else null. */
   pinned(): string | null;
@@ -18,6 +19,7 @@ export interface IRankActions {
 export interface IWorldActions {
   interrupt(world: IWorld): Promise<string>;
   act(world: IWorld, action: WorldAction, say: (line: string) => void): Promise<string | null>;
+  open(world: IWorld, say: (line: string) => void): Promise<string>;
 }
 
 /** How often the sidebar reads the worlds while it is shown (ms). */
@@ -36,7 +38,12 @@ export function rankLabel(world: IWorld, rank: IRank): string {
   return `rank ${rank.rank} of ${world.cluster_id}`;
 }
 
-/** One rank's line: its state and place (updated in place) and its two buttons (kept). */
+/**
+ * One rank's line: its state and place (updated in place), its two buttons (kept) and what a
+ * click on them is doing. A rank no notebook opened for debugging yet is opened by the click,
+ * through a notebook of this lab that uses the world (WorldActions.open); with none, the
+ * buttons are greyed and say how to open it.
+ */
 class RankRow {
   constructor(world: IWorld, rank: IRank, actions: IRankActions, report: (error: unknown) => void) {
     this.node = element('li', 'jp-mpiwb-rank');
@@ -45,10 +52,21 @@ class RankRow {
     this.node.appendChild(this._text);
     this._console = element('button', 'jp-mpiwb-button jp-mpiwb-console', 'Console') as HTMLButtonElement;
     this._debug = element('button', 'jp-mpiwb-button jp-mpiwb-debug', 'Debug') as HTMLButtonElement;
-    this._console.onclick = () => actions.console(this._world, this._rank).catch(report);
-    this._debug.onclick = () => actions.debug(this._world, this._rank).catch(report);
+    this._said = element('div', 'jp-mpiwb-rank-said');
+    const say = (line: string) => {
+      this._said.textContent = line;
+    };
+    const done = (error?: unknown) => {
+      say('');
+      if (error !== undefined) {
+        report(error);
+      }
+    };
+    this._console.onclick = () => actions.console(this._world, this._rank, say).then(() => done(), done);
+    this._debug.onclick = () => actions.debug(this._world, this._rank, say).then(() => done(), done);
     this.node.appendChild(this._console);
     this.node.appendChild(this._debug);
+    this.node.appendChild(this._said);
     this._world = world;
     this._rank = rank;
     this.update(world, rank);
@@ -61,12 +79,18 @@ class RankRow {
     this._text.textContent = `rank ${rank.rank}${host}: ${rank.state}${rank.where ? ` (${rank.where})` : ''}`;
     this.node.dataset.state = rank.state;
     const opened = rank.kernel !== null;
-    const hint = opened
-      ? ''
-      : `rank ${rank.rank} is not open for debugging yet: run wb.connection_file(${rank.rank}) or a %%px --debug cell in the notebook`;
+    const through = world.clients.filter(client => client.lab)[0]?.notebook;
+    const hint =
+      opened || through
+        ? ''
+        : `rank ${rank.rank} is not open for debugging yet: run wb.connection_file(${rank.rank}) or a %%px --debug ` +
+          `cell in a notebook that uses this world (${actHint(world, `wb.connection_file(${rank.rank})`)})`;
     for (const button of [this._console, this._debug]) {
-      button.disabled = !opened;
-      button.title = hint || `${button.textContent} on rank ${rank.rank}'s kernel`;
+      button.disabled = hint !== '';
+      button.title =
+        hint ||
+        `${button.textContent} on rank ${rank.rank}'s kernel` +
+          (opened ? '' : ` (the ranks are opened for debugging first, through ${through}: wb.connection_file)`);
     }
   }
 
@@ -74,6 +98,7 @@ class RankRow {
   private _text: HTMLElement;
   private _console: HTMLButtonElement;
   private _debug: HTMLButtonElement;
+  private _said: HTMLElement;
   private _world: IWorld;
   private _rank: IRank;
 }
