@@ -9,9 +9,10 @@
 // held back (`_holdRestores`): it re-sends every breakpoint the Debugger remembers, from a
 // snapshot taken before its own awaits, and that could land after the breakpoints a notebook's
 // `%%px --debug` cell had just set on the rank and clear them (the cell then ran through without
-// stopping: twice in about 150 rounds, once in the suite, once with the cores kept busy). Unpinning removes both:
-// the session follows the focus again. What the skipped restores showed, the Breakpoints panel,
-// is read (never sent) from the rank's kernel each time it stops (`_showBreakpoints`).
+// stopping: twice in about 150 rounds, once in the suite, once with the cores kept busy).
+// Unpinning removes both: the session follows the focus again. What the skipped restores showed,
+// the Breakpoints panel, is read (never sent) from the rank's kernel each time it stops
+// (`_showBreakpoints`).
 
 import { Debugger, IDebugger } from '@jupyterlab/debugger';
 import { Session } from '@jupyterlab/services';
