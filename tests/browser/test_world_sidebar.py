@@ -71,12 +71,14 @@ _RANK_VALUE = """([value]) => {
     return at >= 0 && lines[at + 1] === value && lines.includes('mpi_rank');
 }"""
 
+#: The prompt of a cell: "[ ]:" never run, "[*]:" running, "[5]:" run.
+_PROMPT_TEXT = """([index]) => document.querySelectorAll('.jp-NotebookPanel .jp-Cell')[index]
+    .querySelector('.jp-InputPrompt').textContent"""
 #: The execution count of a cell, or null while it runs or never ran.
-_PROMPT = """([index]) => {
-    const cell = document.querySelectorAll('.jp-NotebookPanel .jp-Cell')[index];
-    const m = cell && /\\[(\\d+)\\]/.exec(cell.querySelector('.jp-InputPrompt').textContent);
+_PROMPT = f"""([index]) => {{
+    const m = /\\[(\\d+)\\]/.exec(({_PROMPT_TEXT})([index]));
     return m ? Number(m[1]) : null;
-}"""
+}}"""
 
 
 def _world(page, cluster: str):
@@ -102,8 +104,7 @@ _STATE = """() => {
 def _run_cell(page, index: int) -> None:
     """Click into cell *index* and press Shift+Enter, as a user runs a cell; wait until the page
     shows the cell taken up (its prompt changed), or fail saying what the page showed."""
-    prompt = "([index]) => document.querySelectorAll('.jp-NotebookPanel .jp-Cell')[index].querySelector('.jp-InputPrompt').textContent"
-    before = page.evaluate(prompt, [index])  # "[ ]:" never run, "[5]:" run; "[*]:" running
+    before = page.evaluate(_PROMPT_TEXT, [index])
     page.locator(".jp-NotebookPanel .jp-Cell").nth(index).locator(".jp-InputArea-editor").click()
     try:  # the cursor in the cell: what the user sees before pressing the keys
         page.wait_for_function("([index]) => { const c = document.querySelectorAll('.jp-NotebookPanel .jp-Cell')[index];"
@@ -113,7 +114,7 @@ def _run_cell(page, index: int) -> None:
         raise AssertionError(f"cell {index} not in edit mode after a click into it: {page.evaluate(_STATE)}") from exc
     page.keyboard.press("Shift+Enter")
     try:
-        page.wait_for_function(f"([index, before]) => ({prompt})([index]) !== before", arg=[index, before],
+        page.wait_for_function(f"([index, before]) => ({_PROMPT_TEXT})([index]) !== before", arg=[index, before],
                                timeout=LIMIT_MS)
     except Exception as exc:
         raise AssertionError(f"cell {index} not run after Shift+Enter: {page.evaluate(_STATE)}") from exc

@@ -67,13 +67,18 @@ def stopped_rank(monkeypatch):
         os.unlink(path)
 
 
+def _session(pid):
+    """A session whose rank 1 is process *pid* of this host (rank 0 one of another host)."""
+    return SimpleNamespace(_rank_processes={0: {"host": "elsewhere", "pid": 1},
+                                            1: {"host": socket.gethostname(), "pid": pid}},
+                           _connection=SimpleNamespace(kernel_proxies=None))
+
+
 def _watch(tmp_path, monkeypatch, pid, watched, seconds=1.0):
     """Run the watch over rank 1 (process *pid*); the ranks it let go."""
-    session = SimpleNamespace(_rank_processes={1: {"host": socket.gethostname(), "pid": pid}},
-                              _connection=SimpleNamespace(kernel_proxies=None))
     released = []
     monkeypatch.setattr(debug_records, "release_rank", lambda s, rank: released.append(rank) or "continued")
-    debug_records._watch(session, tmp_path, watched, time.monotonic() + seconds)
+    debug_records._watch(_session(pid), tmp_path, watched, time.monotonic() + seconds)
     return released
 
 
@@ -96,11 +101,18 @@ def test_the_watch_leaves_other_stops_and_live_sessions_alone(tmp_path, monkeypa
     assert _watch(tmp_path, monkeypatch, pid, {1: {"/tmp/ipykernel_7/cell.py"}}, seconds=0.5) == []
 
 
+def test_stop_records_are_read_for_the_ranks_asked_for(stopped_rank):
+    pid, stop = stopped_rank
+    stop("/tmp/ipykernel_7/cell.py")
+    assert set(debug_records.stop_records(_session(pid))) == {1}
+    assert set(debug_records.stop_records(_session(pid), [1])) == {1}
+    assert debug_records.stop_records(_session(pid), [0]) == {}
+
+
 def test_the_watch_ends_when_the_session_leaves_its_world(tmp_path, monkeypatch, stopped_rank):
     pid, stop = stopped_rank
     stop("/tmp/ipykernel_7/cell.py")
-    session = SimpleNamespace(_rank_processes={1: {"host": socket.gethostname(), "pid": pid}},
-                              _connection=SimpleNamespace(kernel_proxies=None))
+    session = _session(pid)
     released = []
 
     def release(s, rank):

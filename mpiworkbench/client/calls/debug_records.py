@@ -86,11 +86,12 @@ def hold(session, ranks: Iterable[int]) -> Record | None:
     folder.mkdir(exist_ok=True)
     path = folder / f"{turns.me.id}-{uuid.uuid4().hex[:8]}.json"
     # made locked under another name, then named: no other client ever sees it unlocked
-    fd = os.open(path.with_suffix(".new"), os.O_RDWR | os.O_CREAT, 0o600)
+    made = path.with_suffix(".new")
+    fd = os.open(made, os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(fd, fcntl.LOCK_EX)
     content = {"ranks": sorted(ranks), "client": asdict(turns.me), "paths": []}
     os.write(fd, json.dumps(content).encode())
-    os.rename(path.with_suffix(".new"), path)
+    os.rename(made, path)
     return Record(path, fd, content)
 
 
@@ -125,19 +126,21 @@ def release_orphans(session) -> list[str]:
     return said
 
 
-def stop_records(wb) -> dict[int, dict[str, Any]]:
-    """Rank → the stop record of each rank that has one: the rank's own for a rank on this
-    host, else what its proxy saw (:meth:`.kernel_proxy.KernelProxy.stop_record`)."""
+def stop_records(wb, ranks: Iterable[int] | None = None) -> dict[int, dict[str, Any]]:
+    """Rank → the stop record of each rank (of *ranks*, or all) that has one: the rank's own for
+    a rank on this host, else what its proxy saw (:meth:`.kernel_proxy.KernelProxy.stop_record`)."""
+    wanted = None if ranks is None else set(ranks)
     processes = getattr(wb, "_rank_processes", {}) or {}
     here = socket.gethostname()
     found = {}
     for rank, info in processes.items():
-        if info.get("host") == here and "pid" in info:
+        if (wanted is None or rank in wanted) and info.get("host") == here and "pid" in info:
             stop = stops.read(info["pid"])
             if stop is not None:
                 found[rank] = stop
     for rank, proxy in kernel_proxy.proxies_of(getattr(wb, "_connection", None)).items():
-        found.setdefault(rank, proxy.stop_record())
+        if wanted is None or rank in wanted:
+            found.setdefault(rank, proxy.stop_record())
     return found
 
 
@@ -148,7 +151,7 @@ def _watch(session, folder: Path, watched: dict[int, set[str]], until: float) ->
     connection = getattr(session, "_connection", None)
     try:
         while time.monotonic() < until and getattr(session, "_connection", None) is connection:
-            for rank, stop in stop_records(session).items():
+            for rank, stop in stop_records(session, watched).items():  # (the watched ranks' files only)
                 where = (stop or {}).get("where") or {}
                 if stops.is_stopped(stop) and where.get("file") in watched.get(rank, ()) and not _held(folder, rank):
                     release_rank(session, rank)
@@ -199,17 +202,12 @@ _releasing = threading.Lock()
 def release_rank(session, rank: int) -> str:
     """Drop every breakpoint *rank*'s debugger holds, continue the rank if stopped, and end its
     debugger session, through a proxy of its kernel (:mod:`.kernel_proxy`); what was done."""
-    with _releasing:
-        return _release_rank(session, rank)
-
-
-def _release_rank(session, rank: int) -> str:
     try:
         engine_ranks = set(session.ranks.values())
         if rank not in engine_ranks:
             return "not a rank of this world any more"
         proxy = kernel_proxy.open_proxies(session, [rank])[rank]
-        with tempfile.TemporaryDirectory(prefix="mpiworkbench-release-") as scratch:
+        with _releasing, tempfile.TemporaryDirectory(prefix="mpiworkbench-release-") as scratch:
             file = Path(scratch) / "kernel.json"
             fd = os.open(file, os.O_WRONLY | os.O_CREAT, 0o600)  # (it holds the proxy's key)
             with os.fdopen(fd, "w") as f:

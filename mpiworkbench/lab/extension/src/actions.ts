@@ -83,29 +83,19 @@ export class WorldActions {
 
   /**
    * Restart or stop *world* through a notebook kernel of this lab that uses it, once the user
-   * confirmed; *say* shows progress in the world's row. Resolves with the kernel's one-line
-   * answer, or null when the user cancelled.
+   * confirmed, or open its ranks for debugging ('open', no question asked: every rank's
+   * connection file written, as wb.connection_file does); *say* shows progress. Resolves with
+   * the kernel's one-line answer, or null when the user cancelled.
    */
   async act(world: IWorld, action: WorldAction, say: (line: string) => void): Promise<string | null> {
-    const hint = actHint(world);
+    const hint = action === 'open' ? actHint(world, 'wb.connection_file(rank)') : actHint(world);
     if (hint) {
-      throw new Error(`cannot ${action} ${world.cluster_id}: ${hint}`);
+      const what = action === 'open' ? 'open the ranks of' : action;
+      throw new Error(`cannot ${what} ${world.cluster_id}: ${hint}`);
     }
     const { client, handle } = this._client(world.clients.filter(c => c.lab));
     try {
-      const verb = action === 'restart' ? 'Restart' : 'Stop';
-      const what =
-        action === 'restart'
-          ? `Its ${world.ranks.length} rank(s) are killed and fresh ones started (wb.restart() in ${client.notebook}); ` +
-            'other notebooks using it continue on the new ranks.'
-          : `Its ranks and controller are stopped (wb.stop() in ${client.notebook}; a notebook attached to a ` +
-            "cluster it did not start only detaches from it).";
-      const answer = await showDialog({
-        title: `${verb} the MPI world ${world.cluster_id}?`,
-        body: `${what} Everything on the ranks is lost.`,
-        buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: verb })]
-      });
-      if (!answer.button.accept) {
+      if (action !== 'open' && !(await this._confirmed(world, action, client))) {
         return null;
       }
       return await this._request(world, action, client, handle, say);
@@ -119,23 +109,21 @@ export class WorldActions {
     }
   }
 
-  /**
-   * Open every rank of *world* for debugging (their connection files written by a notebook
-   * kernel of this lab that uses it, as wb.connection_file does); its one-line answer.
-   */
-  async open(world: IWorld, say: (line: string) => void): Promise<string> {
-    const hint = actHint(world, 'wb.connection_file(rank)');
-    if (hint) {
-      throw new Error(`cannot open the ranks of ${world.cluster_id} for debugging: ${hint}`);
-    }
-    const { client, handle } = this._client(world.clients.filter(c => c.lab));
-    try {
-      return await this._request(world, 'open', client, handle, say);
-    } finally {
-      if (handle.made) {
-        handle.kernel.dispose();
-      }
-    }
+  /** Whether the user confirms the restart or stop of *world* through *client*. */
+  private async _confirmed(world: IWorld, action: WorldAction, client: IClient): Promise<boolean> {
+    const verb = action === 'restart' ? 'Restart' : 'Stop';
+    const what =
+      action === 'restart'
+        ? `Its ${world.ranks.length} rank(s) are killed and fresh ones started (wb.restart() in ${client.notebook}); ` +
+          'other notebooks using it continue on the new ranks.'
+        : `Its ranks and controller are stopped (wb.stop() in ${client.notebook}; a notebook attached to a ` +
+          "cluster it did not start only detaches from it).";
+    const answer = await showDialog({
+      title: `${verb} the MPI world ${world.cluster_id}?`,
+      body: `${what} Everything on the ranks is lost.`,
+      buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: verb })]
+    });
+    return answer.button.accept;
   }
 
   /** Run *action* of world_action in the kernel of *client*; its one-line answer. */

@@ -54,7 +54,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       if (rank.kernel) {
         return rank;
       }
-      await worldActions.open(world, say);
+      await worldActions.act(world, 'open', say);
       const label = rankLabel(world, rank);
       say(`waiting for the lab to list ${label}'s kernel…`);
       const deadline = Date.now() + OPEN_WAIT_MS;

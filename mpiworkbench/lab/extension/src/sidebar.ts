@@ -19,7 +19,6 @@ export interface IRankActions {
 export interface IWorldActions {
   interrupt(world: IWorld): Promise<string>;
   act(world: IWorld, action: WorldAction, say: (line: string) => void): Promise<string | null>;
-  open(world: IWorld, say: (line: string) => void): Promise<string>;
 }
 
 /** How often the sidebar reads the worlds while it is shown (ms). */
