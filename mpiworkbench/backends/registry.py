@@ -296,13 +296,13 @@ def capabilities(names: list[str] | None = None) -> dict[str, dict[str, Any]]:
 def environment(comm=None) -> dict[str, Any]:
     """Collective: the machine snapshot of *comm*'s world (:func:`mpiworkbench.core.machine.capture`,
     no load sampling), under ``"backends"`` :func:`availability` and under ``"implementations"``
-    which MPI implementations are installed (:func:`mpiworkbench.core.implementations.status`) —
+    which MPI implementations are installed (:func:`mpiworkbench.core.usable.status`) —
     what ``mpiworkbench info`` prints and the control panel shows."""
-    from mpiworkbench.core import implementations, machine  # lazy: machine imports importlib.metadata and core.launch; only this snapshot needs them, not every rank
+    from mpiworkbench.core import machine, usable  # lazy: machine imports importlib.metadata and core.launch; only this snapshot needs them, not every rank
 
     env = machine.capture(comm, measure_load=False)
     env["backends"] = availability()
-    env["implementations"] = implementations.status()
+    env["implementations"] = usable.status()
     return env
 
 

@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any, Callable
 
-from mpiworkbench.core import implementations, launch, mpi
+from mpiworkbench.core import implementations, launch, mpi, usable
 from mpiworkbench.core.jsonfile import write_json
 
 
@@ -61,13 +61,16 @@ def add_implementation_argument(parser: argparse.ArgumentParser, several: bool =
 
 
 def implementations_of(args: argparse.Namespace) -> list[implementations.Implementation]:
-    """The implementations ``--mpi`` names (this process's when it names none), each installed
-    (else a ``ValueError``, the CLI's clear error: which is missing and the command that installs it)."""
+    """The implementations ``--mpi`` names (this process's when it names none), each one that can
+    run here (else a ``ValueError``, the CLI's clear error: :func:`~mpiworkbench.core.usable.check`'s
+    refusal, which says what is missing and how to install it only where that would help)."""
     text = getattr(args, "mpi", None)
     chosen = implementations.parse(text) if text else [implementations.current()]
     for impl in chosen:
-        if impl.missing():
-            raise ValueError(impl.missing())
+        try:
+            usable.check(impl)
+        except implementations.MPIMismatch as exc:
+            raise ValueError(str(exc)) from None
     return chosen
 
 

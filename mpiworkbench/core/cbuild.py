@@ -1,9 +1,12 @@
-"""Compile the package's C sources into shared libraries with the venv's ``mpicc``.
+"""Compile the package's C sources into shared libraries with the ``mpicc`` of the MPI in use.
 
-Used by the C backend, the C benchmark loops and the C solver kernels. Libraries are
-built on first use and cached under ``$MPIWORKBENCH_CACHE`` (default
-``~/.cache/mpiworkbench``), keyed by a hash of the sources, the compiler and the flags,
-so editing a source rebuilds it and concurrent ranks never see a half-written file.
+Used by the C backend, the C benchmark loops and the C solver kernels. The compiler is the one
+that belongs to the implementation's library (the venv's own ``mpicc``, a PyPI MPI's in its
+prefix, or the site's, proven by :mod:`mpiworkbench.core.mpicc`). Libraries are built on first
+use and cached under ``$MPIWORKBENCH_CACHE`` (default ``~/.cache/mpiworkbench``), keyed by a hash
+of the sources, the compiler, the MPI library it links and the flags, so editing a source
+rebuilds it and concurrent ranks never see a half-written file. A library that links MPI is
+checked, once loaded, to have brought no second MPI into the process (:mod:`mpiworkbench.core.onempi`).
 """
 
 from __future__ import annotations
@@ -17,19 +20,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from mpiworkbench.core import implementations
+from mpiworkbench.core import implementations, onempi
+from mpiworkbench.core.cache import cache_dir
 
 #: Optimisation flags shared by every C library we build (the C reference must be fair).
 CFLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=c11")
 
 _loaded: dict[str, ctypes.CDLL] = {}
-
-
-def cache_dir() -> Path:
-    root = os.environ.get("MPIWORKBENCH_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "mpiworkbench"
-    )
-    return Path(root)
 
 
 def find_compiler(mpi: bool = True, impl=None) -> str:
@@ -60,9 +57,12 @@ def find_compiler(mpi: bool = True, impl=None) -> str:
 
 def library_path(name: str, sources: list[Path], mpi: bool = True, extra_flags: tuple[str, ...] = (),
                  impl=None) -> Path:
+    """Where the library built from *sources* is cached: keyed by the sources, the flags, the
+    compiler and, for an MPI build, the library file it links (one build per MPI library)."""
     compiler = find_compiler(mpi, impl)
     digest = hashlib.sha256()
-    for part in (compiler, *CFLAGS, *extra_flags):
+    linked = os.path.realpath((impl or implementations.current()).library_file()) if mpi else ""
+    for part in (compiler, linked, *CFLAGS, *extra_flags):
         digest.update(part.encode())
     for src in sources:
         digest.update(Path(src).read_bytes())
@@ -92,9 +92,12 @@ def build(name: str, sources: list[str | Path], mpi: bool = True, extra_flags: t
 
 
 def load(name: str, sources: list[str | Path], mpi: bool = True, extra_flags: tuple[str, ...] = ()) -> ctypes.CDLL:
-    """Build if needed, then load the library (once per process)."""
+    """Build if needed, then load the library (once per process); one linking MPI must bring
+    no second MPI library into the process (:func:`mpiworkbench.core.onempi.check`)."""
     path = build(name, sources, mpi, extra_flags)
     key = str(path)
     if key not in _loaded:
         _loaded[key] = ctypes.CDLL(key, mode=ctypes.RTLD_GLOBAL)
+        if mpi:
+            onempi.check(f"after loading {path.name}")
     return _loaded[key]

@@ -26,7 +26,7 @@ prefix of its own, ``<venv>/mpi/<name>`` (``$MPIWORKBENCH_MPI_ROOT/<name>`` when
 pointed at the library with ``MPI4PY_LIBMPI``; its wheel carries an extension for each ABI.
 
 A wrong launcher/library pair fails silently — Open MPI's library under MPICH's ``mpiexec``
-runs N separate 1-rank worlds and exits 0 — so :func:`check` refuses such a pair before any
+runs N separate 1-rank worlds and exits 0 — so :func:`mpiworkbench.core.usable.check` refuses such a pair before any
 rank starts (mpi4py built for one family, a launcher of another), and every launcher here also
 sets :data:`SIZE_VARIABLE` so that :func:`check_world_size` refuses a world of another size.
 
@@ -47,7 +47,7 @@ from mpiworkbench.core import launchers, sitempi
 
 __all__ = ["Implementation", "SiteImplementation", "MPIMismatch", "REGISTRY", "VARIABLE", "ROOT_VARIABLE",
            "SIZE_VARIABLE", "DEFAULT", "SITE", "names", "get", "parse", "current", "default_name", "detect",
-           "status", "check", "choices", "check_world_size", "install"]
+           "check_world_size", "install"]
 
 #: Names the implementation a process (and everything it starts) uses.
 VARIABLE = "MPIWORKBENCH_MPI"
@@ -65,7 +65,7 @@ DEFAULT_SAID = f"{SITE} when mpi4py loads an MPI library from outside this venv,
 
 class MPIMismatch(RuntimeError):
     """A launcher, a library or a compiler that do not belong together: refused before any rank
-    starts (:func:`check`), with a message naming both sides and the fix."""
+    starts (:func:`mpiworkbench.core.usable.check`), with a message naming both sides and the fix."""
 
 
 @dataclass(frozen=True)
@@ -160,9 +160,11 @@ class Implementation:
         return env
 
     def apply(self, env: Mapping[str, str]) -> dict[str, str]:
-        """A copy of *env* set up for this implementation: the variables of every other one
-        removed (so an Open MPI job started from an Intel MPI one is clean), its own set."""
-        out = {k: v for k, v in env.items() if k not in ALL_VARIABLES}
+        """A copy of *env* set up for this implementation: the variables every other one sets
+        removed where they hold its values (so an Open MPI job started from an Intel MPI one is
+        clean, and a site module's own ``I_MPI_ROOT`` or ``OPAL_PREFIX`` is kept), its own set."""
+        ours = _own_values()
+        out = {k: v for k, v in env.items() if k not in ALWAYS_OURS and (k, v) not in ours}
         out.update(self.variables())
         return out
 
@@ -290,7 +292,17 @@ def _detect_site() -> sitempi.Detected:
     return sitempi.detect(
         own_bins=frozenset(str(impl.prefix() / "bin") for impl in REGISTRY if not impl.in_venv),
         own_libraries=frozenset(str(impl.library_file()) for impl in REGISTRY),
-        strip=ALL_VARIABLES, run_env=RUN_AS_ROOT)
+        strip=frozenset({VARIABLE, sitempi.FACTS_VARIABLE}), strip_values=_own_values(), run_env=RUN_AS_ROOT)
+
+
+def _own_values() -> frozenset[tuple[str, str]]:
+    """The ``(name, value)`` pairs this package's implementations set (a site's module may set the
+    same names to its own values: ``I_MPI_ROOT``, ``OPAL_PREFIX``; those are the site's)."""
+    pairs = set()
+    for impl in REGISTRY:
+        prefix = str(impl.prefix())
+        pairs |= {(name, value.replace("{prefix}", prefix)) for name, value in impl.environment.items()}
+    return frozenset(pairs)
 
 
 def _site() -> SiteImplementation:
@@ -326,14 +338,23 @@ def _is_ours(library: str) -> bool:
         os.path.realpath(sys.prefix) + os.sep)
 
 
-ALL_VARIABLES = frozenset(
-    {"MPI4PY_LIBMPI", VARIABLE, sitempi.FACTS_VARIABLE}.union(*(impl.environment for impl in REGISTRY)))
+#: The variables only this package sets (whatever their value).
+ALWAYS_OURS = frozenset({"MPI4PY_LIBMPI", VARIABLE, sitempi.FACTS_VARIABLE})
+#: Every variable an implementation of the package sets.
+ALL_VARIABLES = ALWAYS_OURS.union(*(impl.environment for impl in REGISTRY))
 
 
-def foreign_variables(impl: Implementation) -> list[str]:
-    """The variables other implementations set that *impl*'s do not (what
-    :meth:`Implementation.apply` removes from an environment)."""
-    return sorted(ALL_VARIABLES - set(impl.variables()))
+def foreign_variables(impl: Implementation, env: Mapping[str, str] | None = None) -> list[str]:
+    """The variables other implementations set that *impl*'s do not: what a launch of *impl*
+    removes from the environment (*env*, default this process's). For the site's MPI, a name
+    the package's implementations also use (``I_MPI_ROOT``, ``OPAL_PREFIX``) is removed only
+    while it holds their value: otherwise the site's module set it, and its ranks need it."""
+    names = ALL_VARIABLES - set(impl.variables())
+    if impl.name == SITE:
+        env = os.environ if env is None else env
+        ours = _own_values()
+        names = {n for n in names if n in ALWAYS_OURS or n not in env or (n, env[n]) in ours}
+    return sorted(names)
 
 
 def names() -> list[str]:
@@ -395,63 +416,6 @@ def detect(library_version: str) -> str | None:
         if impl.marker in library_version:
             return impl.name
     return None
-
-
-def status() -> dict[str, str]:
-    """Each implementation → ``"installed"`` or why not (what ``mpiworkbench info`` lists); the
-    site's → what was detected."""
-    found = {impl.name: impl.missing() or "installed" for impl in REGISTRY}
-    site = _site()
-    facts = site.facts
-    try:
-        launcher = site.launcher()
-        launched = f"launched by {launcher.name} ({launcher.why})"
-    except launchers.LauncherError as exc:
-        launched = str(exc)
-    found[SITE] = site.missing() or (
-        f"{site.describe()}; {launched}; mpiexec {facts.mpiexec} ({facts.reasons.get('mpiexec')}); "
-        f"mpicc {facts.mpicc or 'none'} ({facts.reasons.get('mpicc')}); mpi4py {facts.mpi4py} "
-        + (f"built from source with {facts.built_with or 'an unrecorded mpicc'}" if facts.source_build
-           else "from its PyPI wheel"))
-    return found
-
-
-def check(impl: Implementation) -> None:
-    """Refuse, before any rank starts, a launch whose parts do not belong together
-    (:class:`MPIMismatch`, naming both sides and the fix): an implementation that is missing (or,
-    for the site's, a launcher of its family that was not found), or mpi4py built from source
-    for one library while the launcher is another's (MPI4PY_LIBMPI cannot change a source
-    build's library: its ranks would fail, or each start a world of its own)."""
-    why = impl.missing()
-    if why:
-        raise MPIMismatch(why)
-    if impl.name == SITE or _abi_wheel():  # the wheel loads the library impl.variables() names
-        return
-    facts = _detect_site()  # a source build: it loads the library it was linked with
-    if facts.library and os.path.realpath(facts.library) == os.path.realpath(impl.library_file()):
-        return
-    raise MPIMismatch(
-        f"mpi4py here was built from source for {facts.title} ({facts.library}) and loads it whatever "
-        f"MPI4PY_LIBMPI says, but --mpi {impl.name} is {impl.title} from PyPI ({impl.library_file()}, launched "
-        f"by {impl.mpiexec()}): its ranks "
-        f"would fail or each start a world of its own. Run under the MPI mpi4py was built for: "
-        f"--mpi {SITE} (Workbench(mpi='{SITE}'), profile create --mpi {SITE}); or, to use {impl.title}, "
-        f"reinstall mpi4py's wheel: {sys.executable} -m pip install --force-reinstall mpi4py")
-
-
-def choices() -> tuple[list[Implementation], list[str]]:
-    """What the panels offer: the implementations that can start ranks here (installed, the site's
-    when detected, none refused by :func:`check`), and why each other one cannot."""
-    usable, reasons = [], []
-    for name in names():
-        impl = get(name)
-        try:
-            check(impl)
-        except MPIMismatch as exc:
-            reasons.append(str(exc))
-            continue
-        usable.append(impl)
-    return usable, reasons
 
 
 @functools.cache  # what is installed does not change under a process: asked on every launch and current()

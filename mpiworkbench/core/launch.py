@@ -20,7 +20,7 @@ from pathlib import Path
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from mpiworkbench.core import implementations, mpi, processes, shm
+from mpiworkbench.core import implementations, mpi, processes, shm, usable
 from mpiworkbench.core.implementations import Implementation
 
 #: Default wall-clock limit (seconds) of an MPI job started by the CLI.
@@ -132,7 +132,7 @@ def world_launch(impl: Implementation | None = None, np: int | None = None, *, l
     of every other one removed), one thread per rank (:func:`rank_environment`), the world size
     the ranks check when *np* is known
     (:func:`~mpiworkbench.core.implementations.check_world_size`). A launcher and a library that
-    do not belong together are refused first (:func:`~mpiworkbench.core.implementations.check`).
+    do not belong together are refused first (:func:`~mpiworkbench.core.usable.check`).
 
     A wall-clock limit exists only when asked for: *limit_s* seconds (``MPIEXEC_TIMEOUT``),
     otherwise every variable of :data:`LIMIT_VARIABLES` is removed, whatever the caller's
@@ -140,7 +140,7 @@ def world_launch(impl: Implementation | None = None, np: int | None = None, *, l
     to set (a transport, :data:`TRANSPORTS`; a job's own).
     """
     impl = impl or implementations.current()
-    implementations.check(impl)  # a launcher and a library that do not belong together: refused here
+    usable.check(impl)  # a launcher and a library that do not belong together: refused here
     environment = impl.variables()
     environment.update(rank_environment(yield_while_waiting))
     if np is not None:

@@ -28,7 +28,7 @@ from importlib import metadata
 from typing import Any, Iterable
 
 from mpiworkbench import __version__
-from mpiworkbench.core import implementations, launch, mpi
+from mpiworkbench.core import implementations, launch, mpi, mpifiles
 from mpiworkbench.core.load import LOADED_CORES, foreign_load, sample_load
 
 _PACKAGES = ("mpi4py", "mpich", "numpy", "scipy", "numba", "numba-mpi", "ipyparallel", "matplotlib")
@@ -272,7 +272,9 @@ def capture(comm=None, measure_load: bool = True) -> dict[str, Any]:
     -------
     dict
         Results keys: ``mpi`` (the implementation's registered name,
-        :mod:`~mpiworkbench.core.implementations`), ``mpi_library``, ``mpi_standard``, ``mpi_vendor``, ``thread_level``,
+        :mod:`~mpiworkbench.core.implementations`), ``mpi_library``, ``mpi_standard``, ``mpi_vendor``,
+        ``mpi_library_file`` (the MPI library file rank 0 mapped) and ``mpi_library_files`` (those of
+        every rank: one file, unless ranks on other hosts map the library under other paths), ``thread_level``,
         ``python``, ``packages``, ``np``, ``transport``
         (:data:`mpiworkbench.core.launch.TRANSPORTS`), ``hosts`` (host → ranks), ``binding`` (rank →
         CPUs), ``cores_online``, ``cores_available`` (this host), ``cpu``, ``thp``,
@@ -288,7 +290,7 @@ def capture(comm=None, measure_load: bool = True) -> dict[str, Any]:
     host = facts["host"]
     comm.Barrier()
     load = sample_load() if measure_load else None
-    per_rank = comm.allgather({"host": host, "affinity": affinity(), "load": load})
+    per_rank = comm.allgather({"host": host, "affinity": affinity(), "load": load, "mpi_files": mpifiles.mpi_files()})
     hosts = ranks_per_host(per_rank)
     library = mpi_library()
     vendor, version = MPI.get_vendor()
@@ -299,6 +301,9 @@ def capture(comm=None, measure_load: bool = True) -> dict[str, Any]:
         "mpi_library": library["library"],
         "mpi_standard": library["mpi_standard"],
         "mpi_vendor": "%s %s" % (vendor, ".".join(map(str, version))),
+        # the library file each rank mapped (mpiworkbench.core.onempi: one, the implementation's)
+        "mpi_library_file": (per_rank[0]["mpi_files"] or [""])[0],
+        "mpi_library_files": sorted({f for p in per_rank for f in p["mpi_files"]}),
         "thread_level": library["thread_level"],
         "library": library["library"],
         "library_version": library["library_version"],

@@ -23,30 +23,51 @@ _LAUNCHER_VARS = (
 )
 
 
-_footprint_recorded = False
+#: ``True`` once this process's first :func:`MPI` passed its checks; the refusal when it failed
+#: them (raised again by every later call: a refused rank stays refused).
+_started: "bool | Exception" = False
 
 
 def MPI():
     """Return the ``mpi4py.MPI`` module, importing (and initialising MPI) on first use.
 
-    In a rank started by :func:`mpiworkbench.core.launch.run_under_mpiexec`, the first call
-    also records the rank's ``/dev/shm`` files (:func:`mpiworkbench.core.shm.record_footprint`),
-    so that they are removed should the rank die without removing them itself, and checks
-    that the world has the size the launcher asked for
+    The first call checks that this rank holds one MPI library, its implementation's
+    (:func:`mpiworkbench.core.onempi.check`), before mpi4py loads its library and again after;
+    in a rank started by :func:`mpiworkbench.core.launch.run_under_mpiexec`, it also records
+    the rank's ``/dev/shm`` files (:func:`mpiworkbench.core.shm.record_footprint`), so that they
+    are removed should the rank die without removing them itself, and checks that the world
+    has the size the launcher asked for
     (:func:`mpiworkbench.core.implementations.check_world_size`: a launcher and a library
     that do not belong together start one world per rank).
     """
-    global _footprint_recorded
+    global _started
+    if _started is not True:
+        if isinstance(_started, Exception):
+            raise _started
+        try:
+            _start()
+        except Exception as exc:
+            _started = exc
+            raise
+        _started = True
     from mpi4py import MPI as _MPI
 
-    if not _footprint_recorded:
-        _footprint_recorded = True
-        from mpiworkbench.core import implementations, shm  # lazy: importing this module stays os and typing (shm needs socket and json, implementations dataclasses); only the first MPI() uses them
-
-        shm.record_footprint()
-        # a launcher/library mismatch runs N worlds of 1 rank each: refuse it on every rank
-        implementations.check_world_size(_MPI.COMM_WORLD.size, _MPI.Get_library_version())
     return _MPI
+
+
+def _start() -> None:
+    import sys
+
+    from mpiworkbench.core import implementations, onempi, shm  # lazy: importing this module stays os and typing; only the first MPI() uses them
+
+    if "mpi4py.MPI" not in sys.modules:  # before the first MPI call: what is preloaded already
+        onempi.check("before its first MPI call")
+    from mpi4py import MPI as _MPI
+
+    onempi.check("once mpi4py loaded its library")
+    shm.record_footprint()
+    # a launcher/library mismatch runs N worlds of 1 rank each: refuse it on every rank
+    implementations.check_world_size(_MPI.COMM_WORLD.size, _MPI.Get_library_version())
 
 
 #: Sleep between tests of a request waited for asleep (seconds): short against a point or a copy.

@@ -13,11 +13,19 @@ process (this module never loads MPI into the caller):
   beside the library's prefix, beside the ``mpicc`` mpi4py was built with, or on ``PATH`` (the
   venv's own ``bin``, where the ``mpich`` wheel puts MPICH's Hydra, is skipped). Its family is
   what ``mpiexec --version`` says;
-* **the compiler**: ``$MPIWORKBENCH_MPICC``, else the ``mpicc`` mpi4py was built with, else the
-  one beside the launcher, else one on ``PATH``; its family is what its ``mpi.h`` defines.
+* **the compiler**: the first that is *proven* to belong to that library, of ``$MPIWORKBENCH_MPICC``
+  (alone, when set), the ``mpicc`` mpi4py was built with, the wrappers of the library's install
+  tree (``bin/`` beside its ``lib/``, under ``$I_MPI_ROOT``, ``$MPI_HOME``, ``$OPAL_PREFIX`` and the
+  other prefixes modules set), the one beside the launcher, those on ``PATH`` (``mpicc``,
+  ``mpiicx``, ``mpiicc``, Debian's ``mpicc.mpich``, HPE Cray's ``cc`` under its programming
+  environment). Proven means: a probe built by it and run under the launcher maps the very
+  library file mpi4py maps, alone, and its ``MPI_Get_library_version`` equals mpi4py's
+  (:func:`prove_compiler`; cached per compiler and environment). A compiler's markers (the
+  family its ``mpi.h`` defines) are never taken for proof: a compiler of MPICH's family may be
+  another MPICH than mpi4py's, and Debian's ``mpicc.mpich`` beside a module's Intel MPI is one.
 
-A launcher or compiler of another family is never used: :class:`Detected` keeps what was
-rejected and why, so ``mpiworkbench info`` and every refusal can name both sides.
+A launcher of another family, or a compiler of another library, is never used: :class:`Detected`
+keeps what was passed over and why, so ``mpiworkbench info`` and every refusal can name both sides.
 
 The facts travel to the ranks in :data:`FACTS_VARIABLE`, so a rank does not detect again.
 """
@@ -34,6 +42,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Mapping
 
+from mpiworkbench.core import mpicc, mpifiles
+
 #: Names the site's ``mpiexec`` (when it is not the first of its family on ``PATH``).
 MPIEXEC_VARIABLE = "MPIWORKBENCH_MPIEXEC"
 #: Names the site's ``mpicc``.
@@ -49,7 +59,6 @@ MARKERS = {"openmpi": "Open MPI", "mpich": "MPICH"}
 #: Seconds a probe (a child process importing mpi4py, an ``mpiexec --version``) may take.
 PROBE_LIMIT_S = 120
 
-_LIBRARY_NAME = re.compile(r"^lib(mpi|mpich|mpi_cray|mpi_gnu\w*|mpi_intel\w*|mpi_ibm)\.so(\.\d+)*$")
 
 _PROBE = r"""
 import json, os, re, sys
@@ -94,7 +103,7 @@ def probe_library(env: Mapping[str, str] | None = None) -> dict:
     of the ``libmpi`` mapped), ``version``, ``extension`` (mpi4py's ``MPI`` module file),
     ``mpi4py`` (its version) and ``config`` (``mpi4py.get_config()``: ``mpicc`` for a source build).
     A ``RuntimeError`` says why when mpi4py cannot load an MPI library at all."""
-    proc = _run([sys.executable, "-c", _PROBE, _LIBRARY_NAME.pattern], env)
+    proc = _run([sys.executable, "-c", _PROBE, mpifiles.LIBRARY_NAME.pattern], env)
     if proc.returncode != 0:
         tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
         raise RuntimeError(f"mpi4py could not load an MPI library ({sys.executable} -c 'from mpi4py import MPI' "
@@ -116,21 +125,6 @@ def launcher_family(path: str, env: Mapping[str, str] | None = None) -> tuple[st
     if re.search(r"HYDRA|Intel\(R\) MPI|MPICH|MVAPICH", text):
         return "mpich", first
     return None, first
-
-
-def compiler_family(path: str, env: Mapping[str, str] | None = None) -> str | None:
-    """The family of the ``mpi.h`` compiler wrapper *path* includes (``None``: it compiles none)."""
-    try:
-        proc = _run([path, "-E", "-dM", "-x", "c", "-"], env, stdin="#include <mpi.h>\n")
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if proc.returncode != 0:
-        return None
-    if "OMPI_MAJOR_VERSION" in proc.stdout:
-        return "openmpi"
-    if re.search(r"#define (MPICH_VERSION|MPICH_NAME|I_MPI_VERSION|MVAPICH2?_VERSION)\b", proc.stdout):
-        return "mpich"
-    return None
 
 
 @dataclass(frozen=True)
@@ -210,20 +204,24 @@ def _pick(kind: str, named: str | None, candidates: list[str], family: str | Non
 
 _cache: dict[tuple, Detected] = {}
 #: The variables that change what is detected (the rest of the environment does not).
-_KEYED = ("PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "MPI4PY_LIBMPI", MPIEXEC_VARIABLE, MPICC_VARIABLE)
+_KEYED = ("PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "MPI4PY_LIBMPI", MPIEXEC_VARIABLE, MPICC_VARIABLE,
+          *mpicc.PREFIX_VARIABLES, *mpicc.CRAY_VARIABLES)
 
 
 def detect(env: Mapping[str, str] | None = None, *, own_bins: frozenset[str] = frozenset(),
            own_libraries: frozenset[str] = frozenset(), strip: frozenset[str] = frozenset(),
+           strip_values: frozenset[tuple[str, str]] = frozenset(),
            run_env: Mapping[str, str] | None = None) -> Detected:
     """The site's MPI as seen with environment *env* (default this process's), detected once per
     environment (and not at all in a process started under it: :data:`FACTS_VARIABLE`).
 
     What the registry of implementations knows is passed in: *own_bins*, directories whose
-    launchers are this package's (never the site's); *own_libraries*, its libraries (an
-    ``MPI4PY_LIBMPI`` naming one was set for a job of ours, not by the site); *strip*, variables
-    of its implementations (not the site's); *run_env*, variables the site's launcher needs to
-    answer ``--version`` (Open MPI's as root)."""
+    launchers and compilers are this package's (never the site's); *own_libraries*, its libraries
+    (an ``MPI4PY_LIBMPI`` naming one was set for a job of ours, not by the site); *strip*,
+    variables that are always the package's; *strip_values*, ``(name, value)`` pairs its
+    implementations set (``I_MPI_ROOT`` pointing at the package's Intel MPI is not a site's
+    module, ``I_MPI_ROOT`` set by one is); *run_env*, variables the site's launcher needs to
+    answer and run (Open MPI's as root)."""
     env = dict(os.environ if env is None else env)
     carried = env.get(FACTS_VARIABLE)
     if carried:
@@ -231,7 +229,7 @@ def detect(env: Mapping[str, str] | None = None, *, own_bins: frozenset[str] = f
             return Detected(**json.loads(carried))
         except (TypeError, ValueError):
             pass
-    probe_env = {k: v for k, v in env.items() if k not in strip or k == "MPI4PY_LIBMPI"}
+    probe_env = {k: v for k, v in env.items() if k not in strip and (k, v) not in strip_values}
     libmpi = probe_env.get("MPI4PY_LIBMPI")
     if libmpi and os.path.realpath(libmpi) in {os.path.realpath(p) for p in own_libraries}:
         del probe_env["MPI4PY_LIBMPI"]  # one of ours, set for a job of ours: not the site's choice
@@ -249,27 +247,49 @@ def _detect(probe_env: dict[str, str], own_bins: frozenset[str], run_env: dict[s
         f" (MPI4PY_LIBMPI={probe_env['MPI4PY_LIBMPI']})" if probe_env.get("MPI4PY_LIBMPI") else "")}
     built_with = str(facts["config"].get("mpicc") or "")
     built_with = shutil.which(built_with.split()[0], path=probe_env.get("PATH")) or built_with if built_with else ""
-    library_dir = os.path.dirname(facts["library"])
-    near = [os.path.join(os.path.dirname(library_dir), "bin")]
-    if built_with:
-        near.insert(0, os.path.dirname(built_with))
+    tree = mpicc.install_tree(facts["library"], probe_env) if facts["library"] else []
+    near = ([os.path.dirname(built_with)] if built_with else []) + tree
     run_env = {**probe_env, **run_env}
     path = probe_env.get("PATH", "")
     mpiexec = _pick("mpiexec", probe_env.get(MPIEXEC_VARIABLE), _candidates("mpiexec", near, path, own_bins) +
                     _candidates("mpirun", near, path, own_bins), family,
                     lambda p: launcher_family(p, run_env)[0], reasons)
-    compilers = []
-    if built_with:
-        compilers.append(built_with)
-    if mpiexec:  # mpiexec.openmpi → mpicc.openmpi
-        name = os.path.basename(mpiexec)
-        suffix = name[name.index("."):] if "." in name else ""
-        sibling = os.path.join(os.path.dirname(mpiexec), "mpicc" + suffix)
-        if os.path.isfile(sibling):
-            compilers.append(sibling)
-    compilers += _candidates("mpicc", near, path, own_bins)
-    mpicc = _pick("mpicc", probe_env.get(MPICC_VARIABLE), list(dict.fromkeys(compilers)), family,
-                  lambda p: compiler_family(p, run_env), reasons)
+    own = own_bins | {str(Path(sys.executable).parent)}
+    listed = mpicc.candidates(probe_env, facts["library"], built_with, mpiexec, own)
+    compiler = _prove(probe_env.get(MPICC_VARIABLE), listed, facts, run_env, probe_launch(mpiexec, run_env), reasons)
     return Detected(library=facts["library"], version=facts["version"], family=family, mpi4py=facts["mpi4py"],
-                    extension=facts["extension"], built_with=built_with, mpiexec=mpiexec, mpicc=mpicc,
+                    extension=facts["extension"], built_with=built_with, mpiexec=mpiexec, mpicc=compiler,
                     reasons=reasons)
+
+
+def probe_launch(mpiexec: str, env: Mapping[str, str]) -> list[str]:
+    """What runs a compiler's probe as the ranks will run: ``mpiexec -n 1`` (the site's), or
+    nothing inside a Slurm allocation (the ranks' ``srun`` would take a job step) or without one."""
+    if not mpiexec or env.get("SLURM_JOB_ID"):
+        return []
+    return [mpiexec, "-n", "1"]
+
+
+def _prove(named: str | None, listed: list[str], facts: dict, env: dict[str, str], launch: list[str],
+           reasons: dict) -> str:
+    """The first compiler proven to belong to mpi4py's library (:func:`mpiworkbench.core.mpicc.prove`):
+    *named* alone when given, else the first of *listed*; records why, and what was passed over."""
+    library, version = facts["library"], facts["version"]
+    proven = "proven: a program it builds maps mpi4py's library alone and reports its version"
+    if named:
+        resolved = shutil.which(named, path=env.get("PATH")) or named
+        why = mpicc.prove(resolved, env, library, version, launch) if library else "mpi4py's library file is unknown"
+        reasons["mpicc"] = f"named by ${MPICC_VARIABLE}; {proven}" if not why else f"${MPICC_VARIABLE}={named}: {why}"
+        return "" if why else resolved
+    passed = []
+    for candidate in listed if library else []:
+        why = mpicc.prove(candidate, env, library, version, launch)
+        if not why:
+            reasons["mpicc"] = proven + (f" (passed over: {'; '.join(passed)})" if passed else "")
+            return candidate
+        passed.append(why)
+    reasons["mpicc"] = (f"none of the compilers found builds against mpi4py's library {library or '(unknown)'}"
+                        + (f" (passed over: {'; '.join(passed)})" if passed else
+                           " (none beside the library, in its install tree, mpi4py's or on PATH)")
+                        + f"; name one: {MPICC_VARIABLE}=/path/to/mpicc")
+    return ""

@@ -11,7 +11,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from mpiworkbench.client.cluster import attach, engines
-from mpiworkbench.core import implementations, machine
+from mpiworkbench.core import machine, usable
 
 
 def clients_html(clients: list[dict[str, Any]], now: float | None = None) -> str:
@@ -108,7 +108,7 @@ class ControlPanel:
         self.level = widgets.Dropdown(options=[("mpi4py's default", None), *((lv, lv) for lv in machine.THREAD_LEVELS)],
                                       value=wb.thread_level if wb.owns_cluster else None, description="Thread level",
                                       style=WHOLE_LABEL)
-        installed, missing = implementations.choices()
+        installed, missing = usable.choices()
         self.mpi = widgets.Dropdown(options=[(impl.title, impl.name) for impl in installed] or [(wb.mpi, wb.mpi)],
                                     value=wb.mpi, description="MPI", style=WHOLE_LABEL,
                                     tooltip="\n".join(["MPI implementation of the ranks", *missing]))

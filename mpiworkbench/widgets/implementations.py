@@ -12,7 +12,7 @@ from mpiworkbench.core.implementations import choices
 
 def selector(wb, command: str):
     """The **Also under** control of a panel on *wb*: the implementations usable here other than
-    the engines' (:func:`~mpiworkbench.core.implementations.choices`); disabled when the engines run on other hosts (a run here would not compare)."""
+    the engines' (:func:`~mpiworkbench.core.usable.choices`); disabled when the engines run on other hosts (a run here would not compare)."""
     import ipywidgets as w
 
     here = all(host == socket.gethostname() for host in (getattr(wb, "hosts", None) or {}).values())

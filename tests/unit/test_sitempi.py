@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from mpiworkbench.core import implementations as impls
-from mpiworkbench.core import sitempi
+from mpiworkbench.core import sitempi, usable
 
 HYDRA = "HYDRA build details:\n    Version:  4.0.2\n"
 ORTE = "mpiexec (OpenRTE) 4.1.4\n\nReport bugs to http://www.open-mpi.org/community/help/\n"
@@ -118,7 +118,7 @@ def test_a_site_without_a_launcher_of_its_family_is_refused_naming_what_was_foun
     with pytest.raises(impls.MPIMismatch, match=r"no mpiexec of the site's MPI, Open MPI v4.1.4 "
                                                 r"\(/opt/site/lib/libmpi.so.40\), was found: .*passed over: "
                                                 r"/usr/bin/mpiexec is MPICH ABI's.*MPIWORKBENCH_MPIEXEC="):
-        impls.check(site)
+        usable.check(site)
     with pytest.raises(FileNotFoundError, match="has no mpicc here"):
         dataclasses.replace(site, facts=_facts(mpicc="")).bin("mpicc")
 
@@ -129,13 +129,13 @@ def test_mpi4py_built_for_the_site_refuses_a_pypi_launcher_naming_both(monkeypat
     monkeypatch.setattr(impls, "_abi_wheel", lambda: False)
     monkeypatch.setattr(sitempi, "detect", lambda env=None, **_: _facts())
     with pytest.raises(impls.MPIMismatch) as info:
-        impls.check(impls.get("mpich"))
+        usable.check(impls.get("mpich"))
     text = str(info.value)
     assert "built from source for Open MPI v4.1.4 (/opt/site/lib/libmpi.so.40)" in text
     assert "--mpi mpich is MPICH from PyPI" in text and "--mpi site" in text
     # with PyPI's mpi4py wheel, MPI4PY_LIBMPI picks each implementation's library: no mismatch
     monkeypatch.setattr(impls, "_abi_wheel", lambda: True)
-    impls.check(impls.get("mpich"))
+    usable.check(impls.get("mpich"))
 
 
 def test_a_site_that_cannot_load_is_refused_with_mpi4pys_error(monkeypatch):
@@ -145,7 +145,7 @@ def test_a_site_that_cannot_load_is_refused_with_mpi4pys_error(monkeypatch):
     monkeypatch.setattr(sitempi, "detect", fails)
     monkeypatch.setattr(impls, "_abi_wheel", lambda: False)  # mpi4py built from source
     with pytest.raises(impls.MPIMismatch, match="site's MPI cannot be used: .*MPI_Buffer_iflush"):
-        impls.check(impls.get("site"))
+        usable.check(impls.get("site"))
     assert impls.default_name() == "mpich"  # nothing loads: the commands that need MPI say so
 
 
@@ -157,7 +157,7 @@ def test_with_pypis_wheel_loading_the_venvs_mpich_nothing_is_probed(monkeypatch)
     monkeypatch.delenv("MPI4PY_LIBMPI", raising=False)
     monkeypatch.setattr(sitempi, "detect", probed)
     assert impls.default_name() == "mpich"
-    assert "the venv's own MPICH from PyPI" in impls.status()["site"]
+    assert "the venv's own MPICH from PyPI" in usable.status()["site"]
 
 
 def test_the_mpi_of_this_venv_is_detected_as_the_wheels(monkeypatch):

@@ -21,8 +21,10 @@ import numpy as np
 
 from mpiworkbench.backends.base import Backend, Loop, Request, noncontiguous_error
 from mpiworkbench.backends.c import loops
-from mpiworkbench.backends.c.library import c_handle, load_library
+from mpiworkbench.backends.c.library import c_handle, compiler, load_library
 from mpiworkbench.core import mpi
+
+compiler()  # the backend is available where mpi4py's library has its compiler (else: unavailable, and why)
 
 
 #: NumPy dtype → datatype code of c_backend.c (datatype_of).

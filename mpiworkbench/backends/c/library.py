@@ -1,5 +1,5 @@
-"""The ``c`` backend's library: ``c_backend.c`` built with the venv's ``mpicc``, and the
-communicator handle as C expects it (also used by the C syntax snippets)."""
+"""The ``c`` backend's library: ``c_backend.c`` built with the ``mpicc`` of mpi4py's MPI library,
+and the communicator handle as C expects it (also used by the C syntax snippets)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,19 @@ from mpiworkbench.core import mpi
 SOURCE = Path(__file__).with_name("c_backend.c")
 
 _lib = None
+
+
+def compiler() -> str:
+    """The ``mpicc`` the C backend is built with (the one of mpi4py's library), or a
+    :class:`BackendUnavailableError` saying why there is none: the rest of the workbench runs
+    without it, and no compiler of another MPI is ever used in its place."""
+    from mpiworkbench.core import cbuild  # lazy: cbuild imports subprocess, hashlib and tempfile, which only a build needs
+
+    try:
+        return cbuild.find_compiler(mpi=True)
+    except (FileNotFoundError, RuntimeError) as exc:
+        raise BackendUnavailableError(f"backend 'c' (the C reference, its timed loops and C snippets) is "
+                                      f"unavailable here: {exc}") from exc
 
 
 def load_library():

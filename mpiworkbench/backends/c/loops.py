@@ -1,4 +1,4 @@
-"""Timed loops of the ``c`` backend: ``loops.c`` built with the venv's ``mpicc`` via cbuild.
+"""Timed loops of the ``c`` backend: ``loops.c`` built via cbuild with the ``mpicc`` of mpi4py's library.
 
 The whole loop, timer included, runs in C; Python only calls it once per timed loop.
 """
@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mpiworkbench.backends.base import Loop
+from mpiworkbench.backends.c.library import compiler
 from mpiworkbench.core import cbuild
 
 SOURCE = Path(__file__).with_name("loops.c")
@@ -23,6 +24,7 @@ COLLECTIVE_CODES = {
 
 def library() -> ctypes.CDLL:
     """Build (first time) and load ``loops.c`` with typed signatures (each loop returns seconds)."""
+    compiler()  # none of mpi4py's library: the backend is unavailable (and says why), never another MPI's
     lib = cbuild.load("wbbench", [SOURCE])
     ptr, i, d = ctypes.c_void_p, ctypes.c_int, ctypes.c_double
     lib.wb_pingpong.argtypes = [i, ptr, ptr, i, i, i]

@@ -18,14 +18,36 @@ What the unified interface needs beyond mpi4jax's own calls, done here in plain 
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from mpiworkbench.backends.base import Backend, BackendUnavailableError, Loop, NotSupportedError
 from mpiworkbench.backends.mpi4jax import NAME, NONBLOCKING_BENCHMARKS, UNSUPPORTED
-from mpiworkbench.core import mpi
+from mpiworkbench.core import mpi, onempi
 
+
+def _bridge_brings_no_second_mpi() -> None:
+    """mpi4jax's XLA bridge is a C extension linked with the MPI it was built with: refuse to
+    load it where that is not mpi4py's (it would bring a second MPI into the rank,
+    :mod:`mpiworkbench.core.onempi`), before it is imported."""
+    spec = importlib.util.find_spec("mpi4jax")
+    if not spec or not spec.submodule_search_locations:
+        return  # not installed: the import below says so
+    mpi.MPI()  # mpi4py's library first: a bridge that needs it by its name reuses it
+    for bridge in Path(list(spec.submodule_search_locations)[0]).glob("_src/xla_bridge/mpi_xla_bridge*.so"):
+        try:
+            onempi.check_part(str(bridge), "mpi4jax's XLA bridge")
+        except onempi.TwoMPIs as exc:
+            raise BackendUnavailableError(
+                f"backend 'mpi4jax' is unavailable under this MPI library: {exc}; build mpi4jax with this "
+                "MPI's compiler (MPI4JAX_BUILD_MPICC=$(command -v mpicc) pip install --no-binary mpi4jax mpi4jax)"
+            ) from exc
+
+
+_bridge_brings_no_second_mpi()
 try:
     import jax
     import jax.numpy as jnp
@@ -42,6 +64,7 @@ except RuntimeError as exc:  # mpi4jax's own check: its bridge was built for ano
         f"({' '.join(str(exc).split())[:200]}); run it under mpich or impi (MPICH's ABI)"
     ) from exc
 
+onempi.check("after importing mpi4jax")  # its XLA bridge links an MPI library of its own build
 jax.config.update("jax_enable_x64", True)
 
 

@@ -7,7 +7,7 @@ backend, its loops and the syntax lessons all say it the same way.
 from __future__ import annotations
 
 from mpiworkbench.backends.base import NotSupportedError
-from mpiworkbench.core import mpi
+from mpiworkbench.core import mpi, onempi
 
 NAME = "numba-mpi"
 
@@ -80,8 +80,12 @@ def fit_status_buffers() -> None:
     so each call wrote past its buffer (a ``waitall`` of 128 requests: "double free or
     corruption", the rank aborts). Its functions are compiled on first use and read the
     helper from their module then, so it is replaced here before any is called.
+
+    Every caller imports numba-mpi first, so this is also where a rank checks that numba-mpi's
+    calls reach mpi4py's library (:func:`mpiworkbench.core.onempi.check_numba_mpi`).
     """
     global _status_fixed
+    onempi.check_numba_mpi()
     if _status_fixed:
         return
     _status_fixed = True

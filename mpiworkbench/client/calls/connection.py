@@ -171,11 +171,15 @@ class Connection:
         """
         try:
             with exclusive_use(self.turns, "connecting to the ranks", limit):
-                infos = engines.rank_map(self.client, n, timeout=limit)
+                gone = (lambda: health.engines_exited(self.cluster)) if self.owns_cluster else None
+                infos = engines.rank_map(self.client, n, timeout=limit, gone=gone)
         except TimeoutError as exc:
             if isinstance(exc, WorldBusy):
                 raise
             registered = len(self.client.ids)
+            if isinstance(exc, engines.LauncherEnded):  # they refused, or failed, at their start
+                raise EnginesNotStarted(f"{exc}.\n{health.launcher_report(self.cluster)}\nThe engines' output "
+                                        "above says why.") from None
             if self.owns_cluster and registered < n:  # nobody's work: the launch went wrong
                 raise EnginesNotStarted(
                     f"{registered} of the {n} engines registered with the controller within {limit} s "

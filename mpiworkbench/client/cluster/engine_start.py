@@ -23,9 +23,13 @@ kernel gets the sockets ipykernel's debugger needs (:func:`debuggable`), and the
 by which the controller counts it registered, starts only once its sockets are connected to the
 controller's queues (:func:`connected_before_registered`: a queue drops what it cannot deliver).
 
+Before its first MPI call, and again once mpi4py has loaded its library, the engine checks that
+it holds one MPI library, its implementation's (:func:`one_mpi`): one that holds two refuses the
+world with one message, before it registers.
+
 This file is run by path (:data:`ENGINE_CMD`), never imported by the engines as part of
-:mod:`mpiworkbench.client`, whose import cost every rank would pay. It imports nothing of
-:mod:`mpiworkbench`.
+:mod:`mpiworkbench.client`, whose import cost every rank would pay. Of :mod:`mpiworkbench` it
+imports only that check (:mod:`mpiworkbench.core.onempi`).
 """
 
 from __future__ import annotations
@@ -287,7 +291,26 @@ def _note_stop(event: dict) -> None:
         pass
 
 
+def one_mpi(when: str) -> None:
+    """Exit this engine (``mpiexec`` then ends the world) when it holds another MPI library than
+    its implementation's, or two (:func:`mpiworkbench.core.onempi.check`), saying so on stderr,
+    which the workbench shows (the engines' output) when the world does not come up."""
+    from mpiworkbench.core import onempi  # here: this file is run by path, and only an MPI engine needs the check
+
+    try:
+        onempi.check(when)
+    except onempi.TwoMPIs as exc:
+        print(f"mpiworkbench: {exc}", file=sys.stderr, flush=True)
+        MPI = sys.modules.get("mpi4py.MPI")
+        if MPI is not None and MPI.Is_initialized() and not MPI.Is_finalized():
+            MPI.COMM_WORLD.Abort(1)
+        os._exit(1)
+
+
 def main() -> None:
+    mpi = "--mpi" in sys.argv[1:]
+    if mpi:
+        one_mpi("before its first MPI call")
     from ipyparallel.engine import app  # also everything the nanny imports
 
     if os.environ.get(DEBUGGER_VARIABLE, "1") != "0":
@@ -304,6 +327,10 @@ def main() -> None:
         import numpy  # noqa: F401 - see the module's docstring: needed at the first reply anyway
     except ImportError:
         pass
+    if mpi:
+        from mpi4py import MPI  # noqa: F401 - ipyparallel's engine imports it next (its rank is its id)
+
+        one_mpi("once mpi4py loaded its library")
     if os.environ.get(CONNECTION_FILE_VARIABLE):
         wait_for_connection_file(os.environ[CONNECTION_FILE_VARIABLE])
     app.main()

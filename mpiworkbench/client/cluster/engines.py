@@ -4,24 +4,43 @@ and the rank map the ranks report (whether they still run: :mod:`~mpiworkbench.c
 from __future__ import annotations
 
 import logging
-from typing import Any
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, Callable
 
 from mpiworkbench.client.cluster import leftovers
 from mpiworkbench.client.history import drop
 from mpiworkbench.core import machine
 
 
-def rank_map(client, n: int, timeout: float | None) -> dict[int, dict[str, Any]]:
+#: Seconds between two looks at whether the engines' launcher has ended, while they register.
+GONE_POLL_S = 0.25
+
+
+class LauncherEnded(TimeoutError):
+    """The engines' launcher ended before they all registered (they refused, or failed, at start)."""
+
+
+def rank_map(client, n: int, timeout: float | None, gone: Callable[[], bool] | None = None) -> dict[int, dict[str, Any]]:
     """Engine id → :func:`~mpiworkbench.core.machine.rank_info` (rank, host, pid, thread level)
-    of the *n* engines of *client*'s cluster, once all have registered.
+    of the *n* engines of *client*'s cluster, once all have registered. *gone*: whether the
+    engines' launcher has ended (then waiting longer is pointless).
 
     Raises
     ------
     TimeoutError
         When the engines have not all registered, or not all answered, within *timeout*
         seconds (``None``: wait for ever): ranks busy with other work or blocked in MPI.
+        :class:`LauncherEnded` as soon as *gone* says so while they register.
     """
-    client.wait_for_engines(n, timeout=-1 if timeout is None else timeout)
+    registered = client.wait_for_engines(n, timeout=-1 if timeout is None else timeout, block=False,
+                                         interactive=False)
+    while True:
+        try:
+            registered.result(timeout=GONE_POLL_S)
+            break
+        except FutureTimeout:
+            if gone is not None and gone() and len(client.ids) < n:
+                raise LauncherEnded(f"{len(client.ids)} of the {n} engines registered before their launcher ended") from None
     ar = client[:].apply_async(machine.rank_info)
     if not ar.wait(timeout):
         answered = sum(part.done() for part in ar.split())
