@@ -51,7 +51,8 @@ def status_html(state: str, ranks: list[dict[str, Any]], env: dict[str, Any] | N
         packages = env.get("packages", {})
         facts = (
             f"<b>MPI library</b>: {html.escape(env.get('library', '?'))} (MPI {env.get('mpi_standard', '?')}; "
-            f"implementation <code>{html.escape(str(env.get('mpi', '?')))}</code>)<br>"
+            f"implementation <code>{html.escape(str(env.get('mpi', '?')))}</code>; every rank maps "
+            f"<code>{html.escape(', '.join(env.get('mpi_library_files') or ['?']))}</code>)<br>"
             f"<b>mpi4py</b>: {packages.get('mpi4py')} &nbsp; <b>thread level</b>: {env.get('thread_level')}"
             f" &nbsp; <b>cores</b>: {env.get('cores')} &nbsp; <b>ranks</b>: {env.get('np')}"
             + (" <b style='color:#b35900'>(oversubscribed)</b>" if env.get("oversubscribed") else "")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import socket
 from typing import Iterator
 
-from mpiworkbench.core.implementations import choices
+from mpiworkbench.core.usable import choices
 
 
 def selector(wb, command: str):

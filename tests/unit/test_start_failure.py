@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+import time
+from concurrent.futures import Future
 from types import SimpleNamespace
 
 import psutil
@@ -17,13 +20,20 @@ from mpiworkbench.client.errors import EnginesNotStarted, WorldBusy
 
 
 class Client:
-    """Registers *registered* engines, then times out waiting for the rest as ipyparallel's does."""
+    """Registers *registered* engines, then times out waiting for the rest as ipyparallel's does
+    (its future raises ``TimeoutError`` once its deadline passed; here, *after_s* seconds)."""
 
-    def __init__(self, registered: int):
+    def __init__(self, registered: int, after_s: float = 0.0):
         self.ids = list(range(registered))
+        self.after_s = after_s
 
-    def wait_for_engines(self, n, timeout):
-        raise TimeoutError(f"{n} engines not ready in {timeout} seconds. Currently ready: {len(self.ids)}")
+    def wait_for_engines(self, n, *, timeout=-1, block=True, interactive=None):
+        future = Future()
+        self.timer = threading.Timer(self.after_s, future.set_exception, [TimeoutError(
+            f"{n} engines not ready in {timeout} seconds. Currently ready: {len(self.ids)}")])
+        self.timer.daemon = True
+        self.timer.start()
+        return future.result() if block else future
 
 
 @pytest.fixture
@@ -58,14 +68,30 @@ def test_the_report_says_each_launchers_state_and_its_last_lines(ended, running)
 
 
 @pytest.mark.parametrize("registered", [0, 2])
-def test_an_own_cluster_whose_engines_did_not_register_says_so(ended, registered):
-    connection = Connection(SimpleNamespace(engines={"a": ended}), owns_cluster=True, client=Client(registered))
+def test_an_own_cluster_whose_engines_did_not_register_says_so(running, registered):
+    connection = Connection(SimpleNamespace(engines={"a": running}), owns_cluster=True, client=Client(registered))
     with pytest.raises(EnginesNotStarted) as caught:
         connection.ask_engines(3, 60, restarted=False, thread_level=None, mpi="mpich")
     message = str(caught.value)
     assert message.startswith(f"{registered} of the 3 engines registered with the controller within 60 s")
-    assert "ended with 9" in message and "line 39" in message
+    assert "running; no output" in message
     assert "busy" not in message
+
+
+@pytest.mark.parametrize("registered", [0, 2])
+def test_an_own_cluster_whose_launcher_ended_says_so_at_once(ended, registered):
+    """Engines that refused at their start (two MPIs in a rank): their launcher's end is seen, and
+    said with their last words, without waiting for the engines' time-out."""
+    client = Client(registered, after_s=600)
+    connection = Connection(SimpleNamespace(engines={"a": ended}), owns_cluster=True, client=client)
+    began = time.monotonic()
+    with pytest.raises(EnginesNotStarted) as caught:
+        connection.ask_engines(3, 600, restarted=False, thread_level=None, mpi="mpich")
+    client.timer.cancel()
+    message = str(caught.value)
+    assert message.startswith(f"{registered} of the 3 engines registered before their launcher ended.")
+    assert "ended with 9" in message and "line 39" in message
+    assert time.monotonic() - began < 60
 
 
 def test_an_attached_cluster_still_says_busy(ended):

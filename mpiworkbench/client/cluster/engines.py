@@ -39,6 +39,8 @@ def rank_map(client, n: int, timeout: float | None, gone: Callable[[], bool] | N
             registered.result(timeout=GONE_POLL_S)
             break
         except FutureTimeout:
+            if registered.done():
+                raise  # ipyparallel's own time-out (the same exception class): they did not register in time
             if gone is not None and gone() and len(client.ids) < n:
                 raise LauncherEnded(f"{len(client.ids)} of the {n} engines registered before their launcher ended") from None
     ar = client[:].apply_async(machine.rank_info)
