@@ -74,7 +74,7 @@ def sources_digest(root: Path = ROOT) -> str:
 
 def store_dir(digest: str | None = None) -> Path:
     """Where the notebooks executed on sources *digest* (default: as they are now) are stored."""
-    from mpiworkbench.core.cbuild import cache_dir
+    from mpiworkbench.core.cache import cache_dir
 
     return cache_dir() / "executed-notebooks" / (digest or sources_digest())
 

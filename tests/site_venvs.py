@@ -120,7 +120,7 @@ def install_module(name: str) -> None:
 
 
 def _cache() -> Path:
-    from mpiworkbench.core.cbuild import cache_dir
+    from mpiworkbench.core.cache import cache_dir
 
     return cache_dir() / "site-mpi4py"
 
