@@ -107,8 +107,33 @@ def probe_library(env: Mapping[str, str] | None = None) -> dict:
     if proc.returncode != 0:
         tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
         raise RuntimeError(f"mpi4py could not load an MPI library ({sys.executable} -c 'from mpi4py import MPI' "
-                           f"exited with {proc.returncode}):\n{tail}")
+                           f"exited with {proc.returncode}):\n{tail}{_mislinked(tail, env)}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _mislinked(said: str, env: Mapping[str, str] | None) -> str:
+    """Why a source build of mpi4py misses a symbol, when its ``MPI`` module links another MPI's
+    library than the one whose ``mpi.h`` it was compiled with: the ``-L`` of a distribution's
+    Python (``/usr/lib/x86_64-linux-gnu``, where ``libopenmpi-dev`` and ``libmpich-dev`` put their
+    ``libmpi.so``) comes before the wrapper's own on mpi4py's link line. ``""`` otherwise."""
+    if "undefined symbol" not in said:
+        return ""
+    import importlib.util  # lazy: only a failed probe needs to find mpi4py's files
+
+    spec = importlib.util.find_spec("mpi4py")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    for module in sorted(Path(folders[0]).glob("MPI.*.so")) if folders else []:
+        needed = [name for name in mpifiles.dynamic(str(module))[1] if mpifiles.is_mpi_library(name)]
+        if not needed:
+            continue
+        shown = _run(["ldd", str(module)], env).stdout
+        linked = [line.split("=>")[1].split("(")[0].strip() for line in shown.splitlines()
+                  if "=>" in line and line.split("=>")[0].strip() in needed]
+        return (f"\nmpi4py's {module.name} links {', '.join(linked or needed)}, another MPI's library than the "
+                "mpi.h it was compiled with, most likely: rebuild it with your MPI's library directory first, "
+                "LDFLAGS=-L/path/to/your/mpi/lib MPICC=$(command -v mpicc) pip install --no-binary mpi4py "
+                "--no-cache-dir --force-reinstall mpi4py (docs/cluster.md, \"The site's MPI\")")
+    return ""
 
 
 def launcher_family(path: str, env: Mapping[str, str] | None = None) -> tuple[str | None, str]:

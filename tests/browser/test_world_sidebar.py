@@ -4,7 +4,7 @@ only in the user's steps (no ``window.jupyterapp``, no app commands from the pag
 A notebook starts a 2-rank world; the sidebar, opened by its icon, lists both ranks, their
 buttons saying the ranks are opened for debugging through that notebook on the first click.
 *Debug* on rank 1 opens them (bound: the click alone, through the notebook's kernel; relayed: the
-notebook's own ``wb.connection_file(rank, relay=True)`` cell first, as ranks on other hosts are
+notebook's own ``wb.connection_file(rank, proxy=True)`` cell first, as ranks on other hosts are
 reached), opens a console on rank 1's kernel beside the notebook
 and puts JupyterLab's Debugger on it; then, ten rounds in a row, the user clicks the console's
 tab, the notebook's tab and the ``%%px --debug 1 --break 4`` cell, presses Shift+Enter, sees
@@ -46,7 +46,7 @@ def debug_cell(rank: int) -> str:
 
 CELLS = [
     "from mpiworkbench import Workbench\nwb = Workbench(n=2).start()\nprint('world:', wb.cluster.cluster_id)",
-    "files = [wb.connection_file(r, relay=RELAY) for r in range(2)]\nprint('opened:', len(files))",
+    "files = [wb.connection_file(r, proxy=PROXY) for r in range(2)]\nprint('opened:', len(files))",
     debug_cell(1),
     debug_cell(0),
 ]
@@ -159,7 +159,7 @@ def test_debug_on_a_rank_from_the_world_sidebar_ten_rounds_then_the_other_rank(p
     the notebook's relay, as ranks on other hosts are)."""
     release = tmp_path / "release"
     kind = "relayed" if relay else "bound"
-    cells = [CELLS[0], CELLS[1].replace("RELAY", str(relay)), *CELLS[2:], blocked_cell(release)]
+    cells = [CELLS[0], CELLS[1].replace("PROXY", str(relay)), *CELLS[2:], blocked_cell(release)]
     name = write_notebook(lab_server, f"browser_world_sidebar_{kind}.ipynb", cells)
     with kernel_session(page, lab_server, f"world-sidebar-{kind}"):
         open_fresh(page, lab_server, name, workspace=f"mpiwb-world-sidebar-{kind}")

@@ -85,7 +85,7 @@ def test_breakpoint_in_a_px_cell_stops_every_rank_one_steps_all_continue(shell, 
     """Each rank's kernel bound for Jupyter clients, or reached through the controller from a
     relay on loopback (what a cluster across hosts, secured with CurveZMQ, always uses)."""
     wb = fresh_wb  # (the shell first: starting the workbench registers %%px on it)
-    files = {rank: wb.connection_file(rank, relay=relay) for rank in range(wb.n)}
+    files = {rank: wb.connection_file(rank, proxy=relay) for rank in range(wb.n)}
     keys = set()
     for rank, path in files.items():  # a Jupyter connection file, signed with a key
         info = json.loads(path.read_text())
@@ -96,7 +96,7 @@ def test_breakpoint_in_a_px_cell_stops_every_rank_one_steps_all_continue(shell, 
     cluster_key = wb.client.session.key.decode()
     assert keys == ({cluster_key} if not relay else keys - {cluster_key}) and len(keys) == (wb.n if relay else 1)
 
-    with wb.debug(relay=relay) as dbg:
+    with wb.debug(proxy=relay) as dbg:
         taken = dbg.break_in_cell(CELL, STOP)
         assert taken == {rank: [STOP] for rank in range(wb.n)}
         cell = Cell(shell, CELL)

@@ -33,19 +33,27 @@ def test_the_default_stop_is_the_first_statement():
         first_code_line("# nothing\n\n")
 
 
-def test_a_curve_secured_cluster_is_always_reached_through_the_relay():
+def test_a_curve_secured_cluster_is_always_reached_through_the_proxy():
     from types import SimpleNamespace
 
-    from mpiworkbench.client.calls.debugging import relayed
+    from mpiworkbench.client.calls.debugging import proxied
 
     curve = SimpleNamespace(client=SimpleNamespace(curve_serverkey=b"x" * 40))
     plain = SimpleNamespace(client=SimpleNamespace(curve_serverkey=None))
-    assert relayed(curve) and relayed(curve, relay=False)  # its ranks' kernels are never bound
-    assert not relayed(plain) and relayed(plain, relay=True)
+    assert proxied(curve) and proxied(curve, proxy=False)  # its ranks' kernels are never bound
+    assert not proxied(plain) and proxied(plain, proxy=True)
+
+
+def test_the_former_relay_keyword_still_works_and_says_its_new_name():
+    from mpiworkbench.client.calls.debugging import _proxy_asked
+
+    assert _proxy_asked(None, None, "debug") is None and _proxy_asked(True, None, "debug") is True
+    with pytest.warns(DeprecationWarning, match=r"connection_file\(relay=...\) is now connection_file\(proxy=...\)"):
+        assert _proxy_asked(None, True, "connection_file") is True
 
 
 def test_a_stop_event_tells_where_the_users_code_stopped():
-    """What a relay, seeing only the events of a rank on another host, shows."""
+    """What a kernel proxy, seeing only the events of a rank on another host, shows."""
     from mpiworkbench.trace import stops
 
     import threading

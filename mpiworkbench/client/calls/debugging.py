@@ -27,12 +27,14 @@ import re
 import os
 import socket
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from mpiworkbench.client.calls import debug_records, kernel_proxy
 from mpiworkbench.client.ranks.kernel import open_kernel
-from mpiworkbench.client.calls.rank_debugger import REQUEST_TIMEOUT_S, DebuggerError, RankDebugger
+from mpiworkbench.client.calls.rank_debugger import (ASK_STOPPED_S, LATE_STOP_S, REQUEST_TIMEOUT_S, DebuggerError,
+                                                     RankDebugger)
 from mpiworkbench.trace import hang, stops
 
 # ---------------------------------------------------------------------------- connection files
@@ -50,28 +52,40 @@ def kernels_directory() -> Path:
     return Path(jupyter_runtime_dir()) / "external_kernels"
 
 
-def relayed(wb, relay: bool | None = None) -> bool:
-    """Whether *wb*'s ranks are reached through the controller (:mod:`.kernel_relay`) rather
-    than bound for Jupyter clients: always on a cluster secured with CurveZMQ (its engines
-    connect from other hosts; Jupyter's protocol does not speak CurveZMQ, and such a cluster
-    signs its messages with no key, so a bound kernel would run anyone's code), else as asked."""
-    return bool(getattr(wb.client, "curve_serverkey", None)) or bool(relay)
+def proxied(wb, proxy: bool | None = None) -> bool:
+    """Whether *wb*'s ranks' kernels are reached through the kernel proxy, over the controller
+    (:mod:`.kernel_proxy`), rather than bound for Jupyter clients: always on a cluster secured with
+    CurveZMQ (its engines connect from other hosts; Jupyter's protocol does not speak CurveZMQ,
+    and such a cluster signs its messages with no key, so a bound kernel would run anyone's code),
+    else as asked. (Not rank 0's *relay*, which hands calls on to the other ranks:
+    :mod:`mpiworkbench.client.ranks.relay`.)"""
+    return bool(getattr(wb.client, "curve_serverkey", None)) or bool(proxy)
 
 
-def connection_files(wb, ranks: Iterable[int] | None = None, relay: bool | None = None) -> dict[int, Path]:
+def _proxy_asked(proxy: bool | None, relay: bool | None, caller: str) -> bool | None:
+    """*proxy*, or the deprecated *relay* keyword that named it before (with a warning)."""
+    if relay is None:
+        return proxy
+    warnings.warn(f"{caller}(relay=...) is now {caller}(proxy=...): 'relay' names rank 0's hand-on of calls "
+                  "(mpiworkbench.client.ranks.relay), the kernel proxy over the controller is 'proxy'",
+                  DeprecationWarning, stacklevel=3)
+    return relay if proxy is None else proxy
+
+
+def connection_files(wb, ranks: Iterable[int] | None = None, proxy: bool | None = None) -> dict[int, Path]:
     """Rank → its kernel's connection file, for every rank or *ranks*: the ranks' kernels are
     opened the first time (per engine set), a file is written for each rank asked for (a lab
     lists just those). Files are readable by their owner only: they hold a key.
 
     A rank's kernel is bound on its host and signed with the cluster's key, or, on a cluster
-    secured with CurveZMQ (or with *relay*), reached through a relay on this host's loopback
-    that carries its messages over the cluster's own channels (:func:`relayed`). Without
-    *relay*, the way the session's ranks were opened before is kept."""
+    secured with CurveZMQ (or with *proxy*), reached through a kernel proxy on this host's
+    loopback that carries its messages over the cluster's own channels (:func:`proxied`).
+    Without *proxy*, the way the session's ranks were opened before is kept."""
     connection = wb._connection
     known = connection.rank_kernels
-    if relay is None and known:  # as the session's ranks were opened (%%px --debug after relay=True)
-        relay = known[0][1]
-    through = relayed(wb, relay)
+    if proxy is None and known:  # as the session's ranks were opened (%%px --debug after proxy=True)
+        proxy = known[0][1]
+    through = proxied(wb, proxy)
     # per engine set (each is taken with a view of its own: a restart reuses the engine ids)
     key = (connection.view, through)
     if not known or known[0] != key:
@@ -220,25 +234,60 @@ class Debugging:
             d.response(msg_id, "continue")
 
     def close(self) -> None:
-        """Clear every breakpoint, continue every rank and detach: the world runs on. Every
-        rank is released before any answer is awaited (see :meth:`continue_`)."""
+        """Clear every breakpoint, continue every rank from wherever it is and detach: the world
+        runs on, the ranks keep their state. Each step goes to every rank before the next, and no
+        rank's answer is awaited before every rank has been asked (see :meth:`continue_`):
+
+        1. every breakpoint dropped, and each rank's debugger asked what it holds stopped;
+        2. each rank that answers (a stopped rank answers at once) continued if it is stopped —
+           at a breakpoint, after Next or Step, paused, wherever: the debugger's own state says
+           (:meth:`~.RankDebugger.stopped_threads`), not the events this client saw; a rank busy
+           in MPI answers once the others run on, and is judged then;
+        3. for a moment, any stop still under way (a rank reaching a breakpoint just as the
+           breakpoints went) continued too (:meth:`~.RankDebugger.late_stops`).
+        """
         errors = []
         if self.running is not None and self.session is not None:  # (left by an exception: judged by the next call)
             self.session.calls.left_running(self.running)
         debuggers, self.ranks = list(self.ranks.values()), {}
-        released = []
-        for d in debuggers:
-            try:
-                released.append((d, d.release()))
-            except Exception as exc:  # noqa: BLE001 - release every rank, then say what failed
-                errors.append(f"rank {d.rank}: {exc}")
-        for d, sent in released:
-            try:
-                for msg_id, command in sent:
-                    d.response(msg_id, command)
-                d.detach()
-            except Exception as exc:  # noqa: BLE001 - detach every rank, then say what failed
-                errors.append(f"rank {d.rank}: {exc}")
+        sent: dict[RankDebugger, list[tuple[str, str]]] = {d: [] for d in debuggers}
+        asked: dict[RankDebugger, str] = {}
+
+        def each(step, ds) -> None:
+            for d in ds:
+                try:
+                    step(d)
+                except Exception as exc:  # noqa: BLE001 - every rank gets the step, then say what failed
+                    errors.append(f"rank {d.rank}: {exc}")
+                    asked.pop(d, None)
+
+        def ask(d: RankDebugger) -> None:
+            sent[d] += d.drop_breakpoints()
+            asked[d] = d.ask_stopped()
+
+        busy: list[RankDebugger] = []
+
+        def let_go(d: RankDebugger, timeout: float) -> None:
+            threads = d.stopped_threads(asked[d], timeout)
+            if threads is None:
+                if timeout < d.timeout:
+                    busy.append(d)  # asked again once the others run on
+                    return
+                raise DebuggerError(f"said nothing of its stops in {d.timeout:.0f} s")
+            sent[d] += d.continue_threads(threads)
+
+        each(ask, debuggers)
+        each(lambda d: let_go(d, ASK_STOPPED_S), [d for d in debuggers if d in asked])
+        each(lambda d: let_go(d, d.timeout), busy)
+        deadline = time.monotonic() + LATE_STOP_S
+        each(lambda d: sent[d].extend(d.late_stops(deadline)), debuggers)
+
+        def finish(d: RankDebugger) -> None:
+            for msg_id, command in sent[d]:
+                d.response(msg_id, command)
+            d.detach()
+
+        each(finish, debuggers)
         for d in debuggers:
             d.client.stop_channels()
         record, self.record = self.record, None
@@ -255,22 +304,25 @@ class RankDebugging:
     def __init__(self, session) -> None:
         self.session = session
 
-    def connection_file(self, rank: int, relay: bool | None = None) -> Path:
+    def connection_file(self, rank: int, proxy: bool | None = None, *, relay: bool | None = None) -> Path:
         """The Jupyter connection file of *rank*'s kernel: any Jupyter client (a console,
         ``jupyter console --existing FILE``, JupyterLab's running kernels when started by
         ``mpiworkbench lab``) can use the rank through it, and JupyterLab's debugger debug it.
-        With *relay* (always on a cluster secured with CurveZMQ), the rank is reached through
-        the controller from this host's loopback (:mod:`mpiworkbench.client.calls.kernel_proxy`)."""
+        With *proxy* (always on a cluster secured with CurveZMQ), the rank is reached through
+        the controller from this host's loopback (:mod:`mpiworkbench.client.calls.kernel_proxy`).
+        (*relay* is *proxy*'s former name, deprecated.)"""
         self.session.engine_of(rank)  # says which ranks exist
-        return connection_files(self.session, [rank], relay)[rank]
+        return connection_files(self.session, [rank], _proxy_asked(proxy, relay, "connection_file"))[rank]
 
-    def debug(self, ranks: Iterable[int] | None = None, relay: bool | None = None) -> Debugging:
+    def debug(self, ranks: Iterable[int] | None = None, proxy: bool | None = None, *,
+              relay: bool | None = None) -> Debugging:
         """Start the debugger on every rank (or *ranks*): see :class:`Debugging`. Leave the
-        ``with`` block (or call ``close()``) to continue every rank and detach. *relay*: see
-        :meth:`connection_file`."""
+        ``with`` block (or call ``close()``) to continue every rank and detach. *proxy*: see
+        :meth:`connection_file` (*relay*: its former name, deprecated)."""
         for rank in ranks or ():
             self.session.engine_of(rank)  # says which ranks exist
-        return Debugging(connection_files(self.session, ranks, relay), session=self.session)
+        return Debugging(connection_files(self.session, ranks, _proxy_asked(proxy, relay, "debug")),
+                         session=self.session)
 
     def stops(self) -> dict[int, dict[str, Any]]:
         """Rank → its stop record (where it stopped), for the ranks stopped in a debugger now

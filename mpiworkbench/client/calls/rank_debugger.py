@@ -18,6 +18,11 @@ from mpiworkbench.client.errors import WorkbenchError
 ALREADY_INITIALIZED = "already initialized"
 #: Seconds a debug request may take (debugpy's first start, an import of its adapter, is the slow one).
 REQUEST_TIMEOUT_S = 60.0
+#: Seconds a rank asked what it holds stopped may take before it is taken to be busy in MPI (and
+#: asked again once the others were let go): a stopped rank answers at once.
+ASK_STOPPED_S = 3.0
+#: Seconds a released rank is watched for a stop that was under way as its breakpoints went.
+LATE_STOP_S = 1.0
 
 
 class DebuggerError(WorkbenchError):
@@ -99,11 +104,12 @@ class RankDebugger:
                                 f"is not started (another client ended it)")
         return response["body"]
 
-    def _drain(self, timeout: float) -> None:
+    def _drain(self, timeout: float) -> bool:
+        """Take in one message of the rank's IOPub (waiting *timeout* seconds at most); whether one came."""
         try:
             msg = self.client.iopub_channel.get_msg(timeout=timeout)
         except queue.Empty:
-            return
+            return False
         if msg["msg_type"] == "debug_event":
             event = msg["content"]
             if event.get("event") == "stopped":
@@ -111,6 +117,7 @@ class RankDebugger:
             elif event.get("event") == "continued":
                 self.stopped = None
             self._events.put(event)
+        return True
 
     def wait_for(self, event: str, timeout: float | None = None) -> dict[str, Any]:
         """The next debug event named *event* (``"stopped"``, ``"continued"``…)."""
@@ -236,15 +243,76 @@ class RankDebugger:
         self._move("continue")
 
     def release(self) -> list[tuple[str, str]]:
-        """Send what lets the rank run on, without waiting: every breakpoint dropped, and
-        ``continue`` when stopped. The (request id, command) pairs to wait for."""
+        """Send what lets this rank alone run on: every breakpoint dropped, then ``continue``
+        if its debugger holds it stopped (:meth:`stopped_threads`), then any stop still under way
+        continued (:meth:`late_stops`). The (request id, command) pairs to wait for.
+        (:meth:`~mpiworkbench.client.calls.debugging.Debugging.close` does the same for several
+        ranks, each step on every rank before the next.)"""
+        sent = self.drop_breakpoints()
+        sent += self.continue_threads(self.stopped_threads(self.ask_stopped(), self.timeout) or [])
+        return sent + self.late_stops(time.monotonic() + LATE_STOP_S)
+
+    def drop_breakpoints(self) -> list[tuple[str, str]]:
+        """Send ``setBreakpoints`` with none for every file this client set some in (not waiting)."""
         sent = [(self.send("setBreakpoints", source={"path": path}, breakpoints=[]), "setBreakpoints")
                 for path in self._breakpoint_files]
         self._breakpoint_files.clear()
-        self._drain(0)
-        if self.stopped is not None:  # (debugpy stops all threads: continuing this one resumes all)
-            sent.append((self._move("continue", wait=False), "continue"))
         return sent
+
+    def ask_stopped(self) -> str:
+        """Ask the rank's debugger what it holds stopped (``debugInfo``, not waiting; sent after
+        :meth:`drop_breakpoints`, it is answered after they are gone)."""
+        return self.send("debugInfo")
+
+    def stopped_threads(self, asked: str, timeout: float) -> list[int] | None:
+        """The threads the rank's debugger holds suspended, from its answer to *asked*
+        (:meth:`ask_stopped`): its ``stoppedThreads``, each confirmed by debugpy (``stackTrace``
+        answers frames for a suspended thread only) — the debugger's own state, not the events
+        this client happened to see (the Debugger panel's Next, Step or Pause, a stop that came
+        before this client listened). ``None`` when no answer came in *timeout* seconds: the
+        rank is busy (in mpi4py's pickled collective it holds Python's lock until its peers come)."""
+        saved, self.timeout = self.timeout, timeout
+        try:
+            info = self._await(asked, "debugInfo").get("body") or {}
+        except DebuggerError:
+            return None
+        finally:
+            self.timeout = saved
+        if not info.get("isStarted"):
+            return []
+        return [thread for thread in sorted(info.get("stoppedThreads") or []) if self._suspended(thread)]
+
+    def _suspended(self, thread: int) -> bool:
+        response = self._await(self.send("stackTrace", threadId=thread), "stackTrace")
+        return response.get("success") is not False and bool((response.get("body") or {}).get("stackFrames"))
+
+    def continue_threads(self, threads: list[int]) -> list[tuple[str, str]]:
+        """Send ``continue`` for the first of the suspended *threads* (debugpy resumes every
+        thread of the rank with it), not waiting: one ``continue`` for a stopped rank, none for
+        a running one."""
+        self._drain_all()
+        self.stopped = None
+        return [(self.send("continue", threadId=threads[0]), "continue")] if threads else []
+
+    def late_stops(self, deadline: float) -> list[tuple[str, str]]:
+        """Until *deadline* (``time.monotonic()``), ``continue`` every stop this client hears of:
+        a rank that reached a breakpoint just as the breakpoints went (its debugger had not yet
+        heard of that stop when it was asked) is let go too."""
+        sent = []
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return sent
+            self._drain(min(left, 0.1))
+            if self.stopped is not None:
+                thread, self.stopped = self.stopped.get("threadId"), None
+                if thread is not None:
+                    sent.append((self.send("continue", threadId=thread), "continue"))
+
+    def _drain_all(self) -> None:
+        """Take in every message already waiting (the last event says where the rank is)."""
+        while self._drain(0):
+            pass
 
     def detach(self) -> None:
         """End the debugger session (``disconnect``: debugpy stops tracing the rank's code),
