@@ -46,15 +46,15 @@ def world_directories(ipython_dir: str | os.PathLike) -> list[tuple[Path, str, P
     return found
 
 
-def rank_kernels(kernel_files: dict[str, str | os.PathLike]) -> dict[tuple[str, int], str]:
-    """``(cluster_id, rank)`` → kernel id, from the lab's map of kernel id → connection file
-    (jupyter_client's ``MultiKernelManager.kernel_id_to_connection_file``: the ids of the
-    external kernels are made up by the lab, one per file it finds)."""
+def rank_kernels(kernel_files: dict[str, str | os.PathLike]) -> dict[tuple[str, int, int], str]:
+    """``(cluster_id, generation, rank)`` → kernel id, from the lab's map of kernel id →
+    connection file (jupyter_client's ``MultiKernelManager.kernel_id_to_connection_file``: the ids
+    of the external kernels are made up by the lab, one per file it finds)."""
     found = {}
     for kernel_id, path in kernel_files.items():
         match = KERNEL_FILE_PATTERN.match(Path(path).name)
         if match:
-            found[(match["cluster"], int(match["rank"]))] = kernel_id
+            found[(match["cluster"], int(match["generation"]), int(match["rank"]))] = kernel_id
     return found
 
 
@@ -120,7 +120,7 @@ def group_ranks(ranks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def read_world(profile_dir: Path, cluster_id: str, directory: Path,
-               kernels: dict[tuple[str, int], str] | None = None, here: str | None = None,
+               kernels: dict[tuple[str, int, int], str] | None = None, here: str | None = None,
                lab_kernels: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
     """One world as the sidebar shows it (see :func:`read_worlds`)."""
     here = socket.gethostname() if here is None else here
@@ -140,7 +140,7 @@ def read_world(profile_dir: Path, cluster_id: str, directory: Path,
         process = processes.get(rank) or {}
         ranks.append({"rank": rank, "engine": engines.get(rank), "host": process.get("host"), "pid": process.get("pid"),
                       **rank_state(rank, processes.get(rank), busy, here),
-                      "kernel": kernels.get((cluster_id, rank))})
+                      "kernel": kernels.get((cluster_id, int(engine_set.get("generation") or 0), rank))})
     states = {r["state"] for r in ranks}
     if ranks and states == {"dead"}:
         state = "dead"

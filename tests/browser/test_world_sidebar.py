@@ -14,7 +14,9 @@ and rank 0 waiting in its collective, clicks Continue, and the cell prints its r
 gives the Debugger back to JupyterLab's focus-following. Last, a cell whose rank 0 waits in
 ``MPI_Recv`` for rank 1: the sidebar shows the call and its peer until rank 1 sends. And the
 console of the rank the Debugger is on, closed (its tab's x) while that rank is stopped: the rank is
-let go, the cell ends.
+let go, the cell ends. Last, the world restarted from the sidebar while the Debugger is on rank 1:
+the new ranks read idle within seconds, the Debugger leaves the old world's rank and the sidebar
+says so, and *Debug* on rank 0 of the new world stops it in its cell.
 """
 
 from __future__ import annotations
@@ -235,3 +237,25 @@ def test_debug_on_a_rank_from_the_world_sidebar_ten_rounds_then_the_other_rank(p
         cell_output(page, 2).get_by_text("total 12").first.wait_for(timeout=LIMIT_MS)
         page.locator("#mpiworkbench-world-sidebar .jp-mpiwb-pin", has_text="follows the focused") \
             .wait_for(timeout=LIMIT_MS)
+
+        # the world restarted from the sidebar while the Debugger is on rank 1 (issue 58, steps 4
+        # and 5): the new ranks read idle within seconds, the Debugger leaves the old world's rank
+        # and says so, and Debug on rank 0 of the new world puts it there and stops it in its cell
+        world.locator('.jp-mpiwb-rank[data-rank="1"] .jp-mpiwb-debug').click()
+        page.locator("#mpiworkbench-world-sidebar .jp-mpiwb-pin", has_text=f"Debugger on rank 1 of {cluster}") \
+            .wait_for(timeout=LIMIT_MS)
+        page.locator('.jp-SideBar .lm-TabBar-tab[data-id="mpiworkbench-world-sidebar"]').click()
+        generation = world.get_attribute("data-generation")
+        world.locator(".jp-mpiwb-restart:not([disabled])").click()
+        page.locator(".jp-Dialog .jp-Dialog-button.jp-mod-warn", has_text="Restart").click()
+        page.locator(".jp-Dialog").wait_for(state="detached", timeout=LIMIT_MS)
+        page.locator(f'#mpiworkbench-world-sidebar section[data-cluster="{cluster}"]'
+                     f':not([data-generation="{generation}"]):not([data-generation=""])').wait_for(timeout=LIMIT_MS)
+        world.locator('.jp-mpiwb-group[data-state="idle"][data-ranks="0,1"]').wait_for(timeout=20_000)
+        page.locator("#mpiworkbench-world-sidebar .jp-mpiwb-pin",
+                     has_text=f"left rank 1 of {cluster}: that world was restarted").wait_for(timeout=20_000)
+        wait_kernel_idle(page)
+        world.locator('.jp-mpiwb-rank[data-rank="0"] .jp-mpiwb-debug').click()
+        page.locator("#mpiworkbench-world-sidebar .jp-mpiwb-pin", has_text=f"Debugger on rank 0 of {cluster}") \
+            .wait_for(timeout=LIMIT_MS)
+        _debug_round(page, name, cluster, 3, 0, shot=f"world_sidebar_{kind}_after_restart.png")

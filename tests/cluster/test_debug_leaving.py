@@ -212,7 +212,8 @@ def test_a_debugger_detached_or_a_kernel_dying_while_a_rank_is_stopped_leaves_a_
         # 1. detached by another client while rank 1 is stopped: it runs on, the cell ends
         running = debugging.send("%%px --debug 1 --break 4\n" + CELL)
         _until(lambda: stops.is_stopped(stops.read(pids[1])), "rank 1 stopped at line 4")
-        console = RankDebugger(1, kernels_directory() / KERNEL_FILE.format(cluster=cluster_id, rank=1), timeout=60)
+        (path,) = kernels_directory().glob(KERNEL_FILE.format(cluster=cluster_id, generation="*", rank=1))
+        console = RankDebugger(1, path, timeout=60)
         try:
             console.start()  # joins the notebook's session, as the lab's sidebar does
             console.request("disconnect", restart=False, terminateDebuggee=False)

@@ -74,7 +74,7 @@ def test_the_worlds_endpoint_reports_each_rank_and_its_lab_kernel_and_needs_the_
     write_json_atomic(directory / "world.json", {"ranks": {"0": 0, "1": 1}, "generation": 1})
     external = runtime / "external_kernels"
     external.mkdir(parents=True, exist_ok=True)
-    (external / "mpiworkbench-1700-ab-rank1.json").write_text(json.dumps({
+    (external / "mpiworkbench-1700-ab-g1-rank1.json").write_text(json.dumps({
         "kernel_name": "python3", "key": secrets.token_hex(8), "signature_scheme": "hmac-sha256",
         "transport": "tcp", "ip": "127.0.0.1", "shell_port": 1, "iopub_port": 2, "stdin_port": 3,
         "control_port": 4, "hb_port": 5}))

@@ -82,7 +82,7 @@ def test_an_idle_world_a_stopped_rank_and_a_dead_one(tmp_path, ranks, stop_recor
     (r0, r1), ended = ranks
     make_world(tmp_path, "abc", {0: r0, 1: r1, 2: ended})
     stop_record(r1.pid, 4)
-    kernel_file = tmp_path / "runtime" / "external_kernels" / "mpiworkbench-abc-rank1.json"
+    kernel_file = tmp_path / "runtime" / "external_kernels" / "mpiworkbench-abc-g1-rank1.json"
     found = worlds.read_worlds(tmp_path, {"k-1": kernel_file, "k-other": tmp_path / "kernel-7.json"})
     assert len(found) == 1, found
     world = found[0]
@@ -142,9 +142,19 @@ def test_a_world_whose_ranks_are_not_known_yet_and_ranks_on_another_host(tmp_pat
 
 
 def test_rank_kernels_are_read_from_the_connection_file_names():
-    assert worlds.rank_kernels({"a": "/r/external_kernels/mpiworkbench-1700-abc-rank12.json",
+    assert worlds.rank_kernels({"a": "/r/external_kernels/mpiworkbench-1700-abc-g3-rank12.json",
                                 "b": "/r/external_kernels/kernel-1.json",
-                                "c": "/r/mpiworkbench-x-rank0.json"}) == {("1700-abc", 12): "a", ("x", 0): "c"}
+                                "c": "/r/mpiworkbench-x-g0-rank0.json"}) == {("1700-abc", 3, 12): "a", ("x", 0, 0): "c"}
+
+
+def test_a_restarted_worlds_ranks_are_new_kernels(tmp_path, ranks):
+    """The files of the generation before a restart are not the world's ranks' kernels."""
+    (r0, r1), _ = ranks
+    make_world(tmp_path, "abc", {0: r0, 1: r1})  # generation 1
+    external = tmp_path / "runtime" / "external_kernels"
+    files = {"old": external / "mpiworkbench-abc-g0-rank1.json", "new": external / "mpiworkbench-abc-g1-rank0.json"}
+    (world,) = worlds.read_worlds(tmp_path, files)
+    assert [r["kernel"] for r in world["ranks"]] == ["new", None]
 
 
 def test_no_ipython_directory_no_worlds(tmp_path):

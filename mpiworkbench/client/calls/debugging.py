@@ -38,9 +38,12 @@ from mpiworkbench.client.calls.rank_debugger import (ASK_STOPPED_S, LATE_STOP_S,
 from mpiworkbench.trace import hang, stops
 
 # ---------------------------------------------------------------------------- connection files
-#: A rank's connection file's name, and how a reader (the lab's world sidebar) reads it back.
-KERNEL_FILE = "mpiworkbench-{cluster}-rank{rank}.json"
-KERNEL_FILE_PATTERN = re.compile(r"^mpiworkbench-(?P<cluster>.+)-rank(?P<rank>\d+)\.json$")
+#: A rank's connection file's name, and how a reader (the lab's world sidebar) reads it back. The
+#: world's generation is in it: a restarted world's ranks are new kernels, with new files (a lab
+#: keeps what it read of a file by its name: one written again under the same name, between two of
+#: its listings, was the old kernel to it, and a console on it never connected).
+KERNEL_FILE = "mpiworkbench-{cluster}-g{generation}-rank{rank}.json"
+KERNEL_FILE_PATTERN = re.compile(r"^mpiworkbench-(?P<cluster>.+)-g(?P<generation>\d+)-rank(?P<rank>\d+)\.json$")
 
 
 def kernels_directory() -> Path:
@@ -100,7 +103,7 @@ def connection_files(wb, ranks: Iterable[int] | None = None, proxy: bool | None 
         if rank not in files or files[rank][1] != info or not files[rank][0].exists():
             directory = kernels_directory()
             directory.mkdir(parents=True, exist_ok=True)
-            path = directory / KERNEL_FILE.format(cluster=cluster, rank=rank)
+            path = directory / KERNEL_FILE.format(cluster=cluster, generation=connection.generation or 0, rank=rank)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as f:
                 json.dump(info, f, indent=1)

@@ -137,6 +137,7 @@ def restart(session, force: bool):
     if server is not None:
         return _restart_through(session, server)
     connection.view = None
+    remove_connection_files(connection)  # the ranks' kernels die with them: the lab lists them no more
     with restart_turn(connection.turns), attach.acting_on(session.cluster, attached=not session.owns_cluster):
         stop.kill_engines(session.cluster, session.client, session.ranks, session.log_level)
         session.cluster.start_engines_sync(session.n)

@@ -225,6 +225,10 @@ def connected_before_registered(engine_class: type, limit_s: float = CONNECT_WAI
     engine_class.complete_registration, engine_class.start_heartbeat = complete_registration, start_heartbeat
 
 
+#: Debug requests after which the rank runs on (debugpy resumes every thread with each of them;
+#: a step's end is a new stop, with its own event).
+RESUMING = ("continue", "next", "stepIn", "stepOut", "disconnect")
+
 #: Set to ``0`` in the environment a cluster starts in, its engines' kernels are ipyparallel's
 #: own, without the debugger's sockets (what ``benchmarks/debugger_cost.py`` compares against).
 DEBUGGER_VARIABLE = "MPIWORKBENCH_DEBUGGER"
@@ -261,8 +265,17 @@ def debuggable(kernel_class: type) -> type:
             # not ask it to), nor when it lets the rank go at a disconnect: noted here, before the
             # request runs on, so that a stop after it is noted after it (the stop record said
             # "stopped" for good once a %%px --debug cell had continued its ranks and detached)
-            if msg.get("command") in ("continue", "disconnect"):
+            command = msg.get("command")
+            if command in ("continue", "disconnect"):
                 _note_stop({"event": "continued"})
+            if command in RESUMING:
+                # ipykernel's own count of the stopped threads, which only a "continued"
+                # event empties, kept true: what its debugInfo says is stopped is stopped (a
+                # client that continues a thread debugpy runs already waits for ever: pydevd
+                # answers once that thread next runs traced code)
+                debugger = getattr(self, "debugger", None)
+                if debugger is not None and hasattr(debugger, "stopped_threads"):
+                    debugger.stopped_threads = set()
             return await super().do_debug_request(msg)
 
     DebuggableKernel.__name__ = DebuggableKernel.__qualname__ = kernel_class.__name__

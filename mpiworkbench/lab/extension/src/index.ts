@@ -2,6 +2,7 @@
 // Stop, its ranks' consoles, and JupyterLab's Debugger pinned to the rank the user chose.
 
 import { ILabShell, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { Notification } from '@jupyterlab/apputils';
 import { IDebugger } from '@jupyterlab/debugger';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { Session } from '@jupyterlab/services';
@@ -132,12 +133,54 @@ const plugin: JupyterFrontEndPlugin<void> = {
       unpin: async () => {
         await pin?.unpin();
       },
-      pinned: () => pin?.label ?? null
+      pinned: () => pin?.label ?? null,
+      left: () => pin?.left ?? ''
     };
 
     const sidebar = new WorldSidebar(actions, worldActions);
     sidebar.title.icon = ICON;
-    pin?.changed.connect(() => sidebar.showPin());
+
+    // The Debugger follows the world's life: while it is on a rank, the worlds are read (the
+    // sidebar itself is hidden behind the Debugger's then), and once that rank's kernel is no
+    // rank of any world (restarted from the sidebar, wb.restart(), another notebook; stopped) it
+    // leaves it, and says so: Debug on a rank of the new world puts it there.
+    let watch: number | null = null;
+    const followWorld = (): void => {
+      if (watch !== null) {
+        clearTimeout(watch);
+        watch = null;
+      }
+      const connection = pin?.connection;
+      const label = pin?.label;
+      const kernelId = connection?.kernel?.id;
+      if (!pin || !connection || !kernelId) {
+        return;
+      }
+      const look = async (): Promise<void> => {
+        watch = null;
+        if (pin.connection !== connection) {
+          return; // moved or left meanwhile: its own watch follows
+        }
+        try {
+          const worlds = await fetchWorlds();
+          if (!worlds.some(world => world.ranks.some(rank => rank.kernel === kernelId))) {
+            const why = `it left ${label}: that world was restarted or stopped`;
+            pin.forget(why);
+            Notification.info(`The Debugger ${why}. Debug a rank of the new world from the MPI world sidebar.`,
+              { autoClose: 8000 });
+            return;
+          }
+        } catch (error) {
+          console.warn('mpiworkbench: the worlds not read', error);
+        }
+        watch = window.setTimeout(() => void look(), POLL_MS);
+      };
+      watch = window.setTimeout(() => void look(), POLL_MS);
+    };
+    pin?.changed.connect(() => {
+      sidebar.showPin();
+      followWorld();
+    });
     shell.add(sidebar, 'left', { rank: 900 });
   }
 };

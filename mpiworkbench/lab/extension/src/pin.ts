@@ -92,6 +92,24 @@ export class DebuggerPin {
     }
   }
 
+  /**
+   * The pinned rank is gone (its world restarted or stopped: its kernel is no longer one of a
+   * world's ranks): give the Debugger back to the focus without a word to that kernel (nothing
+   * answers there any more); *why* is kept for the sidebar to say.
+   */
+  forget(why: string): void {
+    if (this._pinned) {
+      this._left = why;
+      this._release();
+      this._changed.emit(null);
+    }
+  }
+
+  /** Why the Debugger last left a rank by itself ("" when it did not). */
+  get left(): string {
+    return this._left;
+  }
+
   /** Leave the rank and give the Debugger back to the focus (JupyterLab's own behaviour). */
   async unpin(): Promise<void> {
     if (this._pinned) {
@@ -198,6 +216,7 @@ export class DebuggerPin {
   private _pinned: Session.ISessionConnection | null = null;
   private _guarded: IDebugger.ISession | null = null;
   private _label = '';
+  private _left = '';
   private _restoring = false;
   private _changed = new Signal<this, string | null>(this);
 }

@@ -13,6 +13,8 @@ export interface IRankActions {
   unpin(): Promise<void>;
   /** "rank 1 of <cluster>" when the Debugger is pinned to a rank, else null. */
   pinned(): string | null;
+  /** Why the Debugger last left a rank by itself (its world restarted), "" when it did not. */
+  left(): string;
 }
 
 /** What the sidebar asks of the lab for a world (actions.ts's WorldActions). */
@@ -193,7 +195,8 @@ export class WorldSidebar extends Widget {
     const label = this._actions.pinned();
     this._pin.replaceChildren();
     if (label === null) {
-      this._pin.textContent = 'Debugger: follows the focused notebook or console';
+      const left = this._actions.left();
+      this._pin.textContent = 'Debugger: follows the focused notebook or console' + (left ? ` (${left})` : '');
       return;
     }
     this._pin.appendChild(element('span', 'jp-mpiwb-pin-label', `Debugger on ${label}`));
