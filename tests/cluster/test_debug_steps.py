@@ -15,7 +15,9 @@ Before, a rank moved by the Debugger was not continued when the cell was interru
 session judged it by the events it had seen), the interrupt signal reached it, and the next cell was
 refused until a restart. And the release race: a rank reaching its breakpoint just as the
 breakpoints were dropped was never continued (its stop not yet known to its debugger when asked);
-the sweep below brings the breakpoint and the release together, under load.
+the sweep below brings the breakpoint and the release together, under load, end to end (the
+window is milliseconds wide: it does not hit it every run; ``tests/unit/test_rank_release.py``
+makes the race certain and fails without its fix).
 """
 
 from __future__ import annotations

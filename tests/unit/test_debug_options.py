@@ -2,7 +2,7 @@
 
 import pytest
 
-from mpiworkbench.client.calls.debugging import debug_options, first_code_line
+from mpiworkbench.client.calls.debug_cell import debug_options, first_code_line
 
 
 @pytest.mark.parametrize("line, rest, debug", [

@@ -27,7 +27,7 @@ from ipyparallel.client.magics import ParallelMagics
 from mpiworkbench.client import upstream
 from mpiworkbench.client.calls import relayed
 from mpiworkbench.client.ranks import relay
-from mpiworkbench.client.calls.debugging import debug_options, debugging_cell
+from mpiworkbench.client.calls.debug_cell import debug_options, debugging_cell
 from mpiworkbench.client.errors import RankFailure
 from mpiworkbench.client.calls.output import GroupedOutput, RankOutput
 from mpiworkbench.client.calls.trace import tracing
