@@ -22,12 +22,14 @@ started by a launcher of none of ours (no ``MPIWORKBENCH_MPI``) is held to one f
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
-from mpiworkbench.core import implementations, mpifiles
+from mpiworkbench.core import implementations, mpifiles, sitempi
 
 __all__ = ["TwoMPIs", "expected_library", "check", "check_numba_mpi", "check_part", "would_bring", "brought_by"]
 
@@ -48,15 +50,23 @@ class TwoMPIs(implementations.MPIMismatch):
 
 def expected_library() -> str | None:
     """The real path of the library this rank's implementation names (``None``: no
-    implementation was named for it, or its library file is not there)."""
+    implementation was named for it, or its library file is not there). The site's is read from
+    the facts its launcher carried (:data:`~mpiworkbench.core.sitempi.FACTS_VARIABLE`): a rank
+    never detects (that starts processes, a probe under ``mpiexec`` among them)."""
     name = os.environ.get(implementations.VARIABLE)
     if not name:
         return None
-    try:
-        path = implementations.get(name).library_file()
-    except ValueError:
-        return None
-    return os.path.realpath(path) if path.exists() else None
+    if name == implementations.SITE:
+        try:
+            path = Path(json.loads(os.environ.get(sitempi.FACTS_VARIABLE) or "{}").get("library") or "")
+        except (ValueError, AttributeError):
+            return None
+    else:
+        try:
+            path = implementations.get(name).library_file()
+        except ValueError:
+            return None
+    return os.path.realpath(path) if path.name and path.exists() else None
 
 
 def check(when: str = "at its start") -> str | None:
