@@ -110,7 +110,8 @@ def thread_level_name(level: int) -> str:
 
 
 def mpi_library() -> dict[str, Any]:
-    """MPI standard version, library name and version string (initialises MPI)."""
+    """MPI standard version, library name, version string and the library file this process
+    mapped (``library_file``: :mod:`mpiworkbench.core.onempi` holds it to one) (initialises MPI)."""
     MPI = mpi.MPI()
     version_string = MPI.Get_library_version().replace("\x00", "").strip()  # (Open MPI ends it with NUL)
     first_line = version_string.splitlines()[0] if version_string else ""
@@ -118,6 +119,7 @@ def mpi_library() -> dict[str, Any]:
         "mpi": implementations.detect(version_string) or "other",
         "library": " ".join(first_line.split()),
         "library_version": version_string,
+        "library_file": (mpifiles.mpi_files() or [""])[0],
         "mpi_standard": "{}.{}".format(*MPI.Get_version()),
         "thread_level": thread_level_name(MPI.Query_thread()),
     }
