@@ -16,7 +16,8 @@ gives the Debugger back to JupyterLab's focus-following. Last, a cell whose rank
 console of the rank the Debugger is on, closed (its tab's x) while that rank is stopped: the rank is
 let go, the cell ends. Last, the world restarted from the sidebar while the Debugger is on rank 1:
 the new ranks read idle within seconds, the Debugger leaves the old world's rank and the sidebar
-says so, and *Debug* on rank 0 of the new world stops it in its cell.
+says so (closing its consoles on the gone ranks), and *Debug* on rank 0 of the new world stops it in
+its cell.
 """
 
 from __future__ import annotations

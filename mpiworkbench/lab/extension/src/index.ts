@@ -140,10 +140,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const sidebar = new WorldSidebar(actions, worldActions);
     sidebar.title.icon = ICON;
 
-    // The Debugger follows the world's life: while it is on a rank, the worlds are read (the
-    // sidebar itself is hidden behind the Debugger's then), and once that rank's kernel is no
-    // rank of any world (restarted from the sidebar, wb.restart(), another notebook; stopped) it
-    // leaves it, and says so: Debug on a rank of the new world puts it there.
+    // The Debugger follows the world's life: while it is on a rank, the worlds are read (also
+    // while the sidebar is hidden), and once that rank's kernel is no rank of any world
+    // (restarted from the sidebar, wb.restart(), another notebook; stopped) it leaves it, says
+    // so, and closes the consoles it opened on ranks that are gone: Debug on a rank of the new
+    // world puts it there.
     let watch: number | null = null;
     const followWorld = (): void => {
       if (watch !== null) {
@@ -163,9 +164,17 @@ const plugin: JupyterFrontEndPlugin<void> = {
         }
         try {
           const worlds = await fetchWorlds();
-          if (!worlds.some(world => world.ranks.some(rank => rank.kernel === kernelId))) {
+          const live = new Set(worlds.flatMap(world => world.ranks.map(rank => rank.kernel)));
+          if (!live.has(kernelId)) {
             const why = `it left ${label}: that world was restarted or stopped`;
             pin.forget(why);
+            // the consoles this sidebar opened on ranks that are gone with their world: closed
+            for (const [id, panel] of consoles) {
+              if (!live.has(id)) {
+                consoles.delete(id);
+                panel.close();
+              }
+            }
             Notification.info(`The Debugger ${why}. Debug a rank of the new world from the MPI world sidebar.`,
               { autoClose: 8000 });
             return;
