@@ -166,7 +166,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
           const worlds = await fetchWorlds();
           const live = new Set(worlds.flatMap(world => world.ranks.map(rank => rank.kernel)));
           if (!live.has(kernelId)) {
-            const why = `it left ${label}: that world was restarted or stopped`;
+            const why = `left ${label}: that world was restarted or stopped`;
             pin.forget(why);
             // the consoles this sidebar opened on ranks that are gone with their world: closed
             for (const [id, panel] of consoles) {

@@ -196,7 +196,7 @@ export class WorldSidebar extends Widget {
     this._pin.replaceChildren();
     if (label === null) {
       const left = this._actions.left();
-      this._pin.textContent = 'Debugger: follows the focused notebook or console' + (left ? ` (${left})` : '');
+      this._pin.textContent = 'Debugger: follows the focused notebook or console' + (left ? ` (it ${left})` : '');
       return;
     }
     this._pin.appendChild(element('span', 'jp-mpiwb-pin-label', `Debugger on ${label}`));
