@@ -18,8 +18,10 @@ from __future__ import annotations
 import os
 import re
 import struct
+import subprocess
+from typing import Mapping
 
-__all__ = ["LIBRARY_NAME", "is_mpi_library", "mpi_files", "mapped_files", "dynamic", "rank_label"]
+__all__ = ["LIBRARY_NAME", "is_mpi_library", "mpi_files", "mapped_files", "dynamic", "resolved", "rank_label"]
 
 #: The file names of MPI libraries (see the module's docstring).
 LIBRARY_NAME = re.compile(r"^lib(mpi|mpich|mpi_abi|mpi_cray|mpi_gnu\w*|mpi_intel\w*|mpi_ibm|mpi_mt|mpi_dbg)"
@@ -111,3 +113,21 @@ def dynamic(path: str) -> tuple[str, list[str]]:
 
     soname = next((text(value) for tag, value in entries if tag == _DT_SONAME), "")
     return soname, [text(value) for tag, value in entries if tag == _DT_NEEDED]
+
+
+def resolved(path: str, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Needed name → the real path the dynamic loader resolves it to, for shared object *path*
+    (``ldd`` in environment *env*, default this process's, without its ``LD_PRELOAD``: what the
+    file itself brings); empty when ``ldd`` cannot tell."""
+    env = {k: v for k, v in (os.environ if env is None else env).items() if k != "LD_PRELOAD"}
+    try:
+        shown = subprocess.run(["ldd", path], capture_output=True, text=True, timeout=30, env=env, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    found = {}
+    for line in shown.splitlines():
+        name, arrow, rest = line.partition("=>")
+        target = rest.split("(")[0].strip() if arrow else ""
+        if target.startswith("/"):
+            found[name.strip()] = os.path.realpath(target)
+    return found

@@ -22,10 +22,8 @@ started by a launcher of none of ours (no ``MPIWORKBENCH_MPI``) is held to one f
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -57,10 +55,8 @@ def expected_library() -> str | None:
     if not name:
         return None
     if name == implementations.SITE:
-        try:
-            path = Path(json.loads(os.environ.get(sitempi.FACTS_VARIABLE) or "{}").get("library") or "")
-        except (ValueError, AttributeError):
-            return None
+        facts = sitempi.carried()
+        path = Path(facts.library if facts else "")
     else:
         try:
             path = implementations.get(name).library_file()
@@ -135,26 +131,9 @@ def _part(path: str) -> str:
     return ""
 
 
-def _resolved(path: str) -> dict[str, str]:
-    """Needed name → the real path the loader resolves it to for shared object *path* (``ldd``,
-    without this process's preloads); empty when ``ldd`` cannot tell."""
-    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-    try:
-        shown = subprocess.run(["ldd", path], capture_output=True, text=True, timeout=30, env=env, check=False).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    found = {}
-    for line in shown.splitlines():
-        name, arrow, rest = line.partition("=>")
-        target = rest.split("(")[0].strip() if arrow else ""
-        if target.startswith("/"):
-            found[name.strip()] = os.path.realpath(target)
-    return found
-
-
 def _links(path: str, library: str) -> bool:
     """Whether shared object *path* loads *library*."""
-    return library in _resolved(path).values()
+    return library in mpifiles.resolved(path).values()
 
 
 def would_bring(part: str) -> list[str]:
@@ -168,8 +147,8 @@ def would_bring(part: str) -> list[str]:
     wanted = [name for name in mpifiles.dynamic(part)[1] if mpifiles.is_mpi_library(name) and name not in loaded]
     if not wanted:
         return []
-    resolved = _resolved(part)
-    return [resolved.get(name, name) for name in wanted]
+    found = mpifiles.resolved(part)
+    return [found.get(name, name) for name in wanted]
 
 
 def check_part(part: str, what: str) -> None:

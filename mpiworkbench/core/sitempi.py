@@ -126,9 +126,8 @@ def _mislinked(said: str, env: Mapping[str, str] | None) -> str:
         needed = [name for name in mpifiles.dynamic(str(module))[1] if mpifiles.is_mpi_library(name)]
         if not needed:
             continue
-        shown = _run(["ldd", str(module)], env).stdout
-        linked = [line.split("=>")[1].split("(")[0].strip() for line in shown.splitlines()
-                  if "=>" in line and line.split("=>")[0].strip() in needed]
+        found = mpifiles.resolved(str(module), env)
+        linked = [found[name] for name in needed if name in found]
         return (f"\nmpi4py's {module.name} links {', '.join(linked or needed)}, another MPI's library than the "
                 "mpi.h it was compiled with, most likely: rebuild it with your MPI's library directory first, "
                 "LDFLAGS=-L/path/to/your/mpi/lib MPICC=$(command -v mpicc) pip install --no-binary mpi4py "
@@ -233,6 +232,16 @@ _KEYED = ("PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "MPI4PY_LIBMPI", MPIEXEC_VARI
           *mpicc.PREFIX_VARIABLES, *mpicc.CRAY_VARIABLES)
 
 
+def carried(env: Mapping[str, str] | None = None) -> Detected | None:
+    """The facts a launcher carried to this process in :data:`FACTS_VARIABLE` (``None``: none,
+    or unreadable): what a rank knows of the site without detecting anything."""
+    text = (os.environ if env is None else env).get(FACTS_VARIABLE)
+    try:
+        return Detected(**json.loads(text)) if text else None
+    except (TypeError, ValueError):
+        return None
+
+
 def detect(env: Mapping[str, str] | None = None, *, own_bins: frozenset[str] = frozenset(),
            own_libraries: frozenset[str] = frozenset(), strip: frozenset[str] = frozenset(),
            strip_values: frozenset[tuple[str, str]] = frozenset(),
@@ -248,12 +257,9 @@ def detect(env: Mapping[str, str] | None = None, *, own_bins: frozenset[str] = f
     module, ``I_MPI_ROOT`` set by one is); *run_env*, variables the site's launcher needs to
     answer and run (Open MPI's as root)."""
     env = dict(os.environ if env is None else env)
-    carried = env.get(FACTS_VARIABLE)
-    if carried:
-        try:
-            return Detected(**json.loads(carried))
-        except (TypeError, ValueError):
-            pass
+    facts = carried(env)
+    if facts is not None:
+        return facts
     probe_env = {k: v for k, v in env.items() if k not in strip and (k, v) not in strip_values}
     libmpi = probe_env.get("MPI4PY_LIBMPI")
     if libmpi and os.path.realpath(libmpi) in {os.path.realpath(p) for p in own_libraries}:
