@@ -161,16 +161,23 @@ def pytest_sessionfinish(session, exitstatus):
 # pytest-xdist the controller writes (the workers' reports reach it), under mpiexec rank 0.
 _TEST_SECONDS: dict[str, float] = {}
 _TEST_OUTCOMES: dict[str, str] = {}
-#: A failed test's first reason (the crash line pytest prints), shown by the time table: a run
+#: A failed test's reason (the head and tail of the message pytest prints), shown by the time table: a run
 #: whose log only keeps its tail (CI) still says which test failed and why.
 _TEST_FAILURES: dict[str, str] = {}
+
+
+#: Lines of a failure's message the time table keeps: its first ones, and the last ones (where a
+#: client's stderr ends with the exception that made it fail).
+CRASH_HEAD, CRASH_TAIL = 3, 25
 
 
 def _crash_line(report) -> str:
     crash = getattr(report.longrepr, "reprcrash", None)
     text = crash.message if crash is not None else str(report.longrepr or "")
-    first = text.strip().splitlines()[0] if text.strip() else ""
-    return f"{report.when}: {first[:300]}"
+    lines = [line[:300] for line in text.strip().splitlines()]
+    if len(lines) > CRASH_HEAD + CRASH_TAIL:
+        lines = lines[:CRASH_HEAD] + [f"[… {len(lines) - CRASH_HEAD - CRASH_TAIL} lines …]"] + lines[-CRASH_TAIL:]
+    return f"{report.when}: " + "\n".join(lines)
 
 
 def pytest_runtest_logreport(report):

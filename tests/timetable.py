@@ -244,7 +244,8 @@ def table() -> str:
         lines += ["", "Failed:"]
         for tier, label, nodeid, why in failed:
             where = f"{tier}, {label}" if label else tier
-            lines.append(f"  {nodeid}  [{where}]" + (f"\n      {why}" if why else ""))
+            lines.append(f"  {nodeid}  [{where}]")
+            lines += [f"      {line}" for line in why.splitlines()]
     if outcomes:  # every tier's tests in one closing line, the last of the run
         lines += ["", closing]
     return "\n".join(lines)

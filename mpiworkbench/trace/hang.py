@@ -347,6 +347,9 @@ def python_stack(pid: int, timeout: float = 5.0) -> list[str]:
 
 _FRAME = re.compile(r'\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>.+)')
 _LIBRARY = ("site-packages", "/lib/python3", "<frozen")
+#: The workbench's own frames that are never the user's line, in an editable install too: the
+#: tracer, and the engine's main loop (an idle rank's only frame outside the libraries).
+_OWN_RUNTIME = ("mpiworkbench/trace", "mpiworkbench/client/cluster/engine_start.py")
 
 
 def user_line(stack: list[str]) -> str | None:
@@ -360,9 +363,12 @@ def user_line(stack: list[str]) -> str | None:
             blocks[-1].append(line)
     blocks.sort(key=lambda b: not b[0].startswith("Current thread"))
     for block in blocks:
-        for line in block[1:]:
+        frames = block[1:]
+        for at, line in enumerate(frames):
             m = _FRAME.match(line)
-            if m and not any(part in m["file"] for part in _LIBRARY) and "mpiworkbench/trace" not in m["file"]:
+            if m and m["file"] == "<string>" and at == len(frames) - 1:
+                continue  # the outermost frame, ``python -c``: how the engine was started
+            if m and not any(part in m["file"] for part in _LIBRARY + _OWN_RUNTIME):
                 return f"{m['file']}:{m['line']} in {m['func'].strip()}"
     return None
 

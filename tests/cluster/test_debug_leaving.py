@@ -124,6 +124,8 @@ def _answers(kernel, n: int) -> str:
                       "except Exception as exc:\n    print('REFUSED', type(exc).__name__, exc)\nwb.timeout = 120")
 
 
+@pytest.mark.cost(90, "a notebook kernel's world per rank count; a %%px --debug cell interrupted at several "
+                      "moments, at its breakpoint twice, then left by an exception")
 @pytest.mark.parametrize("n", [2, 3])
 def test_leaving_a_debugging_session_however_it_ends_leaves_a_world_that_answers(tmp_path, n):
     kernel = Kernel(tmp_path)

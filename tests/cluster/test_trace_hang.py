@@ -146,7 +146,8 @@ def test_a_rank_computing_past_the_timeout_is_late_not_deadlocked(wb):
     assert "not inside an MPI call (computing for" in str(exc)
 
 
-def test_trace_block_gathers_a_trace(wb):
+def test_trace_block_gathers_a_trace(patient):
+    wb = patient
     def ring():
         from mpi4py import MPI
 
@@ -160,7 +161,8 @@ def test_trace_block_gathers_a_trace(wb):
     assert sorted((int(m["src"]), int(m["dst"])) for m in messages if m["tag"] == 3) == [(0, 1), (1, 0)]
 
 
-def test_trace_block_records_the_lines_its_wait_states_name(wb):
+def test_trace_block_records_the_lines_its_wait_states_name(patient):
+    wb = patient
     def late_send():
         import time
 

@@ -36,7 +36,8 @@ class Left:
 
     def judge(self, executor) -> None:
         """Before *executor* sends a call: give the call left running :data:`GRACE_S` to end, then
-        judge it from its hang report. With a rank still inside an MPI call, raise
+        judge it from its hang report. With a rank still inside an MPI call that another rank has
+        left (interrupted out of it, or failed), raise
         :class:`~mpiworkbench.client.errors.WorldBlocked` (and keep raising it while that lasts,
         without waiting again); still computing, it is let go: calls wait their turn behind it,
         as behind any call."""
@@ -53,7 +54,7 @@ class Left:
                 report = explain_timeout(executor.session, exc, left)
                 stuck = [r for r in report.ranks
                          if r.state == "running" and r.inflight is not None and r.inflight.call is not None]
-                if stuck:
+                if stuck and any(_left_the_call(r) for r in report.ranks):
                     where = "\n".join(report.hang_lines)
                     self.stuck = (f"{', '.join(f'rank {r.rank}' for r in stuck)} wait{'s' if len(stuck) == 1 else ''} "
                                   f"inside an MPI call that the ranks interrupted out of it will never join.\n"
@@ -65,3 +66,15 @@ class Left:
         raise WorldBlocked(f"the call you interrupted ({left.label}) still runs on the ranks and cannot end: "
                            f"{self.stuck}\nNothing was sent. Restart the world to go on: wb.restart() "
                            "(everything on the ranks is lost)")
+
+
+def _left_the_call(rank) -> bool:
+    """Whether *rank* (a hang report's :class:`~mpiworkbench.trace.hang.RankState`) no longer runs
+    the call: it ended (interrupted out of it, or failed), or it runs no line of the call (outside
+    MPI, no user code on its stack: back in its engine's loop, its reply not in). Only such a rank
+    leaves the others inside MPI waiting for ever; while every rank still runs the call (a peer
+    computing, sleeping or stopped in a debugger on a loaded machine), the call is merely slow. A
+    rank whose stack could not be read counts as gone."""
+    if rank.state != "running":
+        return True
+    return (rank.inflight is None or rank.inflight.call is None) and rank.line is None

@@ -39,6 +39,7 @@ import os
 import pickle
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -276,10 +277,50 @@ def debuggable(kernel_class: type) -> type:
                 debugger = getattr(self, "debugger", None)
                 if debugger is not None and hasattr(debugger, "stopped_threads"):
                     debugger.stopped_threads = set()
-            return await super().do_debug_request(msg)
+            reply = await super().do_debug_request(msg)
+            if command == "disconnect":
+                let_go_of_late_stops(getattr(self, "debugger", None))
+            return reply
 
     DebuggableKernel.__name__ = DebuggableKernel.__qualname__ = kernel_class.__name__
     return DebuggableKernel
+
+
+#: Seconds after a client's ``disconnect`` during which the rank itself lets go of any stop that
+#: completes (:func:`let_go_of_late_stops`), and how often it looks.
+LATE_STOP_GUARD_S = 20.0
+LATE_STOP_EVERY_S = 0.05
+
+
+def let_go_of_late_stops(debugger: Any) -> None:
+    """After a client's ``disconnect``, let go of a stop no client will ever continue.
+
+    debugpy drops every breakpoint and resumes every thread at a ``disconnect``; a thread that
+    had matched a breakpoint just before, and marks itself suspended just after (its stop still
+    under way when the GIL passed to the control thread: seen on a loaded machine), is held
+    stopped with no client attached, and the cell never ends. For :data:`LATE_STOP_GUARD_S`
+    seconds, unless a client starts the debugger again (its stops are then its own), a thread
+    of the rank's resumes any thread debugpy holds suspended."""
+    if debugger is None:
+        return
+
+    def watch() -> None:
+        try:  # debugpy's own pydevd (importable once debugpy runs in this process)
+            from _pydevd_bundle.pydevd_constants import STATE_SUSPEND
+            from _pydevd_bundle.pydevd_thread_lifecycle import resume_threads
+        except ImportError:
+            return
+        deadline = time.monotonic() + LATE_STOP_GUARD_S
+        while time.monotonic() < deadline and not getattr(debugger, "is_started", False):
+            if any(getattr(getattr(t, "additional_info", None), "pydev_state", None) == STATE_SUSPEND
+                   for t in threading.enumerate() if t is not threading.current_thread()):
+                resume_threads("*")
+            time.sleep(LATE_STOP_EVERY_S)
+
+    guard = threading.Thread(target=watch, name="mpiworkbench-late-stops", daemon=True)
+    guard.pydev_do_not_trace = True  # (debugpy traces new threads; not this one)
+    guard.is_pydev_daemon_thread = True
+    guard.start()
 
 
 def recording_stops(publish: Callable[[dict], None]) -> Callable[[dict], None]:
