@@ -347,8 +347,7 @@ def python_stack(pid: int, timeout: float = 5.0) -> list[str]:
 
 _FRAME = re.compile(r'\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>.+)')
 _LIBRARY = ("site-packages", "/lib/python3", "<frozen")
-#: The workbench's own frames that are never the user's line, in an editable install too: the
-#: tracer, and the engine's main loop (an idle rank's only frame outside the libraries).
+#: The workbench's own frames never the user's line (an editable install too): tracer, engine loop.
 _OWN_RUNTIME = ("mpiworkbench/trace", "mpiworkbench/client/cluster/engine_start.py")
 
 
@@ -366,9 +365,8 @@ def user_line(stack: list[str]) -> str | None:
         frames = block[1:]
         for at, line in enumerate(frames):
             m = _FRAME.match(line)
-            if m and m["file"] == "<string>" and at == len(frames) - 1:
-                continue  # the outermost frame, ``python -c``: how the engine was started
-            if m and not any(part in m["file"] for part in _LIBRARY + _OWN_RUNTIME):
+            outermost_c = m and m["file"] == "<string>" and at == len(frames) - 1  # ``python -c``: the engine's start
+            if m and not outermost_c and not any(part in m["file"] for part in _LIBRARY + _OWN_RUNTIME):
                 return f"{m['file']}:{m['line']} in {m['func'].strip()}"
     return None
 

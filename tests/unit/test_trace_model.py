@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from mpiworkbench.client.calls.left import _left_the_call
 from mpiworkbench.trace import hang
 from mpiworkbench.trace.events import EVENT_DTYPE, KIND
 from mpiworkbench.trace.model import Trace
@@ -159,6 +160,33 @@ def test_user_line_skips_library_frames():
     ]
     assert hang.user_line(stack) == "<ipython-input-1>:4 in <module>"
     assert hang.user_line([]) is None
+
+
+#: An idle rank of an editable install: the engine's loop under ``python -c`` (how it is started).
+IDLE_ENGINE = [
+    "Current thread 0x00007e (most recent call first):",
+    '  File "/usr/lib/python3.11/selectors.py", line 468 in select',
+    '  File "/x/lib/python3.11/site-packages/ipyparallel/engine/app.py", line 9 in start',
+    '  File "/src/mpiworkbench/client/cluster/engine_start.py", line 390 in main',
+    '  File "/src/mpiworkbench/client/cluster/engine_start.py", line 400 in <module>',
+    '  File "<frozen runpy>", line 88 in _run_code',
+    '  File "<string>", line 1 in <module>',
+]
+
+
+def test_an_idle_engine_has_no_user_line_but_code_run_from_a_string_has():
+    assert hang.user_line(IDLE_ENGINE) is None
+    busy = IDLE_ENGINE[:1] + ['  File "<string>", line 3 in spin'] + IDLE_ENGINE[1:]
+    assert hang.user_line(busy) == "<string>:3 in spin"
+
+
+def test_a_call_left_running_is_blocked_only_once_a_rank_has_left_it():
+    in_mpi = _inflight(0, "MPI_Barrier", -1, 0)
+    assert not _left_the_call(hang.RankState(0, "running", "", in_mpi, ["x"]))
+    computing = hang.RankState(1, "running", "", None, IDLE_ENGINE[:1] + ['  File "/tmp/ipykernel_1/2.py", line 3 in <module>'])
+    assert not _left_the_call(computing)  # still runs the cell: late, not gone
+    assert _left_the_call(hang.RankState(1, "running", "", None, IDLE_ENGINE))  # back in its engine's loop
+    assert _left_the_call(hang.RankState(1, "failed", "KeyboardInterrupt", None, []))
 
 
 def test_read_slot_of_a_process_without_one():
