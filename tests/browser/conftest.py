@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,4 +196,8 @@ def shutdown_kernels(server: LabServer) -> None:
         request = urllib.request.Request(
             f"{server.url}/api/sessions/{session['id']}?token={server.token}", method="DELETE"
         )
-        urllib.request.urlopen(request, timeout=60).close()
+        try:
+            urllib.request.urlopen(request, timeout=60).close()
+        except urllib.error.HTTPError as exc:  # gone meanwhile (a console's session, with its kernel's)
+            if exc.code != 404:
+                raise

@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser.conftest import screenshot, write_notebook
+from tests.browser.sidebar_support import PROMPT, run_cell, tab, world_of
 from tests.browser.widgets_support import LIMIT_MS, cell_output, kernel_session, open_fresh, wait_kernel_idle
 
 pytestmark = pytest.mark.cost(120, "ten debugging rounds on rank 1 and ten on rank 0, each a %%px --debug "
@@ -74,67 +75,14 @@ _RANK_VALUE = """([value]) => {
     return at >= 0 && lines[at + 1] === value && lines.includes('mpi_rank');
 }"""
 
-#: The prompt of a cell: "[ ]:" never run, "[*]:" running, "[5]:" run.
-_PROMPT_TEXT = """([index]) => document.querySelectorAll('.jp-NotebookPanel .jp-Cell')[index]
-    .querySelector('.jp-InputPrompt').textContent"""
-#: The execution count of a cell, or null while it runs or never ran.
-_PROMPT = f"""([index]) => {{
-    const m = /\\[(\\d+)\\]/.exec(({_PROMPT_TEXT})([index]));
-    return m ? Number(m[1]) : null;
-}}"""
-
-
-def _world(page, cluster: str):
-    return page.locator(f'#mpiworkbench-world-sidebar section[data-cluster="{cluster}"]')
-
-
-#: What the page shows of the notebook and the focus: what a failed step says.
-_STATE = """() => {
-    const cells = [...document.querySelectorAll('.jp-NotebookPanel .jp-Cell')];
-    const focused = document.activeElement;
-    return {
-        active: cells.findIndex(c => c.classList.contains('jp-mod-active')),
-        edit: !!document.querySelector('.jp-NotebookPanel .jp-Notebook.jp-mod-editMode'),
-        prompts: cells.map(c => c.querySelector('.jp-InputPrompt').textContent.trim()),
-        focused: focused ? focused.tagName + '.' + focused.className : null,
-        tabs: [...document.querySelectorAll('.lm-DockPanel-tabBar .lm-TabBar-tab')]
-            .map(t => t.innerText.trim() + (t.classList.contains('lm-mod-current') ? ' (current)' : '')),
-        dialogs: [...document.querySelectorAll('.jp-Dialog')].map(d => d.innerText.trim())
-    };
-}"""
-
-
-def _run_cell(page, index: int) -> None:
-    """Click into cell *index* and press Shift+Enter, as a user runs a cell; wait until the page
-    shows the cell taken up (its prompt changed), or fail saying what the page showed."""
-    before = page.evaluate(_PROMPT_TEXT, [index])
-    page.locator(".jp-NotebookPanel .jp-Cell").nth(index).locator(".jp-InputArea-editor").click()
-    try:  # the cursor in the cell: what the user sees before pressing the keys
-        page.wait_for_function("([index]) => { const c = document.querySelectorAll('.jp-NotebookPanel .jp-Cell')[index];"
-                               " return c.classList.contains('jp-mod-active') && c.contains(document.activeElement) }",
-                               arg=[index], timeout=LIMIT_MS)
-    except Exception as exc:
-        raise AssertionError(f"cell {index} not in edit mode after a click into it: {page.evaluate(_STATE)}") from exc
-    page.keyboard.press("Shift+Enter")
-    try:
-        page.wait_for_function(f"([index, before]) => ({_PROMPT_TEXT})([index]) !== before", arg=[index, before],
-                               timeout=LIMIT_MS)
-    except Exception as exc:
-        raise AssertionError(f"cell {index} not run after Shift+Enter: {page.evaluate(_STATE)}") from exc
-
-
-def _tab(page, text: str):
-    return page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=text).first
-
-
 def _debug_round(page, name: str, cluster: str, index: int, rank: int, shot: str | None = None) -> None:
     """Run the debug cell *index* of rank *rank* as a user does and follow it to its end."""
-    world = _world(page, cluster)
-    before = page.evaluate(_PROMPT, [index])
+    world = world_of(page, cluster)
+    before = page.evaluate(PROMPT, [index])
     # focus moves the way a user moves it: into the console, back to the notebook, the cell
-    _tab(page, f"MPI rank {rank} of {cluster}").click()
-    _tab(page, name).click()
-    _run_cell(page, index)
+    tab(page, f"MPI rank {rank} of {cluster}").click()
+    tab(page, name).click()
+    run_cell(page, index)
     # the Debugger: the rank stopped at the cell's line, its variables, the cell's breakpoint
     page.wait_for_function(_RANK_VALUE, arg=[str(rank)], timeout=LIMIT_MS)
     page.locator(".jp-DebuggerBreakpoint[title*='ipykernel_']", has=page.locator(".jp-DebuggerBreakpoint-line",
@@ -151,7 +99,7 @@ def _debug_round(page, name: str, cluster: str, index: int, rank: int, shot: str
         if target and shot == DOCS_PICTURE:  # `make screenshots`: the debugging page's picture
             shutil.copyfile(taken, Path(target) / DOCS_PICTURE)
     page.locator(".jp-DebuggerSidebar [data-command='debugger:continue']").first.click()
-    page.wait_for_function(f"([index, before]) => ({_PROMPT})([index]) !== null && ({_PROMPT})([index]) !== before",
+    page.wait_for_function(f"([index, before]) => ({PROMPT})([index]) !== null && ({PROMPT})([index]) !== before",
                            arg=[index, before], timeout=LIMIT_MS)
     cell_output(page, index).get_by_text("total 12").first.wait_for(timeout=LIMIT_MS)
 
@@ -174,14 +122,14 @@ def test_debug_on_a_rank_from_the_world_sidebar_ten_rounds_then_the_other_rank(p
         # the sidebar, by its icon in the left bar: both ranks, not open for debugging yet: their
         # buttons say the first click opens them, through this notebook
         page.locator('.jp-SideBar .lm-TabBar-tab[data-id="mpiworkbench-world-sidebar"]').click()
-        world = _world(page, cluster)
+        world = world_of(page, cluster)
         world.wait_for(timeout=LIMIT_MS)
         for rank in (0, 1):
             world.locator(f'.jp-mpiwb-rank[data-rank="{rank}"] .jp-mpiwb-debug:not([disabled])'
                           f'[title*="opened for debugging first, through {name}"]').wait_for(timeout=LIMIT_MS)
         screenshot(page, f"world_sidebar_{kind}.png")
         if relay:  # the notebook opens them itself, reached through its relay
-            _run_cell(page, 1)
+            run_cell(page, 1)
             cell_output(page, 1).get_by_text("opened: 2").wait_for(timeout=LIMIT_MS)
             for rank in (0, 1):
                 world.locator(f'.jp-mpiwb-rank[data-rank="{rank}"] .jp-mpiwb-debug:not([disabled])'
@@ -212,7 +160,7 @@ def test_debug_on_a_rank_from_the_world_sidebar_ten_rounds_then_the_other_rank(p
                                timeout=LIMIT_MS)
 
         # a cell whose rank 0 waits in MPI_Recv for rank 1: the sidebar names the call and its peer
-        _run_cell(page, 4)
+        run_cell(page, 4)
         world.locator('.jp-mpiwb-group[data-state="waiting"][data-ranks="0"]',
                       has_text="MPI_Recv(source=1, tag=7").wait_for(timeout=LIMIT_MS)
         world.locator('.jp-mpiwb-group[data-state="busy"][data-ranks="1"]').wait_for(timeout=LIMIT_MS)
@@ -227,13 +175,13 @@ def test_debug_on_a_rank_from_the_world_sidebar_ten_rounds_then_the_other_rank(p
         world.locator('.jp-mpiwb-rank[data-rank="1"] .jp-mpiwb-debug').click()
         page.locator("#mpiworkbench-world-sidebar .jp-mpiwb-pin", has_text=f"Debugger on rank 1 of {cluster}") \
             .wait_for(timeout=LIMIT_MS)
-        _tab(page, name).click()
-        before = page.evaluate(_PROMPT, [2])
-        _run_cell(page, 2)
+        tab(page, name).click()
+        before = page.evaluate(PROMPT, [2])
+        run_cell(page, 2)
         world.locator('.jp-mpiwb-group[data-state="stopped"][data-ranks="1"]', has_text=f"cell line {STOP}") \
             .wait_for(timeout=LIMIT_MS)
-        _tab(page, f"MPI rank 1 of {cluster}").locator(".lm-TabBar-tabCloseIcon").click()
-        page.wait_for_function(f"([index, before]) => ({_PROMPT})([index]) !== null && ({_PROMPT})([index]) !== before",
+        tab(page, f"MPI rank 1 of {cluster}").locator(".lm-TabBar-tabCloseIcon").click()
+        page.wait_for_function(f"([index, before]) => ({PROMPT})([index]) !== null && ({PROMPT})([index]) !== before",
                                arg=[2, before], timeout=LIMIT_MS)
         cell_output(page, 2).get_by_text("total 12").first.wait_for(timeout=LIMIT_MS)
         page.locator("#mpiworkbench-world-sidebar .jp-mpiwb-pin", has_text="follows the focused") \

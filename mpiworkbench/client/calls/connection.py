@@ -19,6 +19,7 @@ from mpiworkbench.client.cluster import attach, engines, health, stop
 from mpiworkbench.client.errors import EnginesNotStarted, WorldBusy
 from mpiworkbench.client.cluster.watchdog import stop_watchdog
 from mpiworkbench.client.calls.clients import ClientInfo
+from mpiworkbench.client.calls.trace import arm_engines
 from mpiworkbench.client.calls.turns import Turns, exclusive_use
 from mpiworkbench.client.cluster.record import world_directory
 
@@ -99,6 +100,8 @@ class Connection:
         if self.turns is not None:
             self.turns.changed_since_seen()  # the record just read or written is seen
         self.take_engine_set(known)
+        if fresh or restarted:  # new ranks' processes recorded at once: the lab's world sidebar
+            arm_engines(self)   # shows them idle within seconds of a start or restart, not "unknown"
         return known
 
     def take_engine_set(self, known: dict[str, Any]) -> None:

@@ -14,7 +14,6 @@ from typing import Any
 
 from mpiworkbench.client.cluster import attach, health, leftovers, owners, stop
 from mpiworkbench.client.calls.debugging import remove_connection_files
-from mpiworkbench.client.calls.trace import arm_engines
 from mpiworkbench.client.errors import WorldInUse
 from mpiworkbench.client.calls.turns import RESTARTING, exclusive_use
 
@@ -141,10 +140,7 @@ def restart(session, force: bool):
     with restart_turn(connection.turns), attach.acting_on(session.cluster, attached=not session.owns_cluster):
         stop.kill_engines(session.cluster, session.client, session.ranks, session.log_level)
         session.cluster.start_engines_sync(session.n)
-        session._connect_engines(restarted=True)
-        # the new ranks' processes recorded at once (not at the next call): the lab's world
-        # sidebar shows them idle within seconds of a restart, not "unknown"
-        arm_engines(session._connection)
+        session._connect_engines(restarted=True)  # (the new ranks' processes recorded at once)
         if not session.owns_cluster:
             # the owner rewrites the cluster file when it sees its engines stop, which can
             # drop the set started here: record it again, so `ipcluster stop` stops it too

@@ -13,6 +13,9 @@ import { DebuggerPin } from './pin';
 import { IRankActions, POLL_MS, rankLabel, WorldSidebar } from './sidebar';
 import { fetchWorlds, IRank, IWorld } from './worlds';
 
+/** Looks at the worlds (one each POLL_MS) after the pinned rank's session went away. */
+const GONE_LOOKS = 10;
+
 const ICON = new LabIcon({
   name: 'mpiworkbench:world',
   svgstr:
@@ -162,32 +165,54 @@ const plugin: JupyterFrontEndPlugin<void> = {
         if (pin.connection !== connection) {
           return; // moved or left meanwhile: its own watch follows
         }
-        try {
-          const worlds = await fetchWorlds();
-          const live = new Set(worlds.flatMap(world => world.ranks.map(rank => rank.kernel)));
-          if (!live.has(kernelId)) {
-            const why = `left ${label}: that world was restarted or stopped`;
-            pin.forget(why);
-            // the consoles this sidebar opened on ranks that are gone with their world: closed
-            for (const [id, panel] of consoles) {
-              if (!live.has(id)) {
-                consoles.delete(id);
-                panel.close();
-              }
-            }
-            Notification.info(`The Debugger ${why}. Debug a rank of the new world from the MPI world sidebar.`,
-              { autoClose: 8000 });
-            return;
-          }
-        } catch (error) {
-          console.warn('mpiworkbench: the worlds not read', error);
+        if (!(await leftIfGone(kernelId, label ?? ''))) {
+          watch = window.setTimeout(() => void look(), POLL_MS);
         }
-        watch = window.setTimeout(() => void look(), POLL_MS);
       };
       watch = window.setTimeout(() => void look(), POLL_MS);
     };
+    // Whether the rank of kernel *kernelId* is gone with its world; if so the Debugger leaves it
+    // (when still on it), says so, and the consoles opened on ranks that are gone are closed.
+    const leftIfGone = async (kernelId: string, label: string): Promise<boolean> => {
+      try {
+        const worlds = await fetchWorlds();
+        const live = new Set(worlds.flatMap(world => world.ranks.map(rank => rank.kernel)));
+        if (live.has(kernelId)) {
+          return false;
+        }
+        const why = `left ${label}: that world was restarted or stopped`;
+        pin?.forget(why);
+        for (const [id, panel] of consoles) {
+          if (!live.has(id)) {
+            consoles.delete(id);
+            panel.close();
+          }
+        }
+        Notification.info(`The Debugger ${why}. Debug a rank of the new world from the MPI world sidebar.`,
+          { autoClose: 8000 });
+        return true;
+      } catch (error) {
+        console.warn('mpiworkbench: the worlds not read', error);
+        return false;
+      }
+    };
+    // The pinned rank's session went away (JupyterLab may notice a restart that way first, or
+    // the user closed its console): a few looks at the worlds say which.
+    const followGone = (gone: { kernel: string; label: string }, looks: number): void => {
+      if (looks > 0 && !pin?.connection) {
+        void leftIfGone(gone.kernel, gone.label).then(left => {
+          if (!left) {
+            window.setTimeout(() => followGone(gone, looks - 1), POLL_MS);
+          }
+        });
+      }
+    };
     pin?.changed.connect(() => {
       sidebar.showPin();
+      const gone = pin.takeGone();
+      if (gone) {
+        followGone(gone, GONE_LOOKS);
+      }
       followWorld();
     });
     shell.add(sidebar, 'left', { rank: 900 });

@@ -64,6 +64,9 @@ export class DebuggerPin {
     }
     this._release();
     this._pinned = connection;
+    this._kernel = connection.kernel?.id ?? '';
+    this._gone = null;
+    this._left = '';
     this._label = ''; // (no label shown until the rank's state is restored)
     if (!service.session) {
       service.session = new Debugger.Session({
@@ -98,11 +101,20 @@ export class DebuggerPin {
    * answers there any more); *why* is kept for the sidebar to say.
    */
   forget(why: string): void {
-    if (this._pinned) {
-      this._left = why;
-      this._release();
-      this._changed.emit(null);
-    }
+    this._left = why;
+    this._release();
+    this._changed.emit(null);
+  }
+
+  /**
+   * The rank whose session went away while the Debugger was on it (its console closed, or its
+   * kernel gone with its world, whichever JupyterLab noticed first), once: `index.ts` reads the
+   * worlds to say which, and `forget` says why.
+   */
+  takeGone(): { kernel: string; label: string } | null {
+    const gone = this._gone;
+    this._gone = null;
+    return gone;
   }
 
   /** Why the Debugger last left a rank by itself ("" when it did not). */
@@ -207,7 +219,11 @@ export class DebuggerPin {
   }
 
   private _onDisposed(): void {
-    // the rank's console closed: its session is gone, nothing to stop
+    // the rank's console closed, or its kernel gone with its world: its session is gone,
+    // nothing to stop (which of the two: see takeGone)
+    const kernel = this._pinned?.kernel?.id ?? this._kernel;
+    this._gone = kernel ? { kernel, label: this._label } : null;
+    this._left = '';
     this._release();
     this._changed.emit(null);
   }
@@ -216,6 +232,8 @@ export class DebuggerPin {
   private _pinned: Session.ISessionConnection | null = null;
   private _guarded: IDebugger.ISession | null = null;
   private _label = '';
+  private _kernel = '';
+  private _gone: { kernel: string; label: string } | null = null;
   private _left = '';
   private _restoring = false;
   private _changed = new Signal<this, string | null>(this);
