@@ -12,6 +12,7 @@ from pathlib import Path
 
 import ipyparallel as ipp
 
+from mpiworkbench.client.cluster import engines
 from mpiworkbench.client.cluster.attach import engines_recorded
 from mpiworkbench.core import shm
 from tests.cluster.slurm import processes_with_env, wait_until
@@ -55,7 +56,7 @@ class IPCluster:
         # cluster file when they stop (as a notebook's restart makes them do)
         client = ipp.Client(str(self.profile_dir / "security" / "ipcontroller-client.json"))
         try:
-            client.wait_for_engines(n, timeout=LIMIT)
+            engines.wait_registered(client, n, LIMIT)
         except BaseException:
             client.close()
             raise

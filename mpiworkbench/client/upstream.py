@@ -51,6 +51,12 @@ HOOKS = (
          "shows a rank's rich output (plots) in the notebook as %px shows it"),
     Hook("ipyparallel.client.client:Client", "_engines", "engine_identities",
          "engine id → its registration's uuid: the identity its queue is addressed by"),
+    Hook("ipyparallel.client.client:Client", "_query_stream", "catch_up_registrations",
+         "the hub's query socket, to ask which engines it has registered (connection_request)"),
+    Hook("ipyparallel.client.client:Client", "_send_recv", "catch_up_registrations",
+         "sends that request on the client's I/O thread and waits for its reply"),
+    Hook("ipyparallel.client.client:Client", "_register_engine", "catch_up_registrations",
+         "takes an engine the client missed as its notification would (its waiters told)"),
     Hook("ipyparallel.client.client:Client", "_config", "client_config",
          "the connection file's contents (transport, addresses) for a proxy of a rank's kernel"),
     Hook("ipyparallel.client.client:Client", "_build_targets", "engine_ids",
@@ -195,6 +201,19 @@ def republish(part: Any, output: Any) -> None:
 def engine_identities(client: Any) -> dict[int, str]:
     """Engine id → the uuid of its registration (``Client._engines``)."""
     return {int(k): str(v) for k, v in (getattr(client, "_engines", None) or {}).items()}
+
+
+def catch_up_registrations(client: Any) -> None:
+    """Take every engine the hub has registered that *client* has not heard of, telling its
+    waiters (``Client._send_recv`` of a ``connection_request`` on ``Client._query_stream``, then
+    ``Client._register_engine`` per engine missed). A client that connects while engines register
+    can miss their notifications (its subscription not in place yet: seen on a loaded machine), and
+    ``Client.wait_for_engines`` waits on those alone, for ever or to its timeout."""
+    reply = client._send_recv(client._query_stream, "connection_request")
+    known = engine_identities(client)
+    for engine, uuid in sorted(((reply.get("content") or {}).get("engines") or {}).items()):
+        if int(engine) not in known:
+            client._register_engine({"content": {"id": int(engine), "uuid": uuid}})
 
 
 def client_config(client: Any) -> dict[str, Any]:

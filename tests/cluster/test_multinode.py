@@ -83,6 +83,7 @@ import sys
 import ipyparallel as ipp
 
 from mpiworkbench import ExecutionTimeout, Workbench
+from mpiworkbench.client.cluster import engines
 from mpiworkbench.core.machine import rank_info
 from mpiworkbench.trace.events import kind_name
 
@@ -116,7 +117,7 @@ def pingpong_ranks():
 # the engines of a batch job register some time after ipcluster recorded the job
 waiting = ipp.Client(connection)
 try:
-    waiting.wait_for_engines(n, timeout=90)
+    engines.wait_registered(waiting, n, 90)
 finally:
     waiting.close()
 wb = Workbench.attach(profile=profile, activate=False, timeout=60)

@@ -64,11 +64,12 @@ import sys
 
 import ipyparallel as ipp
 
+from mpiworkbench.client.cluster import engines
 from mpiworkbench.core.machine import rank_info
 
 client = ipp.Client(sys.argv[1])
 try:
-    client.wait_for_engines(int(sys.argv[2]), timeout=120)
+    engines.wait_registered(client, int(sys.argv[2]), 120)
     print(json.dumps(sorted(info["host"] for info in client[:].apply_sync(rank_info))), flush=True)
 finally:
     client.close()

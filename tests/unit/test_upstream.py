@@ -137,3 +137,31 @@ def test_every_object_patched_in_place_is_named_by_the_function_patching_it():
         source = inspect.getsource(getattr(importlib.import_module(module), function))
         assert hook.name in source, f"{hook.used_by} does not reach {hook.owner}.{hook.name}"
     assert not upstream.moved(upstream.PATCHED)
+
+
+def test_a_client_that_missed_a_registration_catches_up_and_its_waiters_hear_of_it():
+    """A client that connected while engines registered missed the notification of one (ZeroMQ's
+    subscription not yet in place): asked of the hub, the engine is taken as its notification would
+    take it (ipyparallel's own ``_register_engine`` and ``_update_engines`` run here), once."""
+    from ipyparallel import Client
+
+    class Missed:
+        _register_engine = Client._register_engine
+        _update_engines = Client._update_engines
+
+        def __init__(self):
+            self._engines, self._ids, self._task_scheme, self._task_socket = {0: "a", 2: "c"}, [0, 2], "leastload", None
+            self._query_stream, self.heard, self.asked = object(), [], []
+            self._registration_callbacks = [self.heard.append]
+
+        def _send_recv(self, stream, msg_type):
+            self.asked.append((stream is self._query_stream, msg_type))
+            return {"content": {"engines": {"0": "a", "1": "b", "2": "c"}}}
+
+    client = Missed()
+    upstream.catch_up_registrations(client)
+    assert client.asked == [(True, "connection_request")]
+    assert client._ids == [0, 1, 2] and client._engines[1] == "b"
+    assert [(e["event"], e["id"]) for e in client.heard] == [("register", 1)]
+    upstream.catch_up_registrations(client)  # nothing missed: nothing told again
+    assert len(client.heard) == 1

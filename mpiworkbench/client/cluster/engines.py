@@ -4,9 +4,11 @@ and the rank map the ranks report (whether they still run: :mod:`~mpiworkbench.c
 from __future__ import annotations
 
 import logging
+import time
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Callable
 
+from mpiworkbench.client import upstream
 from mpiworkbench.client.cluster import leftovers
 from mpiworkbench.client.history import drop
 from mpiworkbench.core import machine
@@ -14,6 +16,10 @@ from mpiworkbench.core import machine
 
 #: Seconds between two looks at whether the engines' launcher has ended, while they register.
 GONE_POLL_S = 0.25
+#: Seconds between asking the hub which engines it has registered while waiting for them: a
+#: client connected while engines registered may not have heard of some
+#: (:func:`~mpiworkbench.client.upstream.catch_up_registrations`).
+CATCH_UP_S = 5.0
 
 
 class LauncherEnded(TimeoutError):
@@ -32,17 +38,7 @@ def rank_map(client, n: int, timeout: float | None, gone: Callable[[], bool] | N
         seconds (``None``: wait for ever): ranks busy with other work or blocked in MPI.
         :class:`LauncherEnded` as soon as *gone* says so while they register.
     """
-    registered = client.wait_for_engines(n, timeout=-1 if timeout is None else timeout, block=False,
-                                         interactive=False)
-    while True:
-        try:
-            registered.result(timeout=GONE_POLL_S)
-            break
-        except FutureTimeout:
-            if registered.done():
-                raise  # ipyparallel's own time-out (the same exception class): they did not register in time
-            if gone is not None and gone() and len(client.ids) < n:
-                raise LauncherEnded(f"{len(client.ids)} of the {n} engines registered before their launcher ended") from None
+    wait_registered(client, n, timeout, gone)
     ar = client[:].apply_async(machine.rank_info)
     if not ar.wait(timeout):
         answered = sum(part.done() for part in ar.split())
@@ -52,6 +48,28 @@ def rank_map(client, n: int, timeout: float | None, gone: Callable[[], bool] | N
     leftovers.remember_ranks(client, infos)  # what their files in /dev/shm are, should they be killed
     check_one_world(infos, n)
     return infos
+
+
+def wait_registered(client, n: int, timeout: float | None, gone: Callable[[], bool] | None = None) -> None:
+    """Return once *n* engines have registered with *client*'s controller (ipyparallel's
+    ``wait_for_engines``, asking the hub every :data:`CATCH_UP_S` seconds for any registration the
+    client did not hear of). Raises ``TimeoutError`` after *timeout* seconds (``None``: never), and
+    :class:`LauncherEnded` as soon as *gone* says the engines' launcher has ended."""
+    registered = client.wait_for_engines(n, timeout=-1 if timeout is None else timeout, block=False,
+                                         interactive=False)
+    asked = time.monotonic()
+    while True:
+        try:
+            registered.result(timeout=GONE_POLL_S)
+            break
+        except FutureTimeout:
+            if registered.done():
+                raise  # ipyparallel's own time-out (the same exception class): they did not register in time
+            if gone is not None and gone() and len(client.ids) < n:
+                raise LauncherEnded(f"{len(client.ids)} of the {n} engines registered before their launcher ended") from None
+            if time.monotonic() - asked > CATCH_UP_S:  # a registration this client did not hear of
+                upstream.catch_up_registrations(client)
+                asked = time.monotonic()
 
 
 def check_one_world(infos: dict[int, dict[str, Any]], n: int) -> None:
