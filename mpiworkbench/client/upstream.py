@@ -53,8 +53,8 @@ HOOKS = (
          "engine id → its registration's uuid: the identity its queue is addressed by"),
     Hook("ipyparallel.client.client:Client", "_query_stream", "catch_up_registrations",
          "the hub's query socket, to ask which engines it has registered (connection_request)"),
-    Hook("ipyparallel.client.client:Client", "_send_recv", "catch_up_registrations",
-         "sends that request on the client's I/O thread and waits for its reply"),
+    Hook("ipyparallel.client.client:Client", "_send", "catch_up_registrations",
+         "sends that request on the client's I/O thread (its reply awaited a bounded time)"),
     Hook("ipyparallel.client.client:Client", "_register_engine", "catch_up_registrations",
          "takes an engine the client missed as its notification would (its waiters told)"),
     Hook("ipyparallel.client.client:Client", "_config", "client_config",
@@ -203,13 +203,17 @@ def engine_identities(client: Any) -> dict[int, str]:
     return {int(k): str(v) for k, v in (getattr(client, "_engines", None) or {}).items()}
 
 
-def catch_up_registrations(client: Any) -> None:
+def catch_up_registrations(client: Any, timeout: float = 10.0) -> None:
     """Take every engine the hub has registered that *client* has not heard of, telling its
-    waiters (``Client._send_recv`` of a ``connection_request`` on ``Client._query_stream``, then
+    waiters (``Client._send`` of a ``connection_request`` on ``Client._query_stream``, then
     ``Client._register_engine`` per engine missed). A client that connects while engines register
     can miss their notifications (its subscription not in place yet: seen on a loaded machine), and
-    ``Client.wait_for_engines`` waits on those alone, for ever or to its timeout."""
-    reply = client._send_recv(client._query_stream, "connection_request")
+    ``Client.wait_for_engines`` waits on those alone, for ever or to its timeout. A hub that does
+    not answer within *timeout* seconds (stalled) is left to that timeout."""
+    try:
+        reply = client._send(client._query_stream, "connection_request").result(timeout=timeout)
+    except Exception:  # noqa: BLE001 - no answer (a stalled hub, a closed client): nothing learnt
+        return
     known = engine_identities(client)
     for engine, uuid in sorted(((reply.get("content") or {}).get("engines") or {}).items()):
         if int(engine) not in known:

@@ -5,6 +5,7 @@ and ``pyproject.toml`` bounds those packages to the minor versions the suite run
 from __future__ import annotations
 
 import ast
+from concurrent.futures import Future
 import importlib.metadata
 import subprocess
 import sys
@@ -154,9 +155,11 @@ def test_a_client_that_missed_a_registration_catches_up_and_its_waiters_hear_of_
             self._query_stream, self.heard, self.asked = object(), [], []
             self._registration_callbacks = [self.heard.append]
 
-        def _send_recv(self, stream, msg_type):
+        def _send(self, stream, msg_type):
             self.asked.append((stream is self._query_stream, msg_type))
-            return {"content": {"engines": {"0": "a", "1": "b", "2": "c"}}}
+            reply = Future()
+            reply.set_result({"content": {"engines": {"0": "a", "1": "b", "2": "c"}}})
+            return reply
 
     client = Missed()
     upstream.catch_up_registrations(client)
@@ -165,3 +168,6 @@ def test_a_client_that_missed_a_registration_catches_up_and_its_waiters_hear_of_
     assert [(e["event"], e["id"]) for e in client.heard] == [("register", 1)]
     upstream.catch_up_registrations(client)  # nothing missed: nothing told again
     assert len(client.heard) == 1
+    client._send = lambda stream, msg_type: Future()  # a stalled hub: nothing learnt, no hang
+    upstream.catch_up_registrations(client, timeout=0.1)
+    assert client._ids == [0, 1, 2]
