@@ -153,12 +153,12 @@ class ClassHub:
         self.up_seconds = time.monotonic() - began
         return self
 
-    def teacher(self, *args: str, cwd: Path, extra: dict[str, str] | None = None) -> str:
+    def teacher(self, *args: str, cwd: Path, extra: dict[str, str] | None = None, limit: float = LIMIT) -> str:
         """A teacher's command on head in the course directory *cwd* (run as root: the hub's own
-        user), with the course settings every server gets (and *extra*); its output (it must
-        succeed)."""
+        user), with the course settings every server gets (and *extra*), within *limit* seconds;
+        its output (it must succeed)."""
         env = {**self.env, "JUPYTER_CONFIG_PATH": str(self.directory / "jupyter"), **(extra or {})}
-        done = self.nodes.on(self.nodes.head, *args, env=env, cwd=cwd, check=False, timeout=LIMIT)
+        done = self.nodes.on(self.nodes.head, *args, env=env, cwd=cwd, check=False, timeout=limit)
         assert done.returncode == 0, f"{' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
         return done.stdout + done.stderr
 
