@@ -303,6 +303,11 @@ def let_go_of_late_stops(debugger: Any) -> None:
     of the rank's resumes any thread debugpy holds suspended."""
     if debugger is None:
         return
+    # one guard per rank: a later disconnect extends the running guard's watch, not a thread more
+    debugger.mpiworkbench_guard_until = time.monotonic() + LATE_STOP_GUARD_S
+    running = getattr(debugger, "mpiworkbench_guard", None)
+    if running is not None and running.is_alive():
+        return
 
     def watch() -> None:
         try:  # debugpy's own pydevd (importable once debugpy runs in this process)
@@ -310,8 +315,7 @@ def let_go_of_late_stops(debugger: Any) -> None:
             from _pydevd_bundle.pydevd_thread_lifecycle import resume_threads
         except ImportError:
             return
-        deadline = time.monotonic() + LATE_STOP_GUARD_S
-        while time.monotonic() < deadline and not getattr(debugger, "is_started", False):
+        while time.monotonic() < debugger.mpiworkbench_guard_until and not getattr(debugger, "is_started", False):
             if any(getattr(getattr(t, "additional_info", None), "pydev_state", None) == STATE_SUSPEND
                    for t in threading.enumerate() if t is not threading.current_thread()):
                 resume_threads("*")
@@ -320,6 +324,7 @@ def let_go_of_late_stops(debugger: Any) -> None:
     guard = threading.Thread(target=watch, name="mpiworkbench-late-stops", daemon=True)
     guard.pydev_do_not_trace = True  # (debugpy traces new threads; not this one)
     guard.is_pydev_daemon_thread = True
+    debugger.mpiworkbench_guard = guard
     guard.start()
 
 
