@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -169,6 +170,9 @@ _TEST_FAILURES: dict[str, str] = {}
 #: Lines of a failure's message the time table keeps: its first ones, and the last ones (where a
 #: client's stderr ends with the exception that made it fail).
 CRASH_HEAD, CRASH_TAIL = 3, 25
+#: And of the lines between, at most this many that name an error (the last ones).
+CRASH_MIDDLE = 12
+_TELLING = re.compile(r"Error|Exception|Traceback|Timeout|[Ff]ailed|refused|Killed|exited")
 
 
 def _crash_line(report) -> str:
@@ -176,7 +180,10 @@ def _crash_line(report) -> str:
     text = crash.message if crash is not None else str(report.longrepr or "")
     lines = [line[:300] for line in text.strip().splitlines()]
     if len(lines) > CRASH_HEAD + CRASH_TAIL:
-        lines = lines[:CRASH_HEAD] + [f"[… {len(lines) - CRASH_HEAD - CRASH_TAIL} lines …]"] + lines[-CRASH_TAIL:]
+        middle = lines[CRASH_HEAD:-CRASH_TAIL]
+        telling = [line for line in middle if _TELLING.search(line)][-CRASH_MIDDLE:]
+        lines = (lines[:CRASH_HEAD] + [f"[… {len(middle)} lines; of them, those naming an error:]"]
+                 + [f"  | {line}" for line in telling] + ["[…]"] + lines[-CRASH_TAIL:])
     return f"{report.when}: " + "\n".join(lines)
 
 

@@ -80,15 +80,27 @@ def settled(found: Callable[[], list[str]], settle: float = SETTLE_S) -> list[st
         time.sleep(0.5)  # polling a condition (the files removed by their owners), bounded above
 
 
+def _of_live_processes(paths: set[str]) -> set[str]:
+    """Those of *paths* the interposer named after a process that still runs (``mpiworkbench-<pid>.*``,
+    such as a rank's record of a debugger's stop, written and closed): ranks of another lane's world."""
+    mine = set()
+    for path in paths:
+        name = os.path.basename(path)
+        pid = name[len("mpiworkbench-"):].split(".", 1)[0]
+        if name.startswith("mpiworkbench-") and pid.isdigit() and shm.started(int(pid)) is not None:
+            mine.add(path)
+    return mine
+
+
 def leftover_world_files(at_start: set[str], settle: float = SETTLE_S) -> list[str]:
     """World files in ``/dev/shm`` that were not there *at_start* (:func:`world_files` when the
-    test session began) and that no live process maps or holds open, still there after *settle*
+    test session began) that no live process maps, holds open or is named in, still there after *settle*
     seconds (polled: an empty answer comes at once): left behind by processes that have ended
     — this run's, or those of any other MPI job on the machine meanwhile (a file does not say
     who made it: the message gives each one's size and when it was last written)."""
     def unheld() -> list[str]:
         new = world_files() - at_start
-        return sorted(new - shm.in_use(new))
+        return sorted(new - shm.in_use(new) - _of_live_processes(new))
 
     left = []
     for path in settled(unheld, settle):

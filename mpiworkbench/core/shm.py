@@ -14,7 +14,9 @@ recorded: the ``/dev/shm`` files it maps or holds open, read from ``/proc`` on i
 taken on, once every recorded process that had it is gone and no live process maps it or
 holds it open — so files of live processes, of other clusters and of other users' MPI jobs
 are never touched. Only files named like the MPI library's and the interposer's
-(:data:`WORLD_FILE_PREFIXES`) are recorded: a segment the user's own code shares is not.
+(:data:`WORLD_FILE_PREFIXES`) are recorded: a segment the user's own code shares is not. MPICH
+segments of processes that were never recorded (a singleton: a notebook kernel that imported
+``mpi4py.MPI``, then was killed) go once no process maps them (:func:`remove_unheld_segments`).
 
 Linux only (``/proc``); neither MPI nor ipyparallel: ranks and the notebook run the same code.
 """
@@ -172,11 +174,49 @@ def remove_left_behind(records: Iterable[dict], also: Callable[[int], Iterable[s
         files = set(record.get("files") or ()) | set(also(record["pid"]) if also else ())
         (ended if gone(record) else kept).update(path for path in files if is_world_file(path))
     candidates = {path for path in ended - kept if os.path.lexists(path)}
+    return _unlink(candidates - in_use(candidates))
+
+
+#: Seconds an MPICH segment must have existed before :func:`remove_unheld_segments` may take it
+#: (a rank maps the segment it creates at once; this leaves any start far behind).
+UNHELD_AFTER_S = 60.0
+
+
+def remove_unheld_segments(directory: str = SHM_DIR, older_than: float = UNHELD_AFTER_S) -> list[str]:
+    """Remove this user's MPICH segments in *directory* that no live process of this host maps or
+    holds open, made more than *older_than* seconds ago; return the paths removed.
+
+    Footprints cover the ranks of workbench worlds; this covers the rest. A process that
+    initialised MPI by itself (a singleton: a notebook's kernel that imported ``mpi4py.MPI``)
+    makes ``mpich_shm_<pid in hex>_0`` (1 MB), and a kernel killed (a restart from JupyterLab, a
+    test client's time-out) leaves it. MPICH's segment means something only while a process of
+    its world maps it, so one nobody maps is left behind whoever made it."""
+    now, uid, candidates = time.time(), os.getuid(), []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    for name in names:
+        if not name.startswith("mpich_shm_"):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if st.st_uid == uid and now - st.st_mtime > older_than:
+            candidates.append(path)
+    return _unlink(set(candidates) - in_use(candidates))
+
+
+def _unlink(paths: Iterable[str]) -> list[str]:
+    """Remove *paths*; those removed, in order (one removed meanwhile, by another rank of this
+    host, or not ours to remove, is skipped)."""
     removed = []
-    for path in sorted(candidates - in_use(candidates)):
+    for path in sorted(paths):
         try:
             os.unlink(path)
-        except OSError:  # removed meanwhile by another rank of this host, or not ours to remove
+        except OSError:
             continue
         removed.append(path)
     return removed
@@ -291,15 +331,8 @@ def remove_launcher_files(records: Iterable[dict]) -> list[str]:
     here = socket.gethostname()
     paths = {path for record in records if record.get("host") == here
              for path in record.get("launcher_files") or () if is_launcher_file(path)}
-    removed = []
-    for path in sorted(paths):
-        if os.path.lexists(path) and not _used(lambda target, path=path: target == path, path):
-            try:
-                os.unlink(path)
-            except OSError:
-                continue
-            removed.append(path)
-    return removed
+    return _unlink(path for path in paths
+                   if os.path.lexists(path) and not _used(lambda target, path=path: target == path, path))
 
 
 def remove_after_exit(records: Iterable[dict], timeout: float) -> list[str]:

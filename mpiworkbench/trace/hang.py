@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import time
 from dataclasses import dataclass, field, fields
 
@@ -39,8 +38,10 @@ from mpiworkbench.trace.events import (
 )
 from mpiworkbench.trace.late import BLOCKING_RECEIVES, BLOCKING_SENDS, late_ranks
 from mpiworkbench.trace import stops
+from mpiworkbench.trace.stacks import (  # noqa: F401 (hang.python_stack …)
+    STACK_SIGNAL, main_stack, open_for_dumps, python_stack, stack_path, user_line,
+)
 
-STACK_SIGNAL = signal.SIGUSR2
 #: Seconds a rank must have been inside one MPI call before its reporter publishes it.
 REPORT_AFTER_S = 0.2
 #: Seconds between two looks of the reporter at its rank's slot.
@@ -58,10 +59,6 @@ EVENTS_AFTER_S = 1.0
 
 def slot_path(pid: int) -> str:
     return f"/dev/shm/mpiworkbench-{pid}.slot"
-
-
-def stack_path(pid: int) -> str:
-    return f"/dev/shm/mpiworkbench-{pid}.stack"
 
 
 def events_path(pid: int) -> str:
@@ -100,7 +97,7 @@ def arm(left_behind: list[dict] | None = None, publisher=None, publish_events: b
     pid = os.getpid()
     if _armed.get("pid") != pid:
         sweep_stale()
-        stream = open(stack_path(pid), "a")  # append: a reader truncates before each dump
+        stream = open_for_dumps(pid)
         faulthandler.register(STACK_SIGNAL, file=stream, all_threads=True, chain=False)
         atexit.register(_remove, stack_path(pid))
         _armed.update(pid=pid, stream=stream)
@@ -112,21 +109,6 @@ def arm(left_behind: list[dict] | None = None, publisher=None, publish_events: b
         shm.remove_left_behind(left_behind, also=interposer_paths)
     record = read_slot(pid)
     return {**shm.footprint(pid), "rank": None if record is None else record.rank, "interposer": record is not None}
-
-
-def main_stack() -> list[str]:
-    """The main thread's Python stack, most recent call first, in :mod:`faulthandler`'s format
-    (what :func:`user_line` reads), read from another thread of this process."""
-    import sys
-    import threading
-    import traceback
-
-    frame = sys._current_frames().get(threading.main_thread().ident)
-    if frame is None:
-        return []
-    lines = [f"Current thread 0x{threading.main_thread().ident:016x} (most recent call first):"]
-    lines += [f'  File "{f.filename}", line {f.lineno} in {f.name}' for f in reversed(traceback.extract_stack(frame))]
-    return lines
 
 
 def report(pid: int, state=None) -> dict | None:
@@ -233,8 +215,9 @@ def _remove(path: str) -> None:
 
 def sweep_stale(directory: str = "/dev/shm") -> int:
     """Remove the slot, event and stack files of processes that are gone (a killed rank cannot
-    remove its own); returns how many were removed."""
-    removed = 0
+    remove its own), and MPICH segments nobody maps any more
+    (:func:`~mpiworkbench.core.shm.remove_unheld_segments`); returns how many were removed."""
+    removed = len(shm.remove_unheld_segments(directory))
     try:
         names = os.listdir(directory)
     except OSError:
@@ -321,54 +304,6 @@ def read_slot(pid: int, since: float | None = None, state=None) -> InFlight | No
     if since is not None:
         record.sent = [sent for sent in record.sent if sent[3] >= since]
     return record
-
-
-def python_stack(pid: int, timeout: float = 5.0) -> list[str]:
-    """Every thread's Python stack of *pid* (armed with :func:`arm`), most recent call first;
-    ``[]`` when it cannot be had (not armed, gone, another host)."""
-    path = stack_path(pid)
-    if not os.path.exists(path):
-        return []
-    try:
-        os.truncate(path, 0)
-        os.kill(pid, STACK_SIGNAL)
-    except OSError:
-        return []
-    deadline, text, last = time.monotonic() + timeout, "", None
-    while time.monotonic() < deadline:
-        with open(path) as f:
-            text = f.read()
-        if text and text == last:  # written and no longer growing
-            break
-        last = text
-        time.sleep(0.05)
-    return text.splitlines()
-
-
-_FRAME = re.compile(r'\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>.+)')
-_LIBRARY = ("site-packages", "/lib/python3", "<frozen")
-#: The workbench's own frames never the user's line (an editable install too): tracer, engine loop.
-_OWN_RUNTIME = ("mpiworkbench/trace", "mpiworkbench/client/cluster/engine_start.py")
-
-
-def user_line(stack: list[str]) -> str | None:
-    """The innermost frame of the stack that is the user's code (not a library's), as
-    ``file:line in func``; the signalled ("Current") thread is searched first."""
-    blocks: list[list[str]] = []
-    for line in stack:
-        if line.startswith(("Thread", "Current thread")):
-            blocks.append([line])
-        elif blocks:
-            blocks[-1].append(line)
-    blocks.sort(key=lambda b: not b[0].startswith("Current thread"))
-    for block in blocks:
-        frames = block[1:]
-        for at, line in enumerate(frames):
-            m = _FRAME.match(line)
-            outermost_c = m and m["file"] == "<string>" and at == len(frames) - 1  # ``python -c``: the engine's start
-            if m and not outermost_c and not any(part in m["file"] for part in _LIBRARY + _OWN_RUNTIME):
-                return f"{m['file']}:{m['line']} in {m['func'].strip()}"
-    return None
 
 
 @dataclass

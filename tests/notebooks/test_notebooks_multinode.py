@@ -139,6 +139,6 @@ def test_notebook_runs_attached_to_ranks_on_two_nodes(path: Path, two_nodes_clus
                       env=env, cwd=tmp_path, check=False, timeout=4 * cell_limit)
     try:
         said = client_json(result)["printed"]
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}\n{ipcluster.diagnose()}") from None
+    except AssertionError as exc:  # the client's own output last: what a failure's tail shows
+        raise AssertionError(f"the cluster's state:\n{ipcluster.diagnose()}\n{exc}") from None
     assert f"attached to the running 'mpi' cluster: {RANKS} MPI rank(s)" in said, said[-2000:]

@@ -4,11 +4,13 @@ kind, zoom, Chrome JSON, the plots — and the hang report's reasoning, on made-
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pytest
 
 from mpiworkbench.client.calls.left import _left_the_call
+from mpiworkbench.trace import stacks
 from mpiworkbench.trace import hang
 from mpiworkbench.trace.events import EVENT_DTYPE, KIND
 from mpiworkbench.trace.model import Trace
@@ -187,6 +189,45 @@ def test_a_call_left_running_is_blocked_only_once_a_rank_has_left_it():
     assert not _left_the_call(computing)  # still runs the cell: late, not gone
     assert _left_the_call(hang.RankState(1, "running", "", None, IDLE_ENGINE))  # back in its engine's loop
     assert _left_the_call(hang.RankState(1, "failed", "KeyboardInterrupt", None, []))
+    # a dump cut short (the rank waited for a core between two lines), or no stack at all: not known to have left
+    cut_short = IDLE_ENGINE[:3] + [stacks.CUT]
+    assert not _left_the_call(hang.RankState(1, "running", "", None, cut_short))
+    assert not _left_the_call(hang.RankState(1, "running", "", None, []))
+
+
+def test_a_stack_is_read_whole_even_when_its_writer_waits_between_lines(tmp_path, monkeypatch):
+    """faulthandler writes line by line from the rank's signal handler; on a loaded machine the rank
+    may wait for a core between two lines. The reader waits for the main thread's outermost frame
+    (the file's header, written at arming), and marks a dump not whole by its time-out."""
+    import threading
+
+    path = tmp_path / "stack"
+    path.write_text(f"{stacks.HEADER}{IDLE_ENGINE[-1]}\n" + "an earlier dump\n")
+    monkeypatch.setattr(stacks, "stack_path", lambda pid: str(path))
+
+    def write_slowly(lines):
+        def run():
+            for line in lines:
+                with open(path, "a") as out:
+                    out.write(line + "\n")
+                time.sleep(0.3)  # far longer than the reader's look interval
+        return lambda *_: threading.Thread(target=run, daemon=True).start()
+
+    monkeypatch.setattr(stacks.os, "kill", write_slowly(IDLE_ENGINE))
+    whole = stacks.python_stack(12345, timeout=30)
+    assert whole == IDLE_ENGINE and stacks.stack_whole(whole)
+    monkeypatch.setattr(stacks.os, "kill", write_slowly(IDLE_ENGINE[:3]))
+    cut = stacks.python_stack(12345, timeout=2)
+    assert cut == IDLE_ENGINE[:3] + [stacks.CUT] and not stacks.stack_whole(cut)
+    assert not _left_the_call(hang.RankState(1, "running", "", None, cut))
+
+
+def test_an_armed_process_reads_its_own_whole_stack_from_its_header(tmp_path, monkeypatch):
+    monkeypatch.setattr(stacks, "stack_path", lambda pid: str(tmp_path / f"{pid}.stack"))
+    with stacks.open_for_dumps(1) as stream:
+        assert stream.tell() > 0
+    header = (tmp_path / "1.stack").read_text()
+    assert header == f"{stacks.HEADER}{hang.main_stack()[-1]}\n"
 
 
 def test_read_slot_of_a_process_without_one():

@@ -16,6 +16,7 @@ from typing import Any
 from mpiworkbench.client.calls.call import Call
 from mpiworkbench.client.calls.trace import explain_timeout
 from mpiworkbench.client.errors import ExecutionTimeout, WorldBlocked
+from mpiworkbench.trace.stacks import stack_whole
 
 #: Seconds a call left running may take to end before the next call judges what it left.
 GRACE_S = 3.0
@@ -74,7 +75,10 @@ def _left_the_call(rank) -> bool:
     MPI, no user code on its stack: back in its engine's loop, its reply not in). Only such a rank
     leaves the others inside MPI waiting for ever; while every rank still runs the call (a peer
     computing, sleeping or stopped in a debugger on a loaded machine), the call is merely slow. A
-    rank whose stack could not be read counts as gone."""
+    rank whose stack could not be read whole (cut short, another host's rank outside MPI) is not
+    known to have left: the call is then slow, and the next call's own time-out reports it."""
     if rank.state != "running":
         return True
-    return (rank.inflight is None or rank.inflight.call is None) and rank.line is None
+    if rank.inflight is not None and rank.inflight.call is not None:
+        return False
+    return stack_whole(rank.stack) and rank.line is None

@@ -138,7 +138,7 @@ def after_kill(records: list[dict[str, Any]], restarting: bool = True) -> list[s
     see the module's docstring). Returns the paths removed."""
     here = socket.gethostname()
     shm.wait_gone(records, EXIT_TIMEOUT_S)
-    removed = shm.remove_left_behind(records, also=interposer_paths)
+    removed = shm.remove_left_behind(records, also=interposer_paths) + shm.remove_unheld_segments()
     for record in records:
         if record["host"] != here:
             _known.pop(_key(record), None)
