@@ -25,7 +25,7 @@ LABEXT_STAMP  := $(VENV)/.labextension-built
 # and conflicts with Debian's npm package) is kept as it is.
 SYSTEM_NEEDS := chromium:chromium slurmctld:slurm-wlm slurmd:slurm-wlm munged:munge sinfo:slurm-wlm \
                 squeue:slurm-wlm sbatch:slurm-wlm ip:iproute2 nsenter:util-linux unshare:util-linux \
-                node:nodejs npm:npm openssl:openssl \
+                node:nodejs npm:npm openssl:openssl ruby:ruby \
                 mpiexec.openmpi:openmpi-bin mpicc.openmpi:libopenmpi-dev mpiexec.mpich:mpich mpicc.mpich:libmpich-dev
 
 .PHONY: lab labextension node test test-quick docs screenshots install install-test install-proxy install-ecosystem install-mpi4jax install-mpis site-venvs profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
@@ -129,6 +129,13 @@ install-mpis: $(RUNTIME_STAMP)
 site-venvs: $(TEST_STAMP) system-packages
 	$(BIN)/python -m tests.site_venvs build
 
+# A JupyterLab environment with nothing of the workbench (.venv/lab-only: jupyterlab and ipywidgets
+# only, at the main venv's versions): a centre's lab, for the browser tier's test of the lab part
+# (tests/lab_venv.py; about a minute the first time, from pip's cache).
+LAB_ONLY_STAMP := $(VENV)/lab-only/.built
+$(LAB_ONLY_STAMP): $(TEST_STAMP)
+	$(BIN)/python -m tests.lab_venv build
+
 # The optional extras beside `.[ecosystem]` and `.[mpi4jax]` that pip cannot resolve by itself
 # (pyproject.toml says why): PyMPDATA-MPI without its stale pins, and mpi4jax built from source
 # with the venv's mpicc, without build isolation (jax and nanobind come first), and with CUDA_PATH
@@ -229,7 +236,7 @@ test-cluster: $(TEST_STAMP) system-packages $(PROXY_STAMP)
 test-notebooks: $(TEST_STAMP) site-venvs
 	$(TIMETABLE) tier notebooks --workers $(TEST_WORKERS) -- tests/notebooks $(DURATIONS) $(LANE_REPORT)
 
-test-browser: $(TEST_STAMP) $(LABEXT_STAMP) system-packages $(PROXY_STAMP)
+test-browser: $(TEST_STAMP) $(LABEXT_STAMP) system-packages $(PROXY_STAMP) $(LAB_ONLY_STAMP)
 	$(TIMETABLE) tier browser --workers $(TEST_WORKERS) -- tests/browser $(DURATIONS) $(LANE_REPORT)
 
 # The documentation site, offline, warnings as errors, each notebook with the outputs of its run:

@@ -10,6 +10,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from mpiworkbench.client.calls import lab_advice
 from mpiworkbench.client.cluster import attach, engines
 from mpiworkbench.core import machine, usable
 
@@ -87,6 +88,17 @@ def profile_status(profile: str) -> str:
 WHOLE_LABEL = {"description_width": "initial"}
 
 
+def sidebar_note() -> widgets.HTML:
+    """One line when this user's lab lacks the MPI world sidebar: that it is missing, and the
+    command that adds it (:mod:`mpiworkbench.client.calls.lab_advice`); empty otherwise."""
+    note = widgets.HTML()
+    note.add_class("mpiwb-sidebar-note")
+    if not lab_advice.sidebar_shown():
+        note.value = (f"<small>No MPI world sidebar in this lab (its environment lacks the lab part): add it with "
+                      f"<code>{html.escape(lab_advice.install_line())}</code>, then restart the lab.</small>")
+    return note
+
+
 class ControlPanel:
     """The cluster's home: pick a profile and attach to its running cluster, or start one of the
     session's own (rank count, thread level); restart; stop or detach. Buttons only call the
@@ -132,7 +144,7 @@ class ControlPanel:
         self.widget = widgets.VBox([
             widgets.HBox([self.profile, self.attach_button, self.profile_info]),
             widgets.HBox([self.ranks, self.level, self.mpi]),
-            buttons, self.status, self.message,
+            buttons, self.status, self.message, sidebar_note(),
         ])
         self.widget.add_class("mpiwb-control-panel")
         self.refresh()

@@ -14,9 +14,13 @@ In into a function and Step Out, Continue to a second breakpoint, Pause while th
 The endings: the sidebar's *Interrupt*, the notebook's ■, *Unpin*, *Debug* on another rank, the
 rank's console closed, the sidebar's *Restart* then *Debug* again, the notebook's kernel restarted.
 Every action and every ending is taken by clicks at least once, each ending after a different
-action (the cases below; each action × each ending runs through the debug protocol in a real kernel
-in ``tests/cluster/test_debug_steps.py``), at 2 ranks, and the issue's own path at 3: Next twice on
-rank 2 while ranks 0 and 1 wait in the collective, then the sidebar's *Interrupt*.
+action (the cases below), at 2 ranks, and the issue's own path at 3: Next twice on rank 2 while
+ranks 0 and 1 wait in the collective, then the sidebar's *Interrupt*. The endings reach the ranks
+two ways, whatever the click: an interrupt of the notebook's kernel (*Interrupt*, ■) or the
+Debugger leaving the rank (*Unpin*, *Debug* on another rank, the console closed); a restart ends
+the world whatever the action. Each action × each of those two ways runs through the debug
+protocol in a real kernel in ``tests/cluster/test_debug_steps.py``. When the 2-rank world stops,
+the consoles the sidebar opened on its ranks close.
 """
 
 from __future__ import annotations
@@ -260,7 +264,11 @@ def test_the_debuggers_moves_then_every_ending_leave_a_world_that_answers(page, 
 
         # the issue's own path at 3 ranks: Next twice on rank 2 while ranks 0 and 1 wait in the
         # collective, then the sidebar's Interrupt: every rank continued, the state kept
+        world2 = lab.cluster
+        assert tab(page, f"MPI rank 0 of {world2}").count(), "the console Debug on another rank opened"
         lab.start(WORLD3, 3)
+        # the 2-rank world stopped: the consoles the sidebar opened on its ranks are closed
+        tab(page, f"of {world2}").wait_for(state="detached", timeout=20_000)
         lab.keep()
         lab.case(2, "next twice", "the sidebar's Interrupt", DEBUG3)
         screenshot(page, "debug_matrix_3ranks_done.png")

@@ -200,7 +200,7 @@ def test_after_a_restart_the_new_ranks_read_idle_at_once(notebook):
     ranks, idle, with their processes — not "unknown (not known yet)" until someone's next call."""
     from IPython.paths import get_ipython_dir
 
-    from mpiworkbench.lab.worlds import read_worlds
+    from mpiworkbench.sidebar.worlds import read_worlds
 
     kernel, n = notebook
     said = kernel.run("wb.restart()\nprint('GENERATION', wb.cluster.cluster_id, wb._connection.generation)")

@@ -2,13 +2,14 @@
 
 Imports only go down::
 
-    cli, the Workbench facade, lab (the lab's world sidebar)
+    cli, the Workbench facade, sidebar (the world sidebar's kernel side)
       → widgets → plot
       → drivers (one per feature)
         → client (the runtime: session, clusters, world, execution)
           → {speedup → (bench, solvers)}, bench, solvers, syntax
           → backends
             → core
+    (all above) → lab (the lab part: ships alone, imports nothing of the package)
 
 and no two modules import each other, directly or round a loop. Every ``import`` counts,
 including the lazy ones inside functions: a lazy import that runs upward is still a tie
@@ -31,6 +32,9 @@ PACKAGE = Path(__file__).resolve().parents[2] / "mpiworkbench"
 ENGINE_SIDE = ("core", "backends", "bench", "solvers", "speedup", "syntax", "trace")
 MAY_IMPORT: dict[str, set[str]] = {
     "core": set(),
+    # the lab part (the world sidebar's server extension and its protocol): it ships alone, in a
+    # lab's environment that has none of the rest, so it imports nothing; the worlds' writers use its protocol
+    "lab": set(),
     "seeds": set(),  # the seed documents' printed numbers (data files + a loader): plots, panels, CLI
     "backends": {"core"},
     "bench": {"backends", "core"},
@@ -42,18 +46,19 @@ MAY_IMPORT: dict[str, set[str]] = {
     "trace": {"core"},
     "plot": {"trace", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
     # the runtime: a session over the cluster, its world, calls, waits, turns and watchdog
-    "client": {"trace", "speedup", "bench", "solvers", "syntax", "backends", "core"},
+    "client": {"lab", "trace", "speedup", "bench", "solvers", "syntax", "backends", "core"},
     # one driver per feature (bench, speedup, the solvers' handles, syntax lessons) over the runtime
-    "drivers": {"client", "trace", "speedup", "bench", "solvers", "syntax", "backends", "core"},
-    "widgets": {"trace", "drivers", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
-    "workbench": {"trace", "widgets", "drivers", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
+    "drivers": {"lab", "client", "trace", "speedup", "bench", "solvers", "syntax", "backends", "core"},
+    "widgets": {"lab", "trace", "drivers", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
+    "workbench": {"lab", "trace", "widgets", "drivers", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
     # the nbgrader course: the exercises, graded on a cluster the client layer attaches to
-    "course": {"exercises", "client", "core"},
-    "cli": {"course", "exercises", "trace", "workbench", "drivers", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
-    # the lab's world sidebar (a Jupyter server extension beside the command): reads the worlds' files
-    # through the runtime's readers (client) and the ranks' records (trace)
-    "lab": {"client", "trace", "core"},
+    "course": {"lab", "exercises", "client", "core"},
+    "cli": {"deploy", "lab", "sidebar", "course", "exercises", "trace", "workbench", "drivers", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
+    # the world sidebar's kernel side: reads the worlds' files for the lab part (its reader process)
+    # through the runtime's readers (client) and the ranks' records (trace); the sidebar's actions
+    "sidebar": {"lab", "client", "trace", "core"},
     "exercises": set(),  # the notebooks' exercise checks: plain Python, no MPI
+    "deploy": set(),  # what a centre deploys beside the package (the Open OnDemand app): data files + a locator
     "__main__": {"cli"},
     "__init__": set(),  # the face: only lazy hand-offs to workbench/client (checked below)
 }

@@ -61,17 +61,37 @@ def lab(tmp_path):
             assert process.poll() is None, f"the lab exited: {(tmp_path / 'lab.log').read_text()[-3000:]}"
             assert time.monotonic() < deadline, f"the lab did not answer within {LIMIT_S} s"
             time.sleep(0.2)  # polling a condition (the port answering)
-        yield base, token, ipython_dir, runtime
+        yield base, token, ipython_dir, runtime, process
     finally:
         stop_lab(process)
         log.close()
 
 
+def _readers_of(pid: int) -> list[int]:
+    """The reader processes the lab of *pid* started (``python -m mpiworkbench.sidebar.reader``)."""
+    from mpiworkbench.core.processes import cmdline, descendants
+
+    return [child for child in descendants(pid) if "mpiworkbench.sidebar.reader" in cmdline(child)]
+
+
 def test_the_worlds_endpoint_reports_each_rank_and_its_lab_kernel_and_needs_the_token(lab):
-    base, token, ipython_dir, runtime = lab
+    from mpiworkbench import __version__
+    from mpiworkbench.core.processes import alive
+    from mpiworkbench.lab import protocol
+
+    base, token, ipython_dir, runtime, process = lab
     directory = world_directory(ipython_dir / "profile_default", "1700-ab")
     directory.mkdir(parents=True)
-    write_json_atomic(directory / "world.json", {"ranks": {"0": 0, "1": 1}, "generation": 1})
+    write_json_atomic(directory / "world.json", {"ranks": {"0": 0, "1": 1}, "generation": 1,
+                                                 "reader": protocol.reader_record(__version__)})
+    # a world of an older kernel side (no reader record), and one of a newer (a later protocol)
+    older = world_directory(ipython_dir / "profile_default", "1700-old")
+    older.mkdir(parents=True)
+    write_json_atomic(older / "world.json", {"ranks": {"0": 0}, "generation": 1})
+    newer = world_directory(ipython_dir / "profile_default", "1700-zz")
+    newer.mkdir(parents=True)
+    write_json_atomic(newer / "world.json", {"ranks": {"0": 0}, "generation": 1, "reader": {
+        **protocol.reader_record("9.9"), "protocol": protocol.PROTOCOL + 1}})
     external = runtime / "external_kernels"
     external.mkdir(parents=True, exist_ok=True)
     (external / "mpiworkbench-1700-ab-g1-rank1.json").write_text(json.dumps({
@@ -81,12 +101,25 @@ def test_the_worlds_endpoint_reports_each_rank_and_its_lab_kernel_and_needs_the_
 
     status, answer = _get(f"{base}/{WORLDS_PATH}?token={token}")
     assert status == 200, status
-    (world,) = answer["worlds"]
+    world, old, new = answer["worlds"]
     assert (world["cluster_id"], world["profile"], world["state"]) == ("1700-ab", "default", "idle")
     kernels = {k["id"] for k in _get(f"{base}/api/kernels?token={token}")[1]}
     by_rank = {r["rank"]: r for r in world["ranks"]}
     assert by_rank[0]["kernel"] is None
     assert by_rank[1]["kernel"] in kernels, (by_rank[1], kernels)
     assert [g["ranks"] for g in world["groups"]] == [[0, 1]]
+    # each told apart, with the side to upgrade named
+    assert old["cluster_id"] == "1700-old" and "upgrade mpiworkbench in the kernel's environment" in old["note"]
+    assert new["cluster_id"] == "1700-zz" and "newer than this sidebar" in new["note"] and "lab-part install" in new["note"]
+    # the world was read by a reader of its own environment, kept for the next look
+    readers = _readers_of(process.pid)
+    assert len(readers) == 1, readers
+    assert _get(f"{base}/{WORLDS_PATH}?token={token}")[0] == 200 and _readers_of(process.pid) == readers
+    # the lab says it is there, for the kernels to know (and lists external kernels)
+    (marker,) = protocol.live_labs(runtime)
+    assert marker["pid"] == process.pid and marker["external_kernels"] is True and marker["protocol"] == protocol.PROTOCOL
 
     assert _get(f"{base}/{WORLDS_PATH}")[0] == 403
+    stop_lab(process)
+    assert not any(alive(pid) for pid in readers), "a reader outlived its lab"
+    assert protocol.live_labs(runtime) == []

@@ -214,7 +214,7 @@ class Connection:
 
 #: The sessions of this process that connected to a cluster (each added when it takes an engine
 #: set: started, attached or restarted; gone once collected): what the lab's world sidebar acts
-#: on in a notebook's kernel (:mod:`mpiworkbench.lab.actions`).
+#: on in a notebook's kernel (:mod:`mpiworkbench.sidebar.actions`).
 LIVE_SESSIONS: weakref.WeakSet = weakref.WeakSet()
 
 

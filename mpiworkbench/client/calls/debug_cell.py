@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import re
+from pathlib import Path
 from typing import Iterator
 
+from mpiworkbench.client.calls import lab_advice
 from mpiworkbench.client.calls.debugging import Debugging
+
 
 def debug_options(line: str) -> tuple[str, tuple[list[int] | None, list[int]] | None]:
     """Split ``--debug [RANKS] [--break LINES]`` off a ``%%px`` line: the rest of the line, and
@@ -65,8 +68,13 @@ def debugging_cell(wb, code: str, ranks: list[int] | None, lines: list[int]) -> 
     lines = lines or [first_code_line(code)]
     with wb.debug(ranks) as dbg:
         dbg.break_in_cell(code, *lines)
-        names = ", ".join(f"mpiworkbench-{getattr(wb.cluster, 'cluster_id', '')}-rank{r}" for r in dbg.ranks)
-        print(f"debugging: ranks {', '.join(map(str, dbg.ranks))} stop at cell line{'s' if len(lines) > 1 else ''} "
-              f"{', '.join(map(str, lines))}. In JupyterLab, open a console on a rank's kernel (Running "
-              f"Terminals and Kernels: {names}) and its Debugger; interrupting this cell continues every rank.")
+        where = (f"debugging: ranks {', '.join(map(str, dbg.ranks))} stop at cell line{'s' if len(lines) > 1 else ''} "
+                 f"{', '.join(map(str, lines))}")
+        # a lab without the lab part lists no rank kernels: then what adds it, and what works meanwhile
+        missing = lab_advice.advice({rank: Path(d.client.connection_file) for rank, d in dbg.ranks.items()})
+        if missing:
+            print(f"{where}; interrupting this cell continues every rank.\n{missing}")
+        else:
+            print(f"{where}. In the MPI world sidebar, Debug on a rank puts JupyterLab's Debugger there; "
+                  "interrupting this cell continues every rank.")
         yield dbg

@@ -31,7 +31,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterable
 
-from mpiworkbench.client.calls import debug_records, kernel_proxy
+from mpiworkbench.client.calls import debug_records, kernel_proxy, lab_advice
 from mpiworkbench.client.ranks.kernel import open_kernel
 from mpiworkbench.client.calls.rank_debugger import (ASK_STOPPED_S, LATE_STOP_S, REQUEST_TIMEOUT_S, DebuggerError,
                                                      RankDebugger)
@@ -306,6 +306,7 @@ class RankDebugging:
 
     def __init__(self, session) -> None:
         self.session = session
+        self._advised = False
 
     def connection_file(self, rank: int, proxy: bool | None = None, *, relay: bool | None = None) -> Path:
         """The Jupyter connection file of *rank*'s kernel: any Jupyter client (a console,
@@ -315,7 +316,13 @@ class RankDebugging:
         the controller from this host's loopback (:mod:`mpiworkbench.client.calls.kernel_proxy`).
         (*relay* is *proxy*'s former name, deprecated.)"""
         self.session.engine_of(rank)  # says which ranks exist
-        return connection_files(self.session, [rank], _proxy_asked(proxy, relay, "connection_file"))[rank]
+        path = connection_files(self.session, [rank], _proxy_asked(proxy, relay, "connection_file"))[rank]
+        if not self._advised:  # once a session: a lab without the sidebar does not list the file
+            self._advised = True
+            missing = lab_advice.advice({rank: path})
+            if missing:
+                print(missing)
+        return path
 
     def debug(self, ranks: Iterable[int] | None = None, proxy: bool | None = None, *,
               relay: bool | None = None) -> Debugging:

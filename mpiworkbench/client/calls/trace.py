@@ -80,7 +80,7 @@ def tracing(wb, capacity: int = recorder.DEFAULT_CAPACITY, lines: bool = True) -
 
 # ---------------------------------------------------------------------- hang report
 #: The file of the world's directory where :func:`arm_engines` records each rank's process: rank →
-#: ``{pid, host, started}`` (what the lab's world sidebar, :mod:`mpiworkbench.lab.worlds`, reads).
+#: ``{pid, host, started}`` (what the lab's world sidebar, :mod:`mpiworkbench.sidebar.worlds`, reads).
 RANK_PROCESSES = "processes.json"
 
 

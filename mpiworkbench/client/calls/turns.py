@@ -48,6 +48,8 @@ from mpiworkbench.client.calls.clients import (ClientInfo, blocked_message, held
                                                  read_holder)
 from mpiworkbench.client.cluster.record import read_json, recorded_engine_set, write_json_atomic
 from mpiworkbench.client.errors import WorldBlocked, WorldBusy
+from mpiworkbench.lab.protocol import READER_KEY, WORLD_RECORD, reader_record
+from mpiworkbench import __version__
 
 #: Seconds of waiting before a call says whom it waits for, then how often it says it again.
 SAY_AFTER_S = 1.0
@@ -151,7 +153,7 @@ class Turns:
         self.inherited = os.fstat(self._turn).st_size > 0
         self._write_holder()
         try:
-            self._changed_at_grab = (self.directory / "world.json").stat().st_mtime_ns != self._generation_seen
+            self._changed_at_grab = (self.directory / WORLD_RECORD).stat().st_mtime_ns != self._generation_seen
         except OSError:
             self._changed_at_grab = self._generation_seen != 0
         return True
@@ -313,7 +315,7 @@ class Turns:
     def _world_stamp(self) -> int:
         """The world record's modification time (0 when there is none). :meth:`_grab` reads it too."""
         try:
-            return (self.directory / "world.json").stat().st_mtime_ns
+            return (self.directory / WORLD_RECORD).stat().st_mtime_ns
         except OSError:
             return 0
 
@@ -331,9 +333,12 @@ class Turns:
             "restarted_by": asdict(self.me) if restarted else old.get("restarted_by"),
             "at": time.time() if restarted or not old else old.get("at"),
             **{k: v for k, v in old.items() if k not in ("generation", "ranks", "restarted_by", "at")},
+            # who reads this world's files for a lab (the last recorder's environment: a lab part
+            # of any environment runs it, mpiworkbench.lab.protocol)
+            READER_KEY: reader_record(__version__),
             **facts,
         }
-        write_json_atomic(self.directory / "world.json", record)
+        write_json_atomic(self.directory / WORLD_RECORD, record)
         self._generation_seen = self._world_stamp()
         return record
 

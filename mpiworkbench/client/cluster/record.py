@@ -10,12 +10,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from mpiworkbench.lab.protocol import WORLD_PREFIX, WORLD_RECORD
+
 
 def world_directory(profile_dir: str | os.PathLike, cluster_id: str) -> Path:
     """Where the world of the cluster *cluster_id* of a profile keeps its record, its turn and
     its clients (``security/mpiworkbench-world-<id>/``: the connection files are there too, so
     every client can reach it)."""
-    return Path(profile_dir) / "security" / f"mpiworkbench-world-{cluster_id}"
+    return Path(profile_dir) / "security" / f"{WORLD_PREFIX}{cluster_id}"
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
@@ -37,4 +39,4 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
 def recorded_engine_set(directory: str | os.PathLike) -> dict[str, Any] | None:
     """The engine set recorded in the world *directory* (:func:`world_directory`): ``ranks``
     (engine id → rank), ``generation``, ``restarted_by``, ``at``, ``thread_level``; or ``None``."""
-    return read_json(Path(directory) / "world.json")
+    return read_json(Path(directory) / WORLD_RECORD)

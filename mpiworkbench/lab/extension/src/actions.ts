@@ -5,7 +5,7 @@
 //   POST /api/kernels/<id>/interrupt), so the cell's own interrupt handling applies.
 // * Restart / Stop: wb.restart() / wb.stop() run in a notebook kernel of this lab that is a
 //   client of the world, by one silent execute request whose user expression calls
-//   mpiworkbench.lab.actions.world_action (it finds that kernel's session of the cluster).
+//   mpiworkbench.sidebar.actions.world_action (it finds that kernel's session of the cluster).
 // * Open (a rank's Debug or Console before any notebook opened the ranks): the same request,
 //   whose world_action writes every rank's connection file (wb.connection_file).
 
@@ -136,7 +136,7 @@ export class WorldActions {
   ): Promise<string> {
     const doing = { restart: 'restarting', stop: 'stopping', open: 'opening the ranks for debugging' }[action];
     const expression =
-      "__import__('mpiworkbench.lab.actions', fromlist=['world_action']).world_action(" +
+      "__import__('mpiworkbench.sidebar.actions', fromlist=['world_action']).world_action(" +
       `${python(action)}, ${python(world.cluster_id)}, ${python(world.profile_dir)})`;
     for (let attempt = 0; ; attempt++) {
       say(

@@ -90,6 +90,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
           activate: false
         })) as IConsoleLike;
         consoles.set(rank.kernel!, panel);
+        watchConsoles();
       }
       await panel.sessionContext.ready;
       return panel;
@@ -182,12 +183,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         }
         const why = `left ${label}: that world was restarted or stopped`;
         pin?.forget(why);
-        for (const [id, panel] of consoles) {
-          if (!live.has(id)) {
-            consoles.delete(id);
-            panel.close();
-          }
-        }
+        closeGone(live);
         Notification.info(`The Debugger ${why}. Debug a rank of the new world from the MPI world sidebar.`,
           { autoClose: 8000 });
         return true;
@@ -195,6 +191,39 @@ const plugin: JupyterFrontEndPlugin<void> = {
         console.warn('mpiworkbench: the worlds not read', error);
         return false;
       }
+    };
+    // The consoles opened on ranks that are gone (their world restarted or stopped) are closed:
+    // a console with no kernel to reach is of no use. Read while any console is open.
+    const closeGone = (live: Set<string | null>): void => {
+      for (const [id, panel] of consoles) {
+        if (panel.isDisposed || !live.has(id)) {
+          consoles.delete(id);
+          panel.close();
+        }
+      }
+    };
+    let consoleWatch: number | null = null;
+    const watchConsoles = (): void => {
+      if (consoleWatch !== null || consoles.size === 0) {
+        return;
+      }
+      consoleWatch = window.setTimeout(async () => {
+        try {
+          const worlds = await fetchWorlds();
+          const live = new Set(worlds.flatMap(world => world.ranks.map(rank => rank.kernel)));
+          const pinned = pin?.connection?.kernel?.id;
+          if (pinned && !live.has(pinned) && consoles.has(pinned)) {
+            await leftIfGone(pinned, pin?.label ?? ''); // the Debugger leaves it first, then closes
+          } else {
+            closeGone(live);
+          }
+        } catch (error) {
+          console.warn('mpiworkbench: the worlds not read', error);
+        } finally {
+          consoleWatch = null;
+          watchConsoles();
+        }
+      }, POLL_MS);
     };
     // The pinned rank's session went away (JupyterLab may notice a restart that way first, or
     // the user closed its console): a few looks at the worlds say which.

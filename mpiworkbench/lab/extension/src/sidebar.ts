@@ -257,6 +257,7 @@ export class WorldSidebar extends Widget {
         const buttons = new WorldButtons(world, this._worldActions);
         this._buttons.set(world.cluster_id, buttons);
         block.appendChild(buttons.node);
+        block.appendChild(element('div', 'jp-mpiwb-world-note'));
         block.appendChild(element('table', 'jp-mpiwb-groups'));
         block.appendChild(element('ul', 'jp-mpiwb-ranks'));
         this._blocks.set(world.cluster_id, block);
@@ -269,6 +270,7 @@ export class WorldSidebar extends Widget {
       const generation = world.generation === null ? '' : ` · generation ${world.generation}`;
       block.querySelector('.jp-mpiwb-world-title')!.textContent =
         `${world.cluster_id} (profile ${world.profile}): ${world.state}${generation}${users}`;
+      block.querySelector('.jp-mpiwb-world-note')!.textContent = world.note ?? '';
       const table = block.querySelector('.jp-mpiwb-groups')!;
       table.replaceChildren(
         ...world.groups.map(group => {

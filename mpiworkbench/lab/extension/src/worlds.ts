@@ -1,4 +1,5 @@
-// What the server extension answers at GET /mpiworkbench/worlds (mpiworkbench/lab/worlds.py).
+// What the server extension answers at GET /mpiworkbench/worlds (mpiworkbench/lab/server.py: each
+// world as its own kernel side's reader, mpiworkbench/sidebar/worlds.py, reads it).
 
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
@@ -44,6 +45,8 @@ export interface IWorld {
   holder_in_lab: boolean;
   ranks: IRank[];
   groups: IGroup[];
+  /** Why this sidebar cannot read the world (a kernel side too old or too new for it), and what to upgrade. */
+  note?: string;
 }
 
 /** The worlds of this host, as the lab's server reads them from their files. */

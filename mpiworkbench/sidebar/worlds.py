@@ -1,4 +1,5 @@
-"""The MPI worlds of this host as the lab's world sidebar shows them, read from files alone.
+"""The MPI worlds of this host as the lab's world sidebar shows them, read from files alone, in the
+kernel side's environment (:mod:`mpiworkbench.sidebar.reader` answers the lab part with it).
 
 A notebook's kernel is busy while its cell runs, so nothing here asks it: every fact comes from a
 file some process of the world keeps up to date.
@@ -29,21 +30,11 @@ from mpiworkbench.client.calls.debugging import KERNEL_FILE_PATTERN
 from mpiworkbench.client.calls.trace import RANK_PROCESSES
 from mpiworkbench.client.cluster.record import read_json, recorded_engine_set
 from mpiworkbench.core.processes import Identity, alive
+from mpiworkbench.lab.protocol import world_directories
 from mpiworkbench.trace import hang, stops
 
-#: What a world's directory is called in a profile's ``security/`` directory.
-WORLD_PREFIX = "mpiworkbench-world-"
 #: A rank's states, most telling first: a group of ranks takes the first of its ranks' states.
 STATES = ("dead", "stopped", "waiting", "busy", "idle", "unknown")
-
-
-def world_directories(ipython_dir: str | os.PathLike) -> list[tuple[Path, str, Path]]:
-    """``(profile_dir, cluster_id, world_directory)`` of every world under *ipython_dir*."""
-    found = []
-    for directory in sorted(Path(ipython_dir).glob(f"profile_*/security/{WORLD_PREFIX}*")):
-        if directory.is_dir():
-            found.append((directory.parents[1], directory.name[len(WORLD_PREFIX):], directory))
-    return found
 
 
 def rank_kernels(kernel_files: dict[str, str | os.PathLike]) -> dict[tuple[str, int, int], str]:

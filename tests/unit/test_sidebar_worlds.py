@@ -1,4 +1,4 @@
-"""The lab's world sidebar reads every world from files alone (``mpiworkbench.lab.worlds``): fake
+"""The lab's world sidebar reads every world from files alone (``mpiworkbench.sidebar.worlds``): fake
 world directories in ``tmp_path``, ranks that are processes of this test (a live one, one ended),
 a stop record as a rank's kernel writes it, the turn held by a real ``Turns`` client, and the
 lab's map of external kernels."""
@@ -18,7 +18,7 @@ from mpiworkbench.client.calls.trace import RANK_PROCESSES
 from mpiworkbench.client.calls.turns import Turns
 from mpiworkbench.client.cluster.record import world_directory, write_json_atomic
 from mpiworkbench.core.processes import Identity
-from mpiworkbench.lab import worlds
+from mpiworkbench.sidebar import worlds
 from mpiworkbench.trace import hang, stops
 
 HERE = socket.gethostname()

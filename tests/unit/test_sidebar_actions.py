@@ -1,6 +1,6 @@
 """The world's actions in the lab's world sidebar: the registry of a process's live sessions
 (``connection.sessions_of``, fed by a session taking its engine set), the function the sidebar
-calls in a notebook's kernel (``mpiworkbench.lab.actions.world_action``), and what the worlds'
+calls in a notebook's kernel (``mpiworkbench.sidebar.actions.world_action``), and what the worlds'
 JSON tells the sidebar to act with (the turn's holder's kernel, the clients' kernels)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from mpiworkbench.client.calls.connection import LIVE_SESSIONS, Connection, sess
 from mpiworkbench.client.calls.session import Session
 from mpiworkbench.client.calls.turns import Turns
 from mpiworkbench.client.cluster.record import world_directory, write_json_atomic
-from mpiworkbench.lab import actions, worlds
+from mpiworkbench.sidebar import actions, worlds
 
 
 class FakeClient:

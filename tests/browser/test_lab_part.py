@@ -1,0 +1,201 @@
+"""Jupyter as centres run it (issue 59, item 4 a and b): the lab from an environment of its own with
+nothing of the workbench (``tests/lab_venv.py``: ``pip install jupyterlab ipywidgets``), the kernel
+from the project's venv registered into it (``ipykernel install --prefix``), as a user of a centre
+brings a kernel to the centre's JupyterLab. All by clicks and keys in Chromium.
+
+Without the lab part: the lab has no world sidebar, and the kernel says so when asked for a rank's
+connection file, naming the lab's own Python in the command that adds the sidebar and a terminal
+console for the rank. Both are followed as written: the console reaches rank 1's kernel (it shows
+a variable the ranks set), and the install line adds the lab part to the lab's environment. After
+the lab's restart, the sidebar lists the kernel's world and its ranks, *Debug* on rank 1 pins the
+Debugger there, a ``%%px --debug`` cell stops rank 1, and the Debugger's *Continue* ends the cell.
+The lab part is removed again at the end (the lab's venv stays bare for the next run).
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import secrets
+import select
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tests import lab_venv
+from tests.browser.conftest import CHROMIUM_ARGS, LabServer, _wait_for_http, screenshot
+from tests.browser.lab_process import stop_lab
+from tests.browser.sidebar_support import run_cell, world_of
+from tests.browser.widgets_support import LIMIT_MS, cell_output, kernel_session
+from tests.ports import free_port
+
+pytestmark = pytest.mark.cost(150, "a JupyterLab of its own environment started twice, the project's kernel "
+                                   "in it: the advice without the lab part followed, then the sidebar and its Debug")
+
+KERNEL = "mpiwb-project"
+KERNEL_TITLE = "MPI workbench (project venv)"
+CELLS = [
+    "from mpiworkbench import Workbench\nwb = Workbench(n=2, oversubscribe=True).start()\nprint('world:', wb.cluster.cluster_id)",
+    "%%px\nkept = 40 + 2",
+    "path = wb.connection_file(1)",
+    "%%px --debug 1 --break 3\nfrom mpi4py import MPI\nx = MPI.COMM_WORLD.rank\ny = x + kept\nprint('debugged', y)",
+    "wb.stop()\nprint('stopped')",
+]
+WORLD, KEEP, FILE, DEBUG, STOP = range(len(CELLS))
+
+
+class CentreLab:
+    """JupyterLab started from the lab-only venv, on loopback with a token of ours; its own
+    settings, runtime and IPython directories (the kernel's too) under *home*."""
+
+    def __init__(self, home: Path, root: Path) -> None:
+        self.home, self.root, self.port, self.token = home, root, free_port(), secrets.token_hex(16)
+        self.env = {**os.environ, "PATH": f"{lab_venv.python().parent}{os.pathsep}{os.environ.get('PATH', '')}",
+                    "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTER_CONFIG_DIR": str(home / "config"),
+                    "JUPYTERLAB_SETTINGS_DIR": str(home / "user-settings"),
+                    "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"), "IPYTHONDIR": str(home / "ipython"),
+                    "MPIWORKBENCH_SMALL": "1"}
+        self.env.pop("VIRTUAL_ENV", None)
+        self.server: LabServer | None = None
+
+    def start(self) -> LabServer:
+        log = open(self.home / "lab.log", "a")  # noqa: SIM115 - the lab's own output, read on failure
+        command = [str(lab_venv.python()), "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+                   f"--ServerApp.port={self.port}", f"--ServerApp.root_dir={self.root}",
+                   f"--IdentityProvider.token={self.token}", "--LabApp.news_url=",
+                   "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+        if os.geteuid() == 0:
+            command.append("--allow-root")
+        process = subprocess.Popen(command, env=self.env, stdout=log, stderr=subprocess.STDOUT, cwd=self.home)
+        self.server = LabServer(f"http://127.0.0.1:{self.port}", self.token, self.root, process)
+        _wait_for_http(f"{self.server.url}/api/status?token={self.token}", 120, process)
+        return self.server
+
+    def stop(self) -> None:
+        if self.server is not None:
+            stop_lab(self.server.process)
+            self.server = None
+
+
+def open_notebook(page, server: LabServer, name: str) -> None:
+    page.goto(f"{server.url}/lab/workspaces/lab-part/tree/{name}?reset&token={server.token}")
+    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=120_000)
+    page.get_by_text(f"{KERNEL_TITLE} | Idle").wait_for(timeout=LIMIT_MS)
+
+
+def start_world(page) -> str:
+    run_cell(page, WORLD)
+    cell_output(page, WORLD).get_by_text("world:").wait_for(timeout=LIMIT_MS)
+    run_cell(page, KEEP)
+    page.get_by_text(f"{KERNEL_TITLE} | Idle").wait_for(timeout=LIMIT_MS)
+    return cell_output(page, WORLD).inner_text().split("world:")[1].split()[0]
+
+
+def line_after(text: str, lead: str) -> str:
+    """The command that follows *lead* on its line of *text* (up to two spaces, or the line's end)."""
+    found = re.search(re.escape(lead) + r"\s*(.+?)(?:\s{2,}|$)", text, re.MULTILINE)
+    assert found, f"no {lead!r} in: {text}"
+    return found.group(1)
+
+
+def console_says(command: str, code: str, expect: str, env: dict[str, str], timeout: float = 120) -> str:
+    """Run the terminal console *command* as a user types it (in a pseudo-terminal), type *code*
+    at its first prompt; what it printed, once *expect* shows (or the time is up)."""
+    master, slave = pty.openpty()
+    console = subprocess.Popen(shlex.split(command), stdin=slave, stdout=slave, stderr=slave, close_fds=True,
+                               env={**env, "TERM": "xterm"})
+    os.close(slave)
+    said, typed, deadline = b"", False, time.monotonic() + timeout
+    try:
+        while expect.encode() not in said and time.monotonic() < deadline:
+            if select.select([master], [], [], 0.5)[0]:
+                try:
+                    said += os.read(master, 65536)
+                except OSError:
+                    break  # the console ended
+            if not typed and b"In [" in said:
+                os.write(master, code.encode() + b"\r")
+                typed = True
+    finally:
+        console.terminate()
+        console.wait(timeout=60)
+        os.close(master)
+    return said.decode(errors="replace")
+
+
+def test_a_centres_lab_with_the_users_kernel_gets_the_sidebar_by_the_command_the_kernel_names(tmp_path):
+    if shutil.which("chromium") is None:
+        pytest.fail("Debian's chromium is needed for the browser tier: apt-get install chromium")
+    from playwright.sync_api import sync_playwright
+
+    lab_python = lab_venv.build()
+    home, root = tmp_path / "home", tmp_path / "root"
+    home.mkdir()
+    root.mkdir()
+    lab = CentreLab(home, root)
+    # the user's kernel, from the project's venv, registered into the lab's environment
+    subprocess.run([sys.executable, "-m", "ipykernel", "install", "--prefix", str(lab_python.parents[1]),
+                    "--name", KERNEL, "--display-name", KERNEL_TITLE], check=True, capture_output=True, timeout=120)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in CELLS]
+    nb.metadata["kernelspec"] = {"name": KERNEL, "display_name": KERNEL_TITLE, "language": "python"}
+    nbformat.write(nb, root / "centre.ipynb")
+    uninstall = [str(lab_python), "-m", "pip", "uninstall", "-y", "-q", "mpiworkbench-lab"]
+    subprocess.run(uninstall, capture_output=True, timeout=300)  # bare, whatever a failed run left
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=shutil.which("chromium"), headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+        page.set_default_timeout(60_000)
+        try:
+            server = lab.start()
+            with kernel_session(page, server, "lab-part-bare"):
+                open_notebook(page, server, "centre.ipynb")
+                start_world(page)
+                run_cell(page, FILE)
+                said = cell_output(page, FILE)
+                said.get_by_text("has no MPI world sidebar").wait_for(timeout=LIMIT_MS)
+                text = said.inner_text()
+                assert page.locator('.jp-SideBar .lm-TabBar-tab[data-id="mpiworkbench-world-sidebar"]').count() == 0
+                install = line_after(text, "Add it, then restart the lab:")
+                assert f"--python {lab_python}" in install, text  # the lab's own Python, found from its process
+                console = line_after(text, "Meanwhile, in any terminal of this host:")
+                shown = console_says(console, "print('RANK', __import__('mpi4py').MPI.COMM_WORLD.rank, 'KEPT', kept)",
+                                     "KEPT 42", env=lab.env)
+                assert "RANK 1 KEPT 42" in shown, shown[-2000:]
+                run_cell(page, STOP)
+                cell_output(page, STOP).get_by_text("stopped").wait_for(timeout=LIMIT_MS)
+            added = subprocess.run(shlex.split(install), capture_output=True, text=True, timeout=600, env=lab.env)
+            assert added.returncode == 0, added.stdout + added.stderr
+            lab.stop()
+
+            server = lab.start()  # the lab part loads at the lab's start
+            with kernel_session(page, server, "lab-part-added"):
+                open_notebook(page, server, "centre.ipynb")
+                page.locator('.jp-SideBar .lm-TabBar-tab[data-id="mpiworkbench-world-sidebar"]').click()
+                cluster = start_world(page)
+                world_of(page, cluster).locator('.jp-mpiwb-group[data-state="idle"][data-ranks="0,1"]') \
+                    .wait_for(timeout=LIMIT_MS)
+                world_of(page, cluster).locator('.jp-mpiwb-rank[data-rank="1"] .jp-mpiwb-debug').click()
+                page.locator("#mpiworkbench-world-sidebar .jp-mpiwb-pin",
+                             has_text=f"Debugger on rank 1 of {cluster}").wait_for(timeout=LIMIT_MS)
+                run_cell(page, DEBUG)
+                world_of(page, cluster).locator('.jp-mpiwb-group[data-state="stopped"][data-ranks="1"]',
+                                                has_text="cell line 3").wait_for(timeout=LIMIT_MS)
+                screenshot(page, "lab_part_rank1_stopped.png")
+                page.locator(".jp-DebuggerSidebar [data-command='debugger:continue'][title^='Continue']:not([disabled])") \
+                    .first.click()
+                cell_output(page, DEBUG).get_by_text("debugged 43").wait_for(timeout=LIMIT_MS)
+                assert "debugged 42" in cell_output(page, DEBUG).inner_text()
+                run_cell(page, STOP)
+                cell_output(page, STOP).get_by_text("stopped").wait_for(timeout=LIMIT_MS)
+        finally:
+            browser.close()
+            lab.stop()
+            subprocess.run(uninstall, capture_output=True, timeout=300)
