@@ -31,6 +31,7 @@ import pytest
 import yaml
 
 from mpiworkbench.deploy import ondemand_app_dir
+from tests.ondemand import render_app
 
 REPO = Path(__file__).resolve().parents[2]
 APP = ondemand_app_dir()
@@ -45,46 +46,6 @@ CONNECTION = {"host": "node1", "port": 40123, "password": "s3cretT0ken16chr"}
 #: The job's Slurm variables as sbatch --nodes 2 --ntasks-per-node 2 --export=NONE sets them.
 SLURM_JOB = {"SLURM_JOB_ID": "4242", "SLURM_NTASKS": "4", "SLURM_TASKS_PER_NODE": "2(x2)",
              "SLURM_JOB_NUM_NODES": "2", "SLURM_JOB_NODELIST": "node[1-2]", "SLURM_EXPORT_ENV": "NONE"}
-
-#: Renders the app as OOD's dashboard does: argv[0] is a JSON file {app, out, form, session, connection}.
-RENDER_RB = r"""
-require "erb"
-require "json"
-require "ostruct"
-require "pathname"
-
-spec = JSON.parse(File.read(ARGV[0]))
-app = Pathname.new(spec["app"])
-out = Pathname.new(spec["out"])
-
-def render(path, context_binding)
-  erb = ERB.new(path.read, trim_mode: "-")
-  erb.filename = path.to_s
-  erb.result(context_binding)
-end
-
-# submit.yml.erb: the form's values as bare names (OOD: an OpenStruct's own binding)
-form = OpenStruct.new(spec["form"].merge("staged_root" => out.to_s))
-out.join("submit.yml").write(render(app.join("submit.yml.erb"), form.instance_eval { binding }))
-
-# template/*.erb: `session` and `context` (OOD: BatchConnect::Session::TemplateBinding)
-TemplateBinding = Struct.new(:session, :context) do
-  def get_binding
-    binding
-  end
-end
-templates = TemplateBinding.new(OpenStruct.new(spec["session"]), OpenStruct.new(spec["form"])).get_binding
-out.join("template").mkpath
-Pathname.glob(app.join("template", "*.erb")).each do |path|
-  target = out.join("template", path.basename.sub_ext(""))
-  target.write(render(path, templates))
-  target.chmod(path.stat.mode)  # OOD renames the .erb to the rendered name: its mode stays
-end
-
-# view.html.erb: connection.yml's values as bare names (OOD: the connection OpenStruct's binding)
-connection = OpenStruct.new(spec["connection"])
-out.join("view.html").write(render(app.join("view.html.erb"), connection.instance_eval { binding }))
-"""
 
 #: OOD's helpers as its basic template defines them for before.sh and after.sh (ood_core's
 #: BatchConnect::Template), stood in. The contract: ``find_port [HOST] [MIN] [MAX]`` prints a port
@@ -131,16 +92,7 @@ def _render(tmp_path: Path, environment: Path) -> Path:
     """The app rendered into ``tmp_path/session`` (OOD's staged session directory)."""
     if RUBY is None:
         pytest.skip("needs Ruby to render the app's ERB as OOD does: apt-get install ruby (make test installs it)")
-    out = tmp_path / "session"
-    out.mkdir()
-    spec = tmp_path / "render.json"
-    spec.write_text(json.dumps({"app": str(APP), "out": str(out), "form": _sample_form(environment),
-                                "session": {"id": "sample-session", "staged_root": str(out), "cluster_id": "my_cluster"},
-                                "connection": CONNECTION}))
-    script = tmp_path / "render.rb"
-    script.write_text(RENDER_RB)
-    subprocess.run([RUBY, str(script), str(spec)], check=True, timeout=LIMIT_S, capture_output=True, text=True)
-    return out
+    return render_app(tmp_path, _sample_form(environment), CONNECTION)
 
 
 def _bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:

@@ -1,0 +1,167 @@
+"""The Open OnDemand app as a Slurm job (issue 59, item 4 c): the app rendered with Ruby's ERB as OOD
+renders it (``tests/ondemand.py``), its scripts run by a job script of ours that does what OOD's
+``basic`` template does, submitted with the rendered ``submit.yml``'s options as a user of the
+simulated cluster (``tests/multinode.py``: head and two compute nodes; the user exists in their
+namespaces only, ``tests/hub_class.py``'s accounts).
+
+Then, from the head node as the Connect button would: the lab answers on the node, port and
+password the job wrote into ``connection.yml``, under the path OOD's proxy forwards; a notebook's
+kernel there (Jupyter's kernel protocol over the lab's websocket) starts ``Workbench()``, whose world
+is the job's two ranks on both nodes; a rank blocked in a receive on the other node is named in
+the hang report with its host. The job is cancelled; the simulated cluster's teardown checks that
+nothing of it is left.
+
+What our job script stands in for: OOD's job script around the templates — its helpers
+(``find_port``, ``create_passwd``, ``wait_until_port_used``, ``clean_up``: ours do what OOD's
+documented helpers do), ``host=$(hostname)``, sourcing ``before.sh``, forking ``script.sh``, sourcing
+``after.sh`` and writing ``connection.yml``. Not covered: a real OOD (its proxy and login page).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.cluster.slurm import wait_until
+from tests.hub_class import Accounts
+from tests.multinode import client_json, simulated_cluster
+from tests.ondemand import render_app
+
+pytestmark = [pytest.mark.timeout(600),
+              pytest.mark.cost(90, "the Open OnDemand app rendered and run as a Slurm job of a user on two simulated "
+                                   "nodes: its lab answers, a notebook's world spans the job's nodes")]
+
+LIMIT = 240
+USER = "ooduser"
+
+#: What OOD's "basic" template makes of the staged session: the helpers, then before.sh, script.sh
+#: forked, after.sh, connection.yml (written once the lab listens: what makes OOD show Connect).
+OOD_BASIC = r"""#!/bin/bash -l
+port_used () { "${OOD_TEST_PYTHON}" -c 'import socket, sys; s = socket.socket(); s.settimeout(1); sys.exit(s.connect_ex((sys.argv[1], int(sys.argv[2]))))' "$1" "$2"; }
+find_port () { local host="${1:-localhost}" port; for port in $(shuf -i 20000-60000 -n 100); do port_used "$host" "$port" || { echo "$port"; return 0; }; done; return 1; }
+create_passwd () { tr -cd 'a-zA-Z0-9' < /dev/urandom 2> /dev/null | head -c "${1:-8}"; }
+wait_until_port_used () { local hostport="$1" seconds="${2:-30}" i; for ((i = 0; i < seconds * 4; i++)); do port_used "${hostport%:*}" "${hostport##*:}" && return 0; sleep 0.25; done; return 1; }
+clean_up () { pkill -P $$; exit "${1:-0}"; }
+cd "$(dirname "$0")"
+host=$(hostname)
+source template/before.sh
+export host port
+template/script.sh &
+script=$!
+source template/after.sh
+printf 'host: %s\nport: %s\npassword: %s\n' "$host" "$port" "$password" > connection.yml.part
+mv connection.yml.part connection.yml
+wait "$script"
+"""
+
+#: Run on head as the Connect button's browser would reach the lab: argv[1] is connection.yml.
+CLIENT = r'''
+import json, sys, time, uuid
+import requests, websocket, yaml
+
+c = yaml.safe_load(open(sys.argv[1]))
+server = f"http://{c['host']}:{c['port']}/node/{c['host']}/{c['port']}/"
+headers = {"Authorization": f"token {c['password']}"}
+deadline = time.monotonic() + 120
+while True:
+    try:
+        if requests.get(server + "api/status", headers=headers, timeout=10).status_code == 200:
+            break
+    except requests.RequestException:
+        pass
+    if time.monotonic() > deadline:
+        raise SystemExit("the lab did not answer")
+    time.sleep(0.5)
+refused = requests.get(server + "api/status", timeout=10).status_code
+kid = requests.post(server + "api/kernels", headers=headers, json={"name": "python3"}, timeout=60).json()["id"]
+ws = websocket.create_connection(f"ws://{c['host']}:{c['port']}/node/{c['host']}/{c['port']}/api/kernels/{kid}/channels",
+                                 header=[f"Authorization: token {c['password']}"], timeout=600)
+said = []
+for code in json.loads(sys.argv[2]):
+    msg_id = uuid.uuid4().hex
+    ws.send(json.dumps({"header": {"msg_id": msg_id, "username": "t", "session": uuid.uuid4().hex,
+                                   "msg_type": "execute_request", "version": "5.3"}, "parent_header": {}, "metadata": {},
+                        "channel": "shell", "content": {"code": code, "silent": False, "store_history": True,
+                                                        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}}))
+    out = ""
+    while True:
+        msg = json.loads(ws.recv())
+        if msg.get("parent_header", {}).get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "stream":
+            out += msg["content"]["text"]
+        elif msg["msg_type"] == "error":
+            out += "\n".join(msg["content"]["traceback"])
+        elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            break
+    said.append(out)
+print(json.dumps({"refused": refused, "said": said}))
+'''
+
+CELLS = [
+    "import json\nfrom mpiworkbench import Workbench\nwb = Workbench(activate=False, timeout=120).start()\n"
+    "print('WORLD', wb.n, wb.launcher)\nprint('HOSTS', json.dumps({r: h for r, h in sorted(wb.hosts.items())}))",
+    "from mpiworkbench import ExecutionTimeout\nwb.timeout = 8\ntry:\n"
+    "    wb.execute('from mpi4py import MPI\\nc = MPI.COMM_WORLD\\nif c.rank == 1:\\n    c.recv(source=0, tag=7)\\nelse:\\n    c.barrier()')\n"
+    "except ExecutionTimeout as exc:\n    print('HANG', exc)\nwb.restart()\nprint('RESTARTED', wb.n)",
+    "wb.stop()\nprint('STOPPED')",
+]
+
+
+@pytest.fixture(scope="module")
+def nodes():
+    yield from simulated_cluster(compute=2, cpus=2)
+
+
+def test_the_rendered_app_runs_as_a_users_job_its_lab_answers_and_a_notebooks_world_spans_both_nodes(nodes):
+    if shutil.which("ruby") is None:
+        pytest.skip("needs Ruby to render the app's ERB as OOD does: apt-get install ruby (make test installs it)")
+    accounts = Accounts(nodes, [USER])
+    job = None
+    try:
+        accounts.expose_python(nodes)
+        work = accounts.home(USER) / "ondemand"
+        work.mkdir()
+        form = {"cluster": "mpiwb", "bc_account": "", "bc_queue": "", "bc_num_hours": "1", "num_nodes": "2",
+                "tasks_per_node": "1", "modules": "",  # (no module system on the simulated nodes)
+                "activate_environment": f"source {Path(sys.prefix)}/bin/activate"}
+        session = render_app(work, form, connection={"host": "", "port": 0, "password": ""})
+        native = [str(option) for option in yaml.safe_load((session / "submit.yml").read_text())["script"]["native"]]
+        script = session / "job.sh"
+        script.write_text(OOD_BASIC)
+        script.chmod(0o755)
+        for path in [work, *work.rglob("*")]:
+            os.chown(path, accounts.uids[USER], accounts.uids[USER])
+        # OOD submits with --export=NONE; SLURM_CONF stands for the slurm.conf a real site keeps at
+        # its default path (the simulated cluster's is elsewhere)
+        submitted = nodes.on(nodes.head, "runuser", "-u", USER, "--", "env", f"SLURM_CONF={nodes.conf}",
+                             f"OOD_TEST_PYTHON={sys.executable}", "sbatch", "--parsable", "--export=SLURM_CONF,OOD_TEST_PYTHON",
+                             "--time=10", f"--output={session / 'output.log'}", *native, str(script))
+        job = submitted.stdout.strip().split(";")[0]
+        connection = session / "connection.yml"
+        wait_until(connection.exists, "the job's lab to listen (connection.yml written)", LIMIT,
+                   diagnose=lambda: (session / "output.log").read_text()[-3000:] if (session / "output.log").exists() else
+                   nodes.diagnose())
+        result = nodes.on(nodes.head, sys.executable, "-c", CLIENT, str(connection), json.dumps(CELLS),
+                          check=False, timeout=2 * LIMIT)
+        seen = client_json(result)
+        assert seen["refused"] == 403, seen  # nothing without the password
+        world, hang, stopped = seen["said"]
+        assert "WORLD 2 srun" in world, world + (session / "output.log").read_text()[-3000:]
+        hosts = json.loads(world.split("HOSTS", 1)[1].strip().splitlines()[0])
+        lab_host = yaml.safe_load(connection.read_text())["host"]
+        assert sorted(hosts.values()) == sorted(nodes.compute) and hosts["0"] == lab_host, (hosts, lab_host)
+        # the rank blocked on the node the lab does not run on, named with its host
+        assert f"rank 1 on {hosts['1']}: blocked in MPI_Recv(source=0, tag=7" in hang, hang
+        assert "RESTARTED 2" in hang and "STOPPED" in stopped, (hang, stopped)
+    finally:
+        if job is not None:
+            nodes.run("scancel", job, check=False)
+            nodes.wait_for_no_jobs()
+        accounts.remove()
