@@ -71,15 +71,15 @@ def mismatch(reader: dict[str, Any] | None) -> str:
     """Why this lab part cannot read a world whose reader record is *reader* (``""``: it can),
     naming the side to upgrade."""
     if reader is None:
-        return ("its workbench records no reader for the lab (a kernel side older than this sidebar, or the "
-                "world still starting): upgrade mpiworkbench in the kernel's environment")
+        return ("its workbench records no reader for the lab (a kernel side older than this sidebar): upgrade "
+                "mpiworkbench in the kernel's environment")
     theirs = reader.get("protocol")
     if theirs == PROTOCOL:
         return ""
     if isinstance(theirs, int) and theirs > PROTOCOL:
         return (f"its workbench ({reader.get('version', '?')}, protocol {theirs}) is newer than this sidebar "
                 f"(protocol {PROTOCOL}): upgrade the lab part in the lab's environment: "
-                f"{reader.get('python')} -m mpiworkbench lab-part install --python {sys.executable}")
+                + INSTALL_COMMAND.format(python=reader.get("python"), lab_python=sys.executable))
     return (f"its workbench ({reader.get('version', '?')}, protocol {theirs}) is older than this sidebar "
             f"(protocol {PROTOCOL}): upgrade mpiworkbench in {reader.get('python')}'s environment")
 

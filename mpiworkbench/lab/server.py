@@ -124,10 +124,11 @@ class Readers:
             reader.close()
 
 
-def unread_world(profile_dir: Path, cluster_id: str, why: str) -> dict[str, Any]:
-    """A world the lab cannot read, as the sidebar shows it: its name and why."""
+def unread_world(profile_dir: Path, cluster_id: str, why: str, state: str = "unknown") -> dict[str, Any]:
+    """A world the lab cannot read (or not yet: *state* ``starting``), as the sidebar shows it:
+    its name and why."""
     return {"cluster_id": cluster_id, "profile": profile_dir.name[len("profile_"):], "profile_dir": str(profile_dir),
-            "state": "unknown", "note": why, "generation": None, "notebooks": [], "clients": [], "busy": None,
+            "state": state, "note": why, "generation": None, "notebooks": [], "clients": [], "busy": None,
             "holder_kernel": "", "holder_notebook": None, "holder_in_lab": False, "ranks": [], "groups": []}
 
 
@@ -138,7 +139,9 @@ def read_worlds(readers: Readers, kernel_files: dict[str, str], lab_kernels: lis
     for profile_dir, cluster_id, directory in (found := protocol.world_directories(ipython_dir())):
         reader = protocol.read_reader(directory)
         why = protocol.mismatch(reader)
-        if why:
+        if not (directory / protocol.WORLD_RECORD).exists():  # its first client has not recorded it yet
+            shown[directory] = unread_world(profile_dir, cluster_id, "", state="starting")
+        elif why:
             shown[directory] = unread_world(profile_dir, cluster_id, why)
         else:
             owned.setdefault((reader["python"], reader["module"]), []).append((profile_dir, cluster_id, directory))

@@ -92,6 +92,8 @@ def test_the_worlds_endpoint_reports_each_rank_and_its_lab_kernel_and_needs_the_
     newer.mkdir(parents=True)
     write_json_atomic(newer / "world.json", {"ranks": {"0": 0}, "generation": 1, "reader": {
         **protocol.reader_record("9.9"), "protocol": protocol.PROTOCOL + 1}})
+    # a world whose first client has not recorded it yet: starting, nothing to upgrade
+    (ipython_dir / "profile_default" / "security" / "mpiworkbench-world-1700-new").mkdir()
     external = runtime / "external_kernels"
     external.mkdir(parents=True, exist_ok=True)
     (external / "mpiworkbench-1700-ab-g1-rank1.json").write_text(json.dumps({
@@ -101,7 +103,8 @@ def test_the_worlds_endpoint_reports_each_rank_and_its_lab_kernel_and_needs_the_
 
     status, answer = _get(f"{base}/{WORLDS_PATH}?token={token}")
     assert status == 200, status
-    world, old, new = answer["worlds"]
+    world, starting, old, new = answer["worlds"]
+    assert (starting["cluster_id"], starting["state"], starting["note"]) == ("1700-new", "starting", "")
     assert (world["cluster_id"], world["profile"], world["state"]) == ("1700-ab", "default", "idle")
     kernels = {k["id"] for k in _get(f"{base}/api/kernels?token={token}")[1]}
     by_rank = {r["rank"]: r for r in world["ranks"]}
