@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -48,7 +49,7 @@ find_port () { local host="${1:-localhost}" port; for port in $(shuf -i 20000-60
 create_passwd () { tr -cd 'a-zA-Z0-9' < /dev/urandom 2> /dev/null | head -c "${1:-8}"; }
 wait_until_port_used () { local hostport="$1" seconds="${2:-30}" i; for ((i = 0; i < seconds * 4; i++)); do port_used "${hostport%:*}" "${hostport##*:}" && return 0; sleep 0.25; done; return 1; }
 clean_up () { pkill -P $$; exit "${1:-0}"; }
-cd "$(dirname "$0")"
+cd SESSION
 host=$(hostname)
 source template/before.sh
 export host port
@@ -106,7 +107,7 @@ print(json.dumps({"refused": refused, "said": said}))
 
 CELLS = [
     "import json\nfrom mpiworkbench import Workbench\nwb = Workbench(activate=False, timeout=120).start()\n"
-    "print('WORLD', wb.n, wb.launcher)\nprint('HOSTS', json.dumps({r: h for r, h in sorted(wb.hosts.items())}))",
+    "print('WORLD', wb.n)\nprint('HOSTS', json.dumps({r: h for r, h in sorted(wb.hosts.items())}))",
     "from mpiworkbench import ExecutionTimeout\nwb.timeout = 8\ntry:\n"
     "    wb.execute('from mpi4py import MPI\\nc = MPI.COMM_WORLD\\nif c.rank == 1:\\n    c.recv(source=0, tag=7)\\nelse:\\n    c.barrier()')\n"
     "except ExecutionTimeout as exc:\n    print('HANG', exc)\nwb.restart()\nprint('RESTARTED', wb.n)",
@@ -122,6 +123,10 @@ def nodes():
 def test_the_rendered_app_runs_as_a_users_job_its_lab_answers_and_a_notebooks_world_spans_both_nodes(nodes):
     if shutil.which("ruby") is None:
         pytest.skip("needs Ruby to render the app's ERB as OOD does: apt-get install ruby (make test installs it)")
+    # the user's sbatch and srun reach munge and read slurm.conf: the cluster's directory must be
+    # traversable (the munge key stays readable by root only), as for the hub's students
+    os.chmod(nodes.root, 0o755)
+    os.chmod(nodes.root / "munge", 0o711)
     accounts = Accounts(nodes, [USER])
     job = None
     try:
@@ -134,7 +139,7 @@ def test_the_rendered_app_runs_as_a_users_job_its_lab_answers_and_a_notebooks_wo
         session = render_app(work, form, connection={"host": "", "port": 0, "password": ""})
         native = [str(option) for option in yaml.safe_load((session / "submit.yml").read_text())["script"]["native"]]
         script = session / "job.sh"
-        script.write_text(OOD_BASIC)
+        script.write_text(OOD_BASIC.replace("SESSION", shlex.quote(str(session))))  # OOD's staged_root
         script.chmod(0o755)
         for path in [work, *work.rglob("*")]:
             os.chown(path, accounts.uids[USER], accounts.uids[USER])
@@ -142,23 +147,29 @@ def test_the_rendered_app_runs_as_a_users_job_its_lab_answers_and_a_notebooks_wo
         # its default path (the simulated cluster's is elsewhere)
         submitted = nodes.on(nodes.head, "runuser", "-u", USER, "--", "env", f"SLURM_CONF={nodes.conf}",
                              f"OOD_TEST_PYTHON={sys.executable}", "sbatch", "--parsable", "--export=SLURM_CONF,OOD_TEST_PYTHON",
-                             "--time=10", f"--output={session / 'output.log'}", *native, str(script))
+                             "--time=10", f"--output={session / 'output.log'}", *native, str(script), check=False)
+        assert submitted.returncode == 0, submitted.stderr
         job = submitted.stdout.strip().split(";")[0]
-        connection = session / "connection.yml"
-        wait_until(connection.exists, "the job's lab to listen (connection.yml written)", LIMIT,
-                   diagnose=lambda: (session / "output.log").read_text()[-3000:] if (session / "output.log").exists() else
-                   nodes.diagnose())
+        connection, output = session / "connection.yml", session / "output.log"
+
+        def queued() -> bool:
+            return bool(nodes.run("squeue", "--noheader", f"--jobs={job}", check=False).stdout.strip())
+
+        wait_until(lambda: connection.exists() or not queued(), "the job's lab to listen (connection.yml written)", LIMIT,
+                   diagnose=lambda: output.read_text()[-3000:] if output.exists() else nodes.diagnose())
+        assert connection.exists(), "the job ended before its lab listened:\n" + (output.read_text()[-3000:] if output.exists() else "")
         result = nodes.on(nodes.head, sys.executable, "-c", CLIENT, str(connection), json.dumps(CELLS),
                           check=False, timeout=2 * LIMIT)
         seen = client_json(result)
         assert seen["refused"] == 403, seen  # nothing without the password
         world, hang, stopped = seen["said"]
-        assert "WORLD 2 srun" in world, world + (session / "output.log").read_text()[-3000:]
+        assert "WORLD 2\n" in world, world + output.read_text()[-3000:]
         hosts = json.loads(world.split("HOSTS", 1)[1].strip().splitlines()[0])
         lab_host = yaml.safe_load(connection.read_text())["host"]
         assert sorted(hosts.values()) == sorted(nodes.compute) and hosts["0"] == lab_host, (hosts, lab_host)
         # the rank blocked on the node the lab does not run on, named with its host
-        assert f"rank 1 on {hosts['1']}: blocked in MPI_Recv(source=0, tag=7" in hang, hang
+        line = next((text for text in hang.splitlines() if f"rank 1 on {hosts['1']}: blocked in MPI_" in text), "")
+        assert "(source=0, tag=7" in line, hang  # (mpi4py's recv of an object probes first: MPI_Mprobe)
         assert "RESTARTED 2" in hang and "STOPPED" in stopped, (hang, stopped)
     finally:
         if job is not None:
