@@ -124,6 +124,10 @@ def _answers(kernel, n: int) -> str:
                       "except Exception as exc:\n    print('REFUSED', type(exc).__name__, exc)\nwb.timeout = 120")
 
 
+# alone (after the tier's other tests, one at a time): three ranks on two cores are oversubscribed, and
+# beside the other worker's tests the interrupts' moments drifted (CI, 2026-11-29: a restart that
+# left no world, an interrupt caught before the cell's wait)
+@pytest.mark.alone
 @pytest.mark.cost(90, "a notebook kernel's world per rank count; a %%px --debug cell interrupted at several "
                       "moments, at its breakpoint twice, then left by an exception")
 @pytest.mark.parametrize("n", [2, 3])
@@ -167,8 +171,8 @@ def test_leaving_a_debugging_session_however_it_ends_leaves_a_world_that_answers
         assert "REFUSED WorldBlocked" in refused and "MPI_Barrier" in refused, refused
         assert "wb.restart()" in refused, refused
         assert "REFUSED WorldBlocked" in _answers(kernel, n)  # (and stays so, until a restart)
-        kernel.run("wb.restart()")
-        assert f"ANSWER {[1] * n}" in _answers(kernel, n)
+        restarted = kernel.run("wb.restart()")
+        assert f"ANSWER {[1] * n}" in _answers(kernel, n), restarted
 
         # 3. wb.debug() left by an exception while rank 1 is stopped: continued, the next call answers
         pids = _pids(kernel)

@@ -41,8 +41,9 @@ STREAM_UP_TO = 8
 #: IOPub says its output is complete, and ends the wait at once.
 OUTPUT_WAIT_S = 30.0
 #: Seconds an interrupted ``%%px --debug`` cell, its ranks continued, may take to end by itself
-#: before the engines are sent the interrupt signal.
-DEBUG_END_S = 3.0
+#: before the engines are sent the interrupt signal (3 s was too short with three ranks on two busy
+#: cores: the signal then took a continued rank out of the collective the others were in).
+DEBUG_END_S = 10.0
 
 
 class WorkbenchMagics(ParallelMagics):
