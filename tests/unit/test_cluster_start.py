@@ -171,7 +171,8 @@ def test_the_watchdog_command_ends_the_cluster_when_its_parent_dies_without_the_
     assert loaded_ipyparallel == "False" and "mpiworkbench.client.calls.session" not in loaded
     assert set(eval(loaded)) <= {  # noqa: S307
         "mpiworkbench", "mpiworkbench.client", "mpiworkbench.client.cluster", "mpiworkbench.client.cluster.record",
-        "mpiworkbench.core", "mpiworkbench.core.processes", "mpiworkbench.core.shm"}
+        "mpiworkbench.core", "mpiworkbench.core.processes", "mpiworkbench.core.shm",
+        "mpiworkbench.lab", "mpiworkbench.lab.protocol"}  # (the world's file names: standard library only)
 
     profile, cluster_id = str(tmp_path / "profile_x"), "the-id"
     sleeper = [sys.executable, "-c", "import sys; sys.stdin.read()"]
