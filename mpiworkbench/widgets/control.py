@@ -93,7 +93,7 @@ def sidebar_note() -> widgets.HTML:
     command that adds it (:mod:`mpiworkbench.client.calls.lab_advice`); empty otherwise."""
     note = widgets.HTML()
     note.add_class("mpiwb-sidebar-note")
-    if not lab_advice.sidebar_shown():
+    if lab_advice.in_a_kernel() and not lab_advice.sidebar_shown():
         note.value = (f"<small>No MPI world sidebar in this lab (its environment lacks the lab part): add it with "
                       f"<code>{html.escape(lab_advice.install_line())}</code>, then restart the lab.</small>")
     return note

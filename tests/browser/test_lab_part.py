@@ -160,7 +160,7 @@ def test_a_centres_lab_with_the_users_kernel_gets_the_sidebar_by_the_command_the
                 start_world(page)
                 run_cell(page, FILE)
                 said = cell_output(page, FILE)
-                said.get_by_text("has no MPI world sidebar").wait_for(timeout=LIMIT_MS)
+                said.get_by_text("shows the MPI world sidebar").wait_for(timeout=LIMIT_MS)
                 text = said.inner_text()
                 assert page.locator('.jp-SideBar .lm-TabBar-tab[data-id="mpiworkbench-world-sidebar"]').count() == 0
                 install = line_after(text, "Add it, then restart the lab:")

@@ -19,7 +19,13 @@ from mpiworkbench.lab import protocol
 @pytest.fixture
 def runtime(tmp_path, monkeypatch):
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path))
+    monkeypatch.setattr(lab_advice, "in_a_kernel", lambda: True)  # (what a notebook's kernel is)
     return tmp_path
+
+
+def test_a_script_outside_a_kernel_is_told_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path))
+    assert not lab_advice.in_a_kernel() and lab_advice.advice({0: tmp_path / "x.json"}) == ""
 
 
 def test_no_lab_part_names_the_install_command_with_the_labs_python_and_the_console_path(runtime, tmp_path):
@@ -33,7 +39,7 @@ def test_no_lab_part_names_the_install_command_with_the_labs_python_and_the_cons
         said = lab_advice.advice({1: tmp_path / "rank1.json"})
     finally:
         lab.communicate(b"")
-    assert "has no MPI world sidebar" in said, said
+    assert "shows the MPI world sidebar" in said and said.startswith("No JupyterLab"), said
     assert f"-m mpiworkbench lab-part install --python {lab_python}" in said, said
     assert f"{sys.executable} -m jupyter_console --existing {tmp_path / 'rank1.json'}" in said, said
     assert "(rank 1's kernel)" in said, said

@@ -26,6 +26,12 @@ def runtime_dir() -> str:
     return jupyter_runtime_dir()
 
 
+def in_a_kernel() -> bool:
+    """Whether this process is a Jupyter kernel (a script or the CLI has no lab to advise on)."""
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    return getattr(shell, "kernel", None) is not None
+
+
 def sidebar_shown() -> bool:
     """Whether a lab of this user, on this host, serves the sidebar and lists rank kernels."""
     return any(lab.get("external_kernels") for lab in live_labs(runtime_dir()))
@@ -69,11 +75,12 @@ def console_line(path: Path) -> str:
 
 def advice(files: dict[int, Path] | None = None) -> str:
     """``""`` when the sidebar is shown; else, in a few lines, the command that adds it and, for
-    the ranks of *files* (rank → connection file), how to reach them from any lab."""
-    if sidebar_shown():
+    the ranks of *files* (rank → connection file), how to reach them from any lab. Outside a
+    Jupyter kernel (a script), ``""`` too."""
+    if not in_a_kernel() or sidebar_shown():
         return ""
-    lines = ["This JupyterLab has no MPI world sidebar (its environment lacks the lab part), so it lists no "
-             f"rank kernels. Add it, then restart the lab: {install_line()}"]
+    lines = ["No JupyterLab of yours on this host shows the MPI world sidebar (the lab's environment lacks the "
+             f"lab part), so none lists the ranks' kernels. Add it, then restart the lab: {install_line()}"]
     for rank, path in sorted((files or {}).items()):
         lines.append(f"Meanwhile, in any terminal of this host: {console_line(path)}   (rank {rank}'s kernel)")
     return "\n".join(lines)
