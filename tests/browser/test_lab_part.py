@@ -32,7 +32,7 @@ import pytest
 from tests import lab_venv
 from tests.browser.conftest import CHROMIUM_ARGS, LabServer, _wait_for_http, screenshot
 from tests.browser.lab_process import stop_lab
-from tests.browser.sidebar_support import run_cell, world_of
+from tests.browser.sidebar_support import run_cell, tab, world_of
 from tests.browser.widgets_support import LIMIT_MS, cell_output, kernel_session
 from tests.ports import free_port
 
@@ -185,6 +185,7 @@ def test_a_centres_lab_with_the_users_kernel_gets_the_sidebar_by_the_command_the
                 world_of(page, cluster).locator('.jp-mpiwb-rank[data-rank="1"] .jp-mpiwb-debug').click()
                 page.locator("#mpiworkbench-world-sidebar .jp-mpiwb-pin",
                              has_text=f"Debugger on rank 1 of {cluster}").wait_for(timeout=LIMIT_MS)
+                tab(page, "centre.ipynb").click()  # back to the notebook, as the user goes (Debug opened a console)
                 run_cell(page, DEBUG)
                 world_of(page, cluster).locator('.jp-mpiwb-group[data-state="stopped"][data-ranks="1"]',
                                                 has_text="cell line 3").wait_for(timeout=LIMIT_MS)
@@ -193,6 +194,7 @@ def test_a_centres_lab_with_the_users_kernel_gets_the_sidebar_by_the_command_the
                     .first.click()
                 cell_output(page, DEBUG).get_by_text("debugged 43").wait_for(timeout=LIMIT_MS)
                 assert "debugged 42" in cell_output(page, DEBUG).inner_text()
+                tab(page, "centre.ipynb").click()
                 run_cell(page, STOP)
                 cell_output(page, STOP).get_by_text("stopped").wait_for(timeout=LIMIT_MS)
         finally:
