@@ -35,6 +35,7 @@ from tests.browser.lab_process import stop_lab
 from tests.browser.sidebar_support import run_cell, tab, world_of
 from tests.browser.widgets_support import LIMIT_MS, cell_output, kernel_session
 from tests.ports import free_port
+from tests.process_tree import leftover_cluster_processes
 
 pytestmark = pytest.mark.cost(150, "a JupyterLab of its own environment started twice, the project's kernel "
                                    "in it: the advice without the lab part followed, then the sidebar and its Debug")
@@ -147,6 +148,8 @@ def test_a_centres_lab_with_the_users_kernel_gets_the_sidebar_by_the_command_the
     nb.cells = [nbformat.v4.new_code_cell(c) for c in CELLS]
     nb.metadata["kernelspec"] = {"name": KERNEL, "display_name": KERNEL_TITLE, "language": "python"}
     nbformat.write(nb, root / "centre.ipynb")
+    # the labs this worker runs already (the session's, for the tier's other tests): they run on
+    others = tuple(int(line.split(":")[0]) for line in leftover_cluster_processes() if " -m jupyterlab " in line)
     uninstall = [str(lab_python), "-m", "pip", "uninstall", "-y", "-q", "mpiworkbench-lab"]
     subprocess.run(uninstall, capture_output=True, timeout=300)  # bare, whatever a failed run left
     with sync_playwright() as p:
@@ -155,7 +158,7 @@ def test_a_centres_lab_with_the_users_kernel_gets_the_sidebar_by_the_command_the
         page.set_default_timeout(60_000)
         try:
             server = lab.start()
-            with kernel_session(page, server, "lab-part-bare"):
+            with kernel_session(page, server, "lab-part-bare", others):
                 open_notebook(page, server, "centre.ipynb")
                 start_world(page)
                 run_cell(page, FILE)
@@ -176,7 +179,7 @@ def test_a_centres_lab_with_the_users_kernel_gets_the_sidebar_by_the_command_the
             lab.stop()
 
             server = lab.start()  # the lab part loads at the lab's start
-            with kernel_session(page, server, "lab-part-added"):
+            with kernel_session(page, server, "lab-part-added", others):
                 open_notebook(page, server, "centre.ipynb")
                 page.locator('.jp-SideBar .lm-TabBar-tab[data-id="mpiworkbench-world-sidebar"]').click()
                 cluster = start_world(page)

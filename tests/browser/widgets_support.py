@@ -215,25 +215,27 @@ def error_outputs(page) -> list[str]:
     return page.evaluate(_ERROR_OUTPUTS)
 
 
-def wait_no_cluster_left(server_pid: int, timeout: float = 60) -> list[str]:
-    """Poll until no cluster process of this test run is left (except the lab server and the
-    still open browser)."""
+def wait_no_cluster_left(server_pid: int, timeout: float = 60, others: tuple[int, ...] = ()) -> list[str]:
+    """Poll until no cluster process of this test run is left (except the lab server, the
+    still open browser and the *others* that run on: another lab of this worker's)."""
     deadline = time.monotonic() + timeout
-    leftovers = _cluster_leftovers(server_pid)
+    leftovers = _cluster_leftovers(server_pid, others)
     while leftovers and time.monotonic() < deadline:
         time.sleep(0.2)  # polling the condition "processes gone", not a fixed wait
-        leftovers = _cluster_leftovers(server_pid)
+        leftovers = _cluster_leftovers(server_pid, others)
     return leftovers
 
 
-def _cluster_leftovers(server_pid: int) -> list[str]:
+def _cluster_leftovers(server_pid: int, others: tuple[int, ...] = ()) -> list[str]:
     """Leftovers of this run, except the test's own browser (the ``page`` fixture closes it)."""
-    return [line for line in leftover_cluster_processes(exclude=(server_pid,)) if "/chromium/" not in line.split()[1]]
+    return [line for line in leftover_cluster_processes(exclude=(server_pid, *others))
+            if "/chromium/" not in line.split()[1]]
 
 
 @contextlib.contextmanager
-def kernel_session(page, server: LabServer, name: str) -> Iterator[None]:
-    """Run a test body, then shut every kernel down and check no cluster outlived it.
+def kernel_session(page, server: LabServer, name: str, others: tuple[int, ...] = ()) -> Iterator[None]:
+    """Run a test body, then shut every kernel down and check no cluster outlived it (*others*:
+    processes that run on meanwhile, such as the session's lab beside a lab of the test's own).
 
     On failure a screenshot ``<name>-failure.png`` is kept and the notebook's outputs are
     printed; the kernels are shut down in every case.
@@ -248,7 +250,7 @@ def kernel_session(page, server: LabServer, name: str) -> Iterator[None]:
                 screenshot(page, f"{name}-failure.png")
                 print("outputs on the page:", page.locator(OUTPUTS).all_inner_texts())
         shutdown_kernels(server)
-        leftovers = wait_no_cluster_left(server.process.pid)
+        leftovers = wait_no_cluster_left(server.process.pid, others=others)
         if ok:
             assert leftovers == [], "cluster processes outlived the kernel:\n" + "\n".join(leftovers)
         elif leftovers:
