@@ -50,9 +50,7 @@ def kernels_directory() -> Path:
     """Where the ranks' connection files go: JupyterLab's directory of external kernels
     (``<jupyter runtime dir>/external_kernels``, jupyter_server's default), so a lab started by
     ``mpiworkbench lab`` lists every rank as a running kernel."""
-    from jupyter_core.paths import jupyter_runtime_dir
-
-    return Path(jupyter_runtime_dir()) / "external_kernels"
+    return Path(lab_advice.runtime_dir()) / "external_kernels"
 
 
 def proxied(wb, proxy: bool | None = None) -> bool:
