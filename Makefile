@@ -180,14 +180,14 @@ system-packages:
 # so the notebook tier comes before it.
 # Every run ends with its time table (tests/timetable.py): each tier's wall time and the run's ten
 # slowest tests, printed and kept in the test artifacts' time-table.txt, also when a tier failed.
-# The unit and MPI tiers first; then two lanes side by side (most of their time is waiting): the
-# cluster tier in one, the notebook then browser tiers in the other, each line of output prefixed
-# with its lane.
+# Two lanes side by side, each line of output prefixed with its lane: the MPI then cluster tiers
+# in one, the unit, notebook then browser tiers in the other. The MPI tier comes before the
+# cluster tier in its lane, so that the cluster tier's /dev/shm check starts after the MPI tier's
+# jobs have ended; the two lanes take about as long (docs/measurements.md, "The test suite's time").
 test: $(TEST_STAMP) $(LABEXT_STAMP) $(PROFILE_STAMP) system-packages $(PROXY_STAMP)
 	@$(TIMETABLE) begin
-	@$(MAKE) --no-print-directory test-unit test-mpi && \
-	  $(TIMETABLE) lanes cluster='$(MAKE) --no-print-directory test-cluster' \
-	                     notebooks+browser='$(MAKE) --no-print-directory test-notebooks test-browser'; \
+	@$(TIMETABLE) lanes mpi+cluster='$(MAKE) --no-print-directory test-mpi test-cluster' \
+	                    unit+notebooks+browser='$(MAKE) --no-print-directory test-unit test-notebooks test-browser'; \
 	  rc=$$?; $(TIMETABLE) show; exit $$rc
 
 # A developer's loop (a few minutes): the unit tier and the MPI tier at 2 ranks under the venv's

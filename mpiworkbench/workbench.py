@@ -151,6 +151,38 @@ class Workbench(Session):
         get_benchmark(benchmark)  # a clear error before any widget is built
         return BenchPanel(self, benchmark=benchmark, **kwargs)
 
+    def export_job(self, path, values=None, minutes: int | None = None, name: str | None = None,
+                   overwrite: bool = False):
+        """Save this session's MPI work as a batch job that reproduces it (docs/batch_job.md).
+
+        The ``%%px`` cells and ``wb.run`` calls that ran on this world (since its last restart)
+        and succeeded, the solvers' and benchmarks' driver calls, in the order they ran, go to
+        ``path/job.py``; ``run.sh`` runs it here, ``job.sbatch`` under Slurm, ``mpiworkbench job
+        run PATH --np N`` at any size and compares each cell's output with what the session's
+        ranks printed (a digest per cell and rank, in ``job.json``).
+
+        Parameters
+        ----------
+        path : str or path
+            A new directory (or a job's, with *overwrite*).
+        values : list of str, or dict
+            Values runs are compared by: variables the cells leave on the ranks (rank 0's), or
+            ``{label: name or solver handle}`` (a handle of :meth:`wave`, :meth:`cg`,
+            :meth:`heat`: its whole field, gathered).
+        minutes : int, optional
+            ``job.sbatch``'s time limit.
+        name : str, optional
+            The job's name (default the directory's).
+
+        Returns
+        -------
+        SavedJob
+            The directory, and how many calls it holds and which it left out.
+        """
+        from mpiworkbench.drivers.job import export_job  # lazy: only a session that saves a job needs it
+
+        return export_job(self, path, values=values, minutes=minutes, name=name, overwrite=overwrite)
+
     #: The trace of the last ``%%px --trace`` cell (a :class:`mpiworkbench.trace.Trace`).
     last_trace = None
 

@@ -105,7 +105,8 @@ class ControlPanel:
     session's methods.
 
     Control ``description``s: ``Profile``, ``Attach``, ``Ranks``, ``Thread level``, ``Start``,
-    ``Restart``, ``Stop`` (``Detach`` when attached).
+    ``Restart``, ``Stop`` (``Detach`` when attached), ``Job`` and ``Save as job`` (the session's
+    work as a batch job: :meth:`~mpiworkbench.Workbench.export_job`).
     """
 
     def __init__(self, wb):
@@ -132,6 +133,11 @@ class ControlPanel:
                                              tooltip="read the state and who shares the world again")
         self.refresh_button.on_click(lambda _b: self.refresh())
         self.message = widgets.HTML()
+        self.job_path = widgets.Text(value="", placeholder="a new directory: job.py, run.sh, job.sbatch…",
+                                     description="Job", style=WHOLE_LABEL)
+        self.save_button = widgets.Button(description="Save as job", icon="save",
+                                          tooltip="save this world's cells and calls as a batch job (wb.export_job)")
+        self.save_button.on_click(lambda _b: self._do(lambda: wb.export_job(self._job_directory()), said=repr))
         for button, action in (
             (self.attach_button, lambda: wb.attach_to(self.profile.value)),
             (self.start_button, lambda: wb.start(self.ranks.value, self.level.value, own=True, mpi=self.mpi.value)),
@@ -144,16 +150,23 @@ class ControlPanel:
         self.widget = widgets.VBox([
             widgets.HBox([self.profile, self.attach_button, self.profile_info]),
             widgets.HBox([self.ranks, self.level, self.mpi]),
-            buttons, self.status, self.message, sidebar_note(),
+            buttons, widgets.HBox([self.job_path, self.save_button]), self.status, self.message, sidebar_note(),
         ])
         self.widget.add_class("mpiwb-control-panel")
         self.refresh()
 
-    def _do(self, action) -> None:
+    def _job_directory(self) -> str:
+        path = self.job_path.value.strip()
+        if not path:
+            raise ValueError("name a new directory for the job in the Job field first (e.g. jobs/wave-run)")
+        return path
+
+    def _do(self, action, said=None) -> None:
+        """Run *action*; show what *said* makes of its result (nothing by default), or its error."""
         self.message.value = "<i>working…</i>"
         try:
-            action()
-            self.message.value = ""
+            result = action()
+            self.message.value = f"<pre>{html.escape(said(result))}</pre>" if said else ""
         except Exception as exc:  # noqa: BLE001 - shown to the user in the panel
             self.message.value = f"<pre>{html.escape(str(exc))}</pre>"
         self.refresh()
@@ -181,6 +194,7 @@ class ControlPanel:
         self.start_button.disabled = state not in ("stopped", "starting")
         self.restart_button.disabled = state in ("stopped", "starting")
         self.stop_button.disabled = state == "stopped"
+        self.save_button.disabled = state != "running"
         self.stop_button.description = "Stop" if wb.owns_cluster else "Detach"
         self.stop_button.tooltip = ("stop engines and controller" if wb.owns_cluster
                                     else "detach; the cluster keeps running for whoever started it")

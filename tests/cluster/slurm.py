@@ -91,7 +91,7 @@ SlurmctldDebug=info
 SlurmdDebug=info
 ReturnToService=2
 InactiveLimit=0
-KillWait=5
+KillWait=30
 MinJobAge=2
 {nodes}
 {partition} Default=YES MaxTime=30 State=UP OverSubscribe=YES

@@ -35,9 +35,17 @@ CELLS = [
     "import os, time\nfrom mpiworkbench import Workbench\nwb = Workbench().start()\n"
     "print('FACTS', os.environ['SLURM_JOB_ID'], sorted(set(wb.hosts.values())), wb.n)",
     "%%px\nimport time\ntime.sleep(3600)",
+    # the engines of this job only: the class test may run a world of the same student beside it,
+    # in a simulated cluster of its own (whose job ids start at 1 too: its SLURM_CONF tells them apart)
     "import subprocess\nprint('STATE', wb.state)\n"
-    "print('ENGINES', subprocess.run(['pgrep', '-u', os.environ['USER'], '-f', 'engine_start'],"
-    " capture_output=True, text=True).stdout.split())",
+    "job = {f'{k}={os.environ[k]}'.encode() for k in ('SLURM_JOB_ID', 'SLURM_CONF')}\n"
+    "def of_job(pid):\n"
+    "    try:\n"
+    "        return job <= set(open(f'/proc/{pid}/environ', 'rb').read().split(b'\\0'))\n"
+    "    except OSError:\n"
+    "        return False\n"
+    "found = subprocess.run(['pgrep', '-u', os.environ['USER'], '-f', 'engine_start'], capture_output=True, text=True)\n"
+    "print('ENGINES', [pid for pid in found.stdout.split() if of_job(pid)])",
 ]
 
 

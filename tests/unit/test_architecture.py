@@ -48,16 +48,19 @@ MAY_IMPORT: dict[str, set[str]] = {
     # the runtime: a session over the cluster, its world, calls, waits, turns and watchdog
     "client": {"lab", "trace", "speedup", "bench", "solvers", "syntax", "backends", "core"},
     # one driver per feature (bench, speedup, the solvers' handles, syntax lessons) over the runtime
-    "drivers": {"lab", "client", "trace", "speedup", "bench", "solvers", "syntax", "backends", "core"},
-    "widgets": {"lab", "trace", "drivers", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
-    "workbench": {"lab", "trace", "widgets", "drivers", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
+    "drivers": {"lab", "jobs", "client", "trace", "speedup", "bench", "solvers", "syntax", "backends", "core"},
+    "widgets": {"lab", "jobs", "trace", "drivers", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
+    "workbench": {"lab", "jobs", "trace", "widgets", "drivers", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
     # the nbgrader course: the exercises, graded on a cluster the client layer attaches to
     "course": {"lab", "exercises", "client", "core"},
-    "cli": {"deploy", "lab", "sidebar", "course", "exercises", "trace", "workbench", "drivers", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
+    "cli": {"deploy", "jobs", "lab", "sidebar", "course", "exercises", "trace", "workbench", "drivers", "client", "plot", "speedup", "bench", "solvers", "syntax", "backends", "core", "seeds"},
     # the world sidebar's kernel side: reads the worlds' files for the lab part (its reader process)
     # through the runtime's readers (client) and the ranks' records (trace); the sidebar's actions
     "sidebar": {"lab", "client", "trace", "core"},
     "exercises": set(),  # the notebooks' exercise checks: plain Python, no MPI
+    # a session saved as a batch job: its format (layout) for the journal, the ranks' runner (the
+    # engines' own code for a cell and a call: client.ranks) and the comparison
+    "jobs": {"client", "trace", "core"},
     "deploy": set(),  # what a centre deploys beside the package (the Open OnDemand app): data files + a locator
     "__main__": {"cli"},
     "__init__": set(),  # the face: only lazy hand-offs to workbench/client (checked below)

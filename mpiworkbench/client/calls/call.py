@@ -32,7 +32,11 @@ class Call:
         Whether rank 0's relay handed it to the other ranks (one reply for all of them).
     view : ipyparallel view or None
         The view a relayed call went through (its history drops the call too).
+    entry : Entry or None
+        What the session's journal keeps of it (:mod:`~mpiworkbench.client.calls.journal`), if anything.
     """
+
+    entry = None
 
     def __init__(self, ar: Any, label: str, submitted: float, relayed: bool = False, view: Any = None,
                  turns: Any = None, histories: tuple = ()) -> None:

@@ -17,6 +17,7 @@ from mpiworkbench.client.cluster import health
 from mpiworkbench.client.ranks import arrays, relay
 from mpiworkbench.client.history import drop
 from mpiworkbench.client.calls.call import Call
+from mpiworkbench.client.calls.journal import Journal, outcome_of
 from mpiworkbench.client.calls.debugging import paused_since
 from mpiworkbench.client.calls.postmortem import PostMortem
 from mpiworkbench.client.calls.left import Left
@@ -66,6 +67,24 @@ class Executor:
         self.session = session
         #: The call of ours whose wait was given up while it still ran on the ranks, if any.
         self.left = Left()
+        #: What the ranks ran, in order: what ``wb.export_job`` saves (:mod:`~mpiworkbench.client.calls.journal`).
+        self.journal = Journal()
+
+    def world(self) -> int:
+        """The engine set calls go to now (a restart makes another): what the journal files them under."""
+        connection = self.session._connection
+        return id(connection.view) if connection is not None else 0
+
+    def _kept(self, func: Callable[..., Any], args: tuple, kwargs: dict, label: str, send: Callable[[], Call]) -> Call:
+        """*send* a call of *func* on every rank, kept in the journal (its outcome once it ends)."""
+        entry = self.journal.call(func, args, kwargs, label, self.world())
+        try:
+            call = send()
+        except BaseException as exc:
+            self.journal.ended(entry, outcome_of(exc), str(exc))
+            raise
+        call.entry = entry
+        return call
 
     def _connected(self):
         """The session's connection, with its engines; says how to start it otherwise."""
@@ -158,8 +177,8 @@ class Executor:
             :meth:`gather` (hang-protected).
         """
         label = f"{self.session.activity or 'wb.run'}: {getattr(func, '__name__', 'a function')}"
-        return self.submit(label, lambda view: view.apply_async(relay.fan_out, relay.call, func, args, kwargs),
-                           relayed=True)
+        return self._kept(func, args, kwargs, label, lambda: self.submit(
+            label, lambda view: view.apply_async(relay.fan_out, relay.call, func, args, kwargs), relayed=True))
 
     def relay_view(self):
         """The view that calls on every rank go through: rank 0's engine, which hands each call
@@ -196,7 +215,12 @@ class Executor:
             As :meth:`run`.
         """
         limit = self.session.timeout if timeout == "default" else timeout
-        self.wait_explained(call, limit)
+        try:
+            self.wait_explained(call, limit)
+        except BaseException as exc:
+            self.journal.ended(call.entry, outcome_of(exc), str(exc))
+            raise
+        self.journal.ended(call.entry, "ok")
         if not call.relayed:
             return list(call.ar.get())
         return [reply[2] for reply in sorted(call.ar.get(), key=itemgetter(0))]  # (rank, "ok", value)
@@ -265,9 +289,7 @@ class Executor:
         ExecutionTimeout
             Ranks still running after :attr:`timeout` (a rank-by-rank report).
         """
-        label = f"{self.session.activity or 'wb.run'}: {getattr(func, '__name__', 'a function')}"  # (as run_async)
-        return self.gather(self.submit(label, lambda view: view.apply_async(relay.fan_out, relay.call, func, args, kwargs),
-                                       relayed=True))
+        return self.gather(self.run_async(func, *args, **kwargs))
 
     def execute(self, code: str) -> None:
         """Execute *code* in every engine's namespace (what ``%%px`` does), hang-protected."""
@@ -292,9 +314,11 @@ class Executor:
         """Send *value* to rank 0's engine, in the world's turn (one transfer), for
         :func:`~mpiworkbench.client.ranks.arrays.spread` to hand to every rank."""
         session, engine = self.session, self.engine_of(0)
-        call = self.submit(f"{session.activity or 'wb.push'}: to rank 0",
-                           lambda: session.client[engine].push({arrays.STAGING: value}, block=False))
-        self.wait_explained(call, session.timeout)
+        label = f"{session.activity or 'wb.push'}: to rank 0"
+        # kept as what it amounts to on the ranks: rank 0 holds the value (arrays.stage)
+        call = self._kept(arrays.stage, (value,), {}, label, lambda: self.submit(
+            label, lambda: session.client[engine].push({arrays.STAGING: value}, block=False)))
+        self.gather(call)
 
     def push(self, name: str, value: Any) -> None:
         """Bind *name* to *value* on every rank: one transfer to rank 0, then ``MPI.Bcast``

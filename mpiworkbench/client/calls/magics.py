@@ -17,6 +17,7 @@ their collectives.
 
 from __future__ import annotations
 
+import shlex
 import sys
 from contextlib import nullcontext
 
@@ -28,6 +29,7 @@ from mpiworkbench.client import upstream
 from mpiworkbench.client.calls import relayed
 from mpiworkbench.client.ranks import relay
 from mpiworkbench.client.calls.debug_cell import debug_options, debugging_cell
+from mpiworkbench.client.calls.journal import outcome_of
 from mpiworkbench.client.errors import RankFailure
 from mpiworkbench.client.calls.output import GroupedOutput, RankOutput
 from mpiworkbench.client.calls.trace import tracing
@@ -51,11 +53,31 @@ class WorkbenchMagics(ParallelMagics):
 
     workbench = None  # set by activate()
 
+    def __init__(self, shell, view, suffix=""):
+        super().__init__(shell, view, suffix)
+        self.magics["line"]["pxjob" + suffix] = self.pxjob
+
+    def pxjob(self, line=""):
+        """``%pxjob PATH [NAME ...] [--overwrite]``: save this session's MPI work as a batch job in
+        PATH (``wb.export_job(PATH, values=[NAME, ...])``: the values runs are compared by)."""
+        words = shlex.split(line)
+        overwrite = "--overwrite" in words
+        words = [w for w in words if w != "--overwrite"]
+        export = getattr(self.workbench, "export_job", None)
+        if not words or export is None:
+            raise ValueError("%pxjob PATH [NAME ...] [--overwrite]: name the job's directory (and the values to "
+                             "compare runs by); it needs an mpiworkbench.Workbench")
+        saved = export(words[0], values=words[1:] or None, overwrite=overwrite)
+        print(saved)
+        return saved
+
     #: The path of the cell being run: None (by the world's size), ``True`` (``--broadcast``) or
     #: ``False`` (``--direct``).
     _broadcast = None
     #: The debugging session of the ``%%px --debug`` cell being run (None otherwise).
     _debugging = None
+    #: Whether the cell being run is a ``%%px --trace`` cell (the journal notes it).
+    _tracing = False
 
     def cell_px(self, line="", cell=None):
         """ipyparallel's ``%%px``, plus ``--debug [RANKS] [--break LINES]``: stop the ranks at
@@ -83,10 +105,12 @@ class WorkbenchMagics(ParallelMagics):
         line = " ".join(w for w in words if w != "--trace")
         wb = self.workbench
         recording = tracing(wb)
+        self._tracing = True
         try:
             with recording:
                 result = super().cell_px(line, cell)
         finally:
+            self._tracing = False
             wb.last_trace = recording.trace
             if recording.trace is not None:
                 print(f"trace: {recording.trace.summary()} (wb.last_trace)")
@@ -112,40 +136,49 @@ class WorkbenchMagics(ParallelMagics):
         wb = self.workbench
         first = next((line.strip() for line in cell.splitlines() if line.strip()), "")
         label = f"{wb.activity or '%%px'}: {first[:60]}"
-        broadcast_fits = block and not stream_output and list(targets) == list(wb.view.targets)
-        if broadcast_fits and (self._broadcast or (self._broadcast is None and len(targets) > STREAM_UP_TO)):
-            return self._broadcast_cell(cell, label, save_name, signal_on_interrupt)
-        call = wb.submit(label, lambda: self.view.execute(cell, silent=False, block=False), keep=True)
-        result = call.ar  # ipyparallel's, as %px gives it (%pxresult, --save-name)
-        upstream.name_call(result, "%px")
-        self.last_result = result
-        if save_name:
-            self.shell.user_ns[save_name] = result
-        if not block:
-            return result
-        try:
-            with upstream.stream_output(result) if stream_output else nullcontext():
-                statuses = self._wait(call)
-                if stream_output and result.ready():
-                    # streamed only while this block runs: the output that trails the replies too
-                    result.wait_for_output(OUTPUT_WAIT_S)
-                if stream_output:  # the tracebacks were streamed: ipyparallel's short note
-                    try:
-                        result.get()
-                    except error.CompositeError as exc:
-                        if upstream.output_streamed(result):
-                            raise error.AlreadyDisplayedError(exc) from None
-                        raise
-                elif any(s.state == "failed" for s in statuses):
-                    raise RankFailure(statuses)  # each error type once, with its ranks
-        except KeyboardInterrupt:
-            self._signal(signal_on_interrupt, targets)
-        finally:
-            if not stream_output:
-                # after a timeout only some ranks have output to show: show theirs
-                wb.last_output = show_grouped(result, wb.ranks)
+        # kept in the session's journal (what wb.export_job saves), with its outcome and output
+        everyone = sorted(targets) == sorted(wb.ranks)
+        kept = Kept(wb.calls.journal, wb.calls.journal.cell(
+            cell, wb.calls.world(), trace=self._tracing,
+            ranks=None if everyone else sorted(wb.ranks.get(e, e) for e in targets)))
+        with kept:
+            broadcast_fits = block and not stream_output and list(targets) == list(wb.view.targets)
+            if broadcast_fits and (self._broadcast or (self._broadcast is None and len(targets) > STREAM_UP_TO)):
+                return self._broadcast_cell(cell, label, save_name, signal_on_interrupt, kept)
+            call = wb.submit(label, lambda: self.view.execute(cell, silent=False, block=False), keep=True)
+            result = call.ar  # ipyparallel's, as %px gives it (%pxresult, --save-name)
+            upstream.name_call(result, "%px")
+            self.last_result = result
+            if save_name:
+                self.shell.user_ns[save_name] = result
+            if not block:
+                kept.outcome = "not waited"
+                return result
+            try:
+                with upstream.stream_output(result) if stream_output else nullcontext():
+                    statuses = self._wait(call)
+                    if stream_output and result.ready():
+                        # streamed only while this block runs: the output that trails the replies too
+                        result.wait_for_output(OUTPUT_WAIT_S)
+                    if stream_output:  # the tracebacks were streamed: ipyparallel's short note
+                        try:
+                            result.get()
+                        except error.CompositeError as exc:
+                            if upstream.output_streamed(result):
+                                raise error.AlreadyDisplayedError(exc) from None
+                            raise
+                    elif any(s.state == "failed" for s in statuses):
+                        raise RankFailure(statuses)  # each error type once, with its ranks
+            except KeyboardInterrupt:
+                kept.outcome = "interrupted"
+                self._signal(signal_on_interrupt, targets)
+            finally:
+                if not stream_output:
+                    # after a timeout only some ranks have output to show: show theirs
+                    wb.last_output = show_grouped(result, wb.ranks)
+                kept.printed = printed_by_rank(result, wb.ranks)
 
-    def _broadcast_cell(self, cell, label, save_name, signal_on_interrupt):
+    def _broadcast_cell(self, cell, label, save_name, signal_on_interrupt, kept):
         """Run the cell as one message with one reply (relayed by rank 0; the ranks' output comes
         in it: :func:`~mpiworkbench.client.ranks.relay.run_cell`), show it grouped, raise the ranks'
         errors grouped. A timeout reports every rank that published no failure as still running."""
@@ -160,10 +193,12 @@ class WorkbenchMagics(ParallelMagics):
             if any(s.state == "failed" for s in statuses):
                 raise RankFailure(statuses)
         except KeyboardInterrupt:
+            kept.outcome = "interrupted"
             self._signal(signal_on_interrupt, self.view.targets)
         finally:
             if ar.ready():
                 wb.last_output = GroupedOutput(relayed.outputs(ar, wb.ranks))
+                kept.printed = {o.rank: o.stdout for o in wb.last_output.outputs}
                 text = wb.last_output.text(errors=False)
                 if text:
                     print(text)
@@ -247,3 +282,31 @@ def activate(wb):
     magics.workbench = wb
     shell.magics_manager.register(magics)
     return magics
+
+
+class Kept:
+    """``with Kept(journal, entry):`` — a cell's journal entry ended when the block ends: with the
+    outcome the block set (``interrupted``, ``not waited``) or the exception it raised, and the
+    ranks' printed text it set (:attr:`printed`)."""
+
+    def __init__(self, journal, entry) -> None:
+        self.journal, self.entry = journal, entry
+        self.outcome, self.printed = "ok", {}
+
+    def __enter__(self) -> "Kept":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        outcome = outcome_of(exc) if exc is not None else self.outcome
+        self.journal.ended(self.entry, outcome, f"{exc_type.__name__}: {exc}" if exc is not None else "", self.printed)
+
+
+def printed_by_rank(result, rank_of) -> dict[int, str]:
+    """What each rank of an engine-by-engine cell printed (its stdout), for the ranks that have
+    finished."""
+    printed = {}
+    for engine, part in zip(upstream.targets(result), result.split()):
+        if part.ready():
+            printed[rank_of.get(engine, engine)] = part.stdout or ""
+    return printed
+

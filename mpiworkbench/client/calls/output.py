@@ -22,6 +22,14 @@ SHOW_LINES = 200
 SHOW_LINE_CHARS = 2_000
 
 
+def printed_digest(text: str) -> str:
+    """The digest of what a rank printed in one call (16 hex digits of SHA-256): what a saved
+    job's run is compared by (:mod:`mpiworkbench.jobs`)."""
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
 @dataclass
 class RankOutput:
     """What one rank's part of a cell produced."""

@@ -23,6 +23,13 @@ def _namespace() -> dict:
     return get_ipython().user_ns
 
 
+def stage(value: Any) -> None:
+    """On every rank: rank 0 holds *value* under :data:`STAGING` for :func:`spread` (what the
+    notebook's one transfer to rank 0 does; a saved job runs this instead)."""
+    if mpi.world().Get_rank() == 0:
+        _namespace()[STAGING] = value
+
+
 def spread(name: str, how: str) -> tuple:
     """On every rank: take what rank 0 holds under :data:`STAGING` and bind *name* to it —
     the whole value (*how* ``"bcast"``) or this rank's rows (``"scatter"``); returns the shape
