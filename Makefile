@@ -184,7 +184,9 @@ system-packages:
 # in one, the unit, notebook then browser tiers in the other. The MPI tier comes before the
 # cluster tier in its lane, so that the cluster tier's /dev/shm check starts after the MPI tier's
 # jobs have ended; the two lanes take about as long (docs/measurements.md, "The test suite's time").
-test: $(TEST_STAMP) $(LABEXT_STAMP) $(PROFILE_STAMP) system-packages $(PROXY_STAMP)
+# The site venvs come first: both lanes use them (the notebook tier, and the cluster tier's
+# tests/cluster/test_job_sbatch.py).
+test: $(TEST_STAMP) $(LABEXT_STAMP) $(PROFILE_STAMP) system-packages $(PROXY_STAMP) site-venvs
 	@$(TIMETABLE) begin
 	@$(TIMETABLE) lanes mpi+cluster='$(MAKE) --no-print-directory test-mpi test-cluster' \
 	                    unit+notebooks+browser='$(MAKE) --no-print-directory test-unit test-notebooks test-browser'; \

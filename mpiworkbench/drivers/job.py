@@ -135,7 +135,6 @@ def export_job(wb, path: str | os.PathLike, values: Sequence[Any] | Mapping[str,
         if not (path / layout.META).exists():
             raise FileExistsError(f"{path} is not a job directory (it has no {layout.META}): overwrite=True "
                                   f"replaces only a job; name a new directory")
-        shutil.rmtree(path)
     journal = wb.calls.journal
     world = wb.calls.world()
     entries = journal.of_world(world)
@@ -143,6 +142,10 @@ def export_job(wb, path: str | os.PathLike, values: Sequence[Any] | Mapping[str,
     with journal.paused():
         facts = _world_facts(wb)
         session_values = wb.run(values_here, specs)[0] if specs else {}
+    missing = [s.get("name", s["label"]) for s in specs if s["label"] not in session_values]
+    if missing:
+        raise ValueError(f"value(s) {', '.join(map(repr, missing))} are not variables on rank 0: name variables the "
+                         f"cells left on the ranks (%px print(sorted(globals())) lists them)")
     calls, left_out, seconds = [], [], 0.0
     for entry in entries:
         if entry.outcome != "ok":
@@ -170,6 +173,8 @@ def export_job(wb, path: str | os.PathLike, values: Sequence[Any] | Mapping[str,
         "dropped": journal.dropped,
         "minutes": minutes or render.minutes_for(seconds),
     }
+    if path.exists():  # (a job, to be replaced: checked above, once everything to write is known)
+        shutil.rmtree(path)
     (path / layout.DATA).mkdir(parents=True)
     # job.sbatch's --output names a file in it: Slurm opens that before the script runs and makes
     # no directory (without it the job fails at once: "Could not open stdout file")

@@ -73,6 +73,7 @@ def run_sh(meta: dict[str, Any]) -> str:
         f"# The job on this machine: `./run.sh` at the session's {world['n']} rank(s), `./run.sh NP` at NP.",
         "# mpiworkbench job run starts the ranks as the session's world was started (its mpiexec, its",
         "# environment, the MPI interposer for traced cells), then compares the run with the session.",
+        f"# Without the comparison (and untraced): mpiexec -n {world['n']} {world['python']} -m mpi4py job.py",
         "set -e",
         *_exports(meta),
         'here=$(cd "$(dirname "$0")" && pwd)',

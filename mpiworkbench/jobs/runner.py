@@ -6,8 +6,8 @@ ending in :meth:`Job.finish`. Each rank keeps one namespace, an IPython shell's 
 engines' own code for a ``%%px`` cell (:func:`mpiworkbench.client.ranks.relay.run_cell`: its
 stdout, stderr and value captured) and each call with theirs for ``wb.run``
 (:func:`~mpiworkbench.client.ranks.relay.call`; its function and arguments unpacked into that
-namespace, as ipyparallel does). After each call a rank appends its record (what it printed,
-the digest, the error) to ``output/np-N/rank-R.jsonl`` and flushes it: a job cut short keeps
+namespace, as ipyparallel does). After each call a rank appends its record (its host, what it
+printed, the digest, the error) to ``output/np-N/rank-R.jsonl`` and flushes it: a job cut short keeps
 everything up to there.
 
 A call that fails on a rank ends the job: that rank prints the error and calls
@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import pickle
 import shutil
+import socket
 import sys
 import time
 from pathlib import Path
@@ -51,6 +52,7 @@ class Job:
         self.meta = layout.read_meta(self.dir)
         self.comm = mpi.world()
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+        self.host = socket.gethostname()
         self.shell = InteractiveShell.instance()
         self.out = layout.output_dir(self.dir, self.size)
         if self.rank == 0:  # a run again at this size starts afresh
@@ -117,7 +119,8 @@ class Job:
 
     # ------------------------------------------------------------------ helpers
     def _record(self, number: int, record: dict[str, Any], started: float) -> None:
-        record = {"number": number, "rank": self.rank, "seconds": round(time.perf_counter() - started, 6), **record}
+        record = {"number": number, "rank": self.rank, "host": self.host,
+                  "seconds": round(time.perf_counter() - started, 6), **record}
         self._records.write(json.dumps(record) + "\n")
         self._records.flush()
         self._done += 1

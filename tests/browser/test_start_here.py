@@ -1,9 +1,10 @@
-"""00_start_here.ipynb in real Chromium: rank output and the control panel on the page, and a
-clean first contact in the lab ``mpiworkbench lab`` starts (no news question, no nbgrader menus or
+"""00_start_here.ipynb in real Chromium: rank output and the control panel on the page (its *Save as
+job* writes the session's job where its *Job* field says), and a clean first contact in the lab ``mpiworkbench lab`` starts (no news question, no nbgrader menus or
 panels where no course is taught, every label of the control panel whole)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -77,6 +78,17 @@ def test_start_here_runs_in_the_browser(page, lab_server):
     assert "Thread level" in [text for text, _, _ in labels], labels
     cut = [text for text, scroll, client in labels if scroll > client]
     assert cut == [], f"control panel labels cut short: {cut} of {labels}"
+
+    # Save as job: a directory typed into the Job field (beside the notebook, as a user would),
+    # then the button; the panel names the job
+    job_dir = lab_server.root / "jobs" / "hello"
+    panel.locator(".widget-text").filter(has_text="Job").locator("input").click()
+    page.keyboard.type("jobs/hello")
+    _button(panel, "Save as job").click()
+    panel.get_by_text(f"<job '{job_dir.resolve()}'").wait_for(timeout=120_000)
+    meta = json.loads((job_dir / "job.json").read_text())
+    assert meta["world"]["n"] == 2 and [c["kind"] for c in meta["calls"]].count("cell") >= 2, meta["calls"]
+    assert (job_dir / "job.py").exists() and (job_dir / "job.sbatch").exists()
 
     # the Restart button gives a fresh MPI world: new engine processes, same ranks
     pid_cell = panel.locator("table.mpiwb-ranks tr").nth(1).locator("td").nth(3)

@@ -2,13 +2,13 @@
 
 Every ``%%px`` cell and every function the session runs on every rank (``wb.run``, a solver
 handle's steps and frames, a push, a benchmark's or a lesson's driver) is kept with its
-outcome: the cell's source and what each rank printed, the function and its arguments as
+outcome: the cell's source and a digest of what each rank printed, the function and its arguments as
 ipyparallel packs them for the engines. Calls that only look (a rank's facts, the trace's own
 start and gathering, an object's attribute) are not kept: :data:`LOOKS`.
 
 Bounded, for worlds kept for hours: the same call run again and again with the same arguments (a
-panel's Play: a step and a picture a frame) is one entry with a count, a rank's printed text is
-kept up to :data:`KEEP_TEXT` characters (its digest always), and the calls' data up to
+panel's Play: a step and a picture a frame) is one entry with a count, a cell keeps the digest of
+what each rank printed (not the text), and the calls' data are kept up to
 :data:`KEEP_BYTES` in all; past that a call is kept as ``not kept`` (the export lists it, the job
 cannot run it). Each entry names the engine set it ran on: a restarted world starts afresh, and
 the export takes only the calls of the world that runs now.
@@ -24,15 +24,14 @@ from typing import Any, Iterator
 
 from mpiworkbench.client.calls.output import printed_digest
 
-#: Functions whose calls only look at the ranks: not kept (``module:name``).
+#: Functions whose calls only look at the ranks, or serve the notebook's own tools (the trace's
+#: start and gathering, a rank's kernel opened for debugging): not kept (``module:name``).
 LOOKS = frozenset({
     "mpiworkbench.core.machine:rank_info", "mpiworkbench.backends.registry:environment",
     "mpiworkbench.core.objects:attribute", "mpiworkbench.client.ranks.arrays:collect_rows",
     "mpiworkbench.trace.recorder:start", "mpiworkbench.trace.recorder:finish_world",
-    "mpiworkbench.client.calls.debugging:open_kernel",
+    "mpiworkbench.client.ranks.kernel:open_kernel",
 })
-#: Characters of a rank's printed text a cell keeps (its digest covers all of it).
-KEEP_TEXT = 4_000
 #: Bytes of calls' functions and arguments the journal keeps in all.
 KEEP_BYTES = 256 * 2**20
 #: Entries the journal keeps; past that the oldest are dropped (counted: the export says so).
@@ -54,7 +53,6 @@ class Entry:
     outcome: str = "running"
     error: str = ""
     digests: dict[int, str] = field(default_factory=dict)
-    printed: dict[int, str] = field(default_factory=dict)
     repeat: int = 1
     started: float = field(default_factory=time.time)
     seconds: float = 0.0
@@ -175,7 +173,6 @@ class Journal:
             entry.seconds = time.time() - entry.started
             for rank, text in (printed or {}).items():
                 entry.digests[rank] = printed_digest(text)
-                entry.printed[rank] = text[:KEEP_TEXT]
             self._merge(entry)
 
     def _merge(self, entry: Entry) -> None:
