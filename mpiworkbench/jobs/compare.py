@@ -129,8 +129,10 @@ def report(job_dir: str | Path, size: int) -> tuple[list[str], int]:
     (out / layout.COMPARE).write_text(json.dumps(result, indent=1), encoding="utf-8")
     cells = [r for r in rows if r["kind"] == "cell" and "same" in r]
     lines.append(f"compared with the session ({session_n} rank(s)) at {size} rank(s):")
-    if failed:
-        lines.append(f"  failed: {', '.join(f'[{n}]' for n in failed)}")
+    for row in rows:
+        if row["outcome"] == "failed":
+            ranks = ", ".join(map(str, row["failed_ranks"]))
+            lines.append(f"  failed: [{row['number']}] {row['label']} on rank(s) {ranks}: {row['error']}")
     if ended is not None:
         lines.append(f"  the job ended before call [{ended}]: the calls from there on did not run")
     if cells:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from IPython.core.displaypub import DisplayPublisher
 from ipyparallel import serialize
 
 from mpiworkbench.client.ranks import relay
@@ -54,6 +55,9 @@ class Job:
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
         self.host = socket.gethostname()
         self.shell = InteractiveShell.instance()
+        # what a cell displays (display(), a rich Out) goes to the notebook, not to stdout, on an
+        # engine: here it goes nowhere, so that a rank's stdout is what it was in the session
+        self.shell.display_pub = _Unseen(shell=self.shell)
         self.out = layout.output_dir(self.dir, self.size)
         if self.rank == 0:  # a run again at this size starts afresh
             shutil.rmtree(self.out, ignore_errors=True)
@@ -77,7 +81,11 @@ class Job:
         started = time.perf_counter()
         tracing = trace and self._trace_start(number)
         reply = relay.run_cell(source)
-        traced = self._trace_finish(number) if tracing else None
+        traced = None
+        if tracing and reply[1] == "ok":
+            traced = self._trace_finish(number)  # (collective: a rank whose cell failed ends the job instead)
+        elif tracing:
+            recorder.stop()
         stdout, stderr, result = reply[-1]
         record = {"outcome": reply[1], "stdout": stdout, "stderr": stderr, "result": result,
                   "digest": layout.digest(stdout)}
@@ -177,6 +185,13 @@ def values_here(specs: list[dict[str, Any]], namespace: dict[str, Any] | None = 
                              f"numbers or NumPy arrays (a norm, a field), which a job's run can be compared by")
         arrays[label] = array
     return arrays
+
+
+class _Unseen(DisplayPublisher):
+    """A display publisher that shows nothing (a job has no notebook to show it in)."""
+
+    def publish(self, data, metadata=None, *args, **kwargs) -> None:
+        return None
 
 
 def _load(path: Path) -> list[bytes]:

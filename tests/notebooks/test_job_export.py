@@ -109,3 +109,28 @@ def test_the_job_runs_at_any_size_and_equals_the_session(job, runs, size):
     assert {e["pid"] for e in calls} == set(range(size)), calls  # every rank's MPI calls in the cell
     text = (out / layout.CELLS).read_text()
     assert f"[stdout:0{'' if size == 1 else '-' + str(size - 1) if size > 2 else ', 1'}] total 499500" in text, text
+
+
+def test_a_rank_that_fails_in_the_job_ends_it_at_once_and_what_ran_before_is_kept(job, tmp_path):
+    """job.py edited (its cells are text to edit): the first cell raises on rank 2 only, while the
+    others go on to the next call's collectives; the job ends by MPI_Abort, not at its time limit,
+    names the rank, the call and the error, and keeps the records written up to there."""
+    import shutil
+
+    path = tmp_path / "edited"
+    shutil.copytree(job[0], path, ignore=shutil.ignore_patterns(layout.OUTPUT))
+    program = (path / layout.PROGRAM).read_text()
+    edited = program.replace("x = np.arange(6.0) + comm.rank\n",
+                             "x = np.arange(6.0) + comm.rank\nif comm.rank == 2:\n    raise ValueError('rank 2 was edited to fail')\n", 1)
+    assert edited != program
+    (path / layout.PROGRAM).write_text(edited)
+    ran = subprocess.run([sys.executable, "-m", "mpiworkbench", "job", "run", str(path), "--np", "3", "--timeout", "120"],
+                         capture_output=True, text=True, timeout=200)
+    said = ran.stdout + ran.stderr
+    assert ran.returncode == compare.FAILED, said
+    assert "failed: [1] %%px: import numpy as np on rank(s) 2: ValueError: rank 2 was edited to fail" in said, said
+    assert "wall-clock limit" not in said, said
+    result = json.loads((layout.output_dir(path, 3) / layout.COMPARE).read_text())
+    assert result["failed"] == [1] and result["code"] == compare.FAILED
+    kept = compare.records(path, 3)  # (the others' records race the abort: only the failed rank's is certain)
+    assert kept[1][2]["outcome"] == "failed" and kept[1][2]["error"] == "ValueError: rank 2 was edited to fail", kept
