@@ -133,10 +133,10 @@ def lanes(commands: dict[str, list[str]]) -> int:
     """Run each lane's command (``name -> argv``) at once, side by side, each line of their output
     prefixed by ``[name]``; the first failing exit code is returned once every lane has ended.
 
-    ``make test`` runs the MPI then cluster tiers in one lane and the unit, notebook then browser
-    tiers in the other: most of the later tiers' time is waiting (for Slurm, JupyterLab, Chromium,
-    a stalled controller), so on 2 cores they overlap well; each tier still runs its own leftover
-    checks last."""
+    ``make test`` runs the unit then cluster tiers in one lane and the notebook then browser tiers
+    in the other (after the MPI tier, alone): most of the cluster and browser tiers' time is waiting
+    (for Slurm, JupyterLab, Chromium, a stalled controller), so on 2 cores they overlap well; each
+    tier still runs its own leftover checks last."""
     import threading
 
     lock = threading.Lock()

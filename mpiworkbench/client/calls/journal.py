@@ -131,6 +131,10 @@ class Journal:
         label = f"{label.split(':', 1)[0]}: {self.describe(func, args, kwargs)}"
         from ipyparallel import serialize  # (the client has it; imported with the session)
 
+        large = sum(int(getattr(a, "nbytes", 0) or 0) for a in (*args, *kwargs.values()))
+        if self._kept_bytes + large > KEEP_BYTES:  # (not packed at all: a copy of a huge array would cost as much)
+            return self._add(Entry("call", label, world, function=name, outcome="not kept",
+                                   error=f"its data ({large} bytes) is past the journal's {KEEP_BYTES // 2**20} MB"))
         try:
             payload = [bytes(b) for b in serialize.pack_apply_message(func, args, kwargs)]
         except Exception as exc:  # noqa: BLE001 - ipyparallel will say it again when it sends
