@@ -2,7 +2,7 @@
 
 A notebook run by nbclient in a real kernel starts a 2-rank world and runs: ``%%px`` cells that
 carry NumPy state from cell to cell, a ``wb.run`` of a function defined in the notebook (it uses a
-cell's variable on the ranks), a wave solver stepped through its handle, a cell that fails on rank
+cell's variable on the ranks), a ``wb.push``, a wave solver stepped through its handle, a cell that fails on rank
 1, a ``%%px --trace`` cell, and ``wb.export_job`` with two values (the wave's field, gathered,
 and a total every world size agrees on). Then ``mpiworkbench job run`` runs the job at 1, 2, 3
 and 4 ranks (the session's size, and twice it): at 2 every cell's output equals the session's
@@ -32,14 +32,15 @@ CELLS = [
     "%%px\nimport numpy as np\nfrom mpi4py import MPI\ncomm = MPI.COMM_WORLD\n"
     "x = np.arange(6.0) + comm.rank\nprint('rank', comm.rank, 'sum', x.sum())",
     "def scale(k):\n    global y\n    y = x * k\n    return float(y.sum())\nprint(wb.run(scale, 2))",
-    "%%px\nprint('rank', comm.rank, 'y', y.tolist())",
+    "wb.push('offset', [0.5, 1.5])",
+    "%%px\nprint('rank', comm.rank, 'y', y.tolist(), 'offset', sum(offset))",
     "w = wb.wave(mesh=9)\nw.step(4)\nw.step(4)\nprint(round(w.error(), 12))",
     "%%px\nif comm.rank == 1:\n    raise ValueError('rank 1 refuses')",
     "%%px --trace\npart = sum(range(comm.rank, 1000, comm.size))\ntotal = comm.allreduce(part)\nprint('total', total)",
     "saved = wb.export_job('job', values={'u': w, 'total': 'total'})\nprint(saved)",
     "wb.stop()",
 ]
-FAILING = 5  # the index of the cell that fails on purpose
+FAILING = 6  # the index of the cell that fails on purpose
 SIZES = (1, 2, 3, 4)
 
 
@@ -71,13 +72,14 @@ def runs(job):
 def test_the_job_holds_the_cells_and_calls_that_succeeded_and_lists_the_failed_one(job):
     path, nb = job
     meta = layout.read_meta(path)
-    assert "3 of them %%px cells" in nb.cells[7].outputs[0]["text"] and "left out: 1" in nb.cells[7].outputs[0]["text"]
+    assert "3 of them %%px cells" in nb.cells[8].outputs[0]["text"] and "left out: 1" in nb.cells[8].outputs[0]["text"]
     kinds = [c["kind"] for c in meta["calls"]]
     assert kinds.count("cell") == 3, meta["calls"]  # the failed cell is not one of them
     assert [c["label"] for c in meta["left_out"]] == ["%%px: if comm.rank == 1:"]
     assert meta["left_out"][0]["outcome"] == "failed"
     labels = [c["label"] for c in meta["calls"]]
     assert "wb.run: scale(2)" in labels and any("WaveSolver.advance(4)" in label for label in labels)
+    assert any(label.startswith("wb.push: stage(") for label in labels), labels  # wb.push: rank 0 holds it, then Bcast
     assert [c for c in meta["calls"] if "advance(4)" in c["label"]][0]["repeat"] == 2  # two steps of 4, one entry
     program = (path / layout.PROGRAM).read_text()
     assert "x = np.arange(6.0) + comm.rank" in program and "trace=True" in program

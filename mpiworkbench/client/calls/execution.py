@@ -214,16 +214,19 @@ class Executor:
         RankFailure, ExecutionTimeout
             As :meth:`run`.
         """
-        limit = self.session.timeout if timeout == "default" else timeout
+        self._waited(call, self.session.timeout if timeout == "default" else timeout)
+        if not call.relayed:
+            return list(call.ar.get())
+        return [reply[2] for reply in sorted(call.ar.get(), key=itemgetter(0))]  # (rank, "ok", value)
+
+    def _waited(self, call: Call, timeout: float | None) -> None:
+        """:meth:`wait_explained`, and the call's journal entry ended with how it went."""
         try:
-            self.wait_explained(call, limit)
+            self.wait_explained(call, timeout)
         except BaseException as exc:
             self.journal.ended(call.entry, outcome_of(exc), str(exc))
             raise
         self.journal.ended(call.entry, "ok")
-        if not call.relayed:
-            return list(call.ar.get())
-        return [reply[2] for reply in sorted(call.ar.get(), key=itemgetter(0))]  # (rank, "ok", value)
 
     def wait_explained(self, call: Call, timeout: float | None, raise_failures: bool = True,
                        started: float | None = None, grace: float | None = None, explain: bool = True):
@@ -318,7 +321,7 @@ class Executor:
         # kept as what it amounts to on the ranks: rank 0 holds the value (arrays.stage)
         call = self._kept(arrays.stage, (value,), {}, label, lambda: self.submit(
             label, lambda: session.client[engine].push({arrays.STAGING: value}, block=False)))
-        self.gather(call)
+        self._waited(call, session.timeout)
 
     def push(self, name: str, value: Any) -> None:
         """Bind *name* to *value* on every rank: one transfer to rank 0, then ``MPI.Bcast``
