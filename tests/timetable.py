@@ -134,9 +134,9 @@ def lanes(commands: dict[str, list[str]]) -> int:
     prefixed by ``[name]``; the first failing exit code is returned once every lane has ended.
 
     ``make test`` runs the cluster tier in one lane and the notebook then browser tiers in the
-    other, after the unit and MPI tiers: most of the lanes' time is waiting (for Slurm, JupyterLab,
-    Chromium, a stalled controller), so on 2 cores they overlap well; each tier still runs its own
-    leftover checks last. (The unit and MPI tiers do not: run in the lanes, the MPI tier took three
+    other, after the unit and MPI tiers: much of the lanes' time is waiting (for Slurm, JupyterLab,
+    Chromium, a stalled controller), so on 2 cores they overlap, though the cores stay busy; each
+    tier still runs its own leftover checks last. (The unit and MPI tiers do not: run in the lanes, the MPI tier took three
     times as long, its busy-polling ranks waiting for time slices.)"""
     import threading
 
