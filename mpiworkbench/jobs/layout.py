@@ -54,11 +54,16 @@ def read_meta(job_dir: str | Path) -> dict[str, Any]:
     return meta
 
 
-def entry(meta: dict[str, Any], number: int) -> dict[str, Any]:
-    """The record of call *number* in *meta* (a clear error naming the numbers there are)."""
-    for found in meta["calls"]:
-        if found["number"] == number:
-            return found
+def entry(calls: dict[int, dict[str, Any]], number: int) -> dict[str, Any]:
+    """The record of call *number* among *calls* (``{number: record}``, :func:`calls_by_number`):
+    a clear error naming the numbers there are."""
+    if number in calls:
+        return calls[number]
     raise ValueError(f"job.py names call {number}, which {META} does not hold (calls "
-                     f"{', '.join(str(c['number']) for c in meta['calls']) or 'none'}): was job.py edited to "
+                     f"{', '.join(map(str, calls)) or 'none'}): was job.py edited to "
                      f"add it? Only the calls the export wrote can run")
+
+
+def calls_by_number(meta: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """``{number: record}`` of *meta*'s calls (looked up once per call, not searched)."""
+    return {call["number"]: call for call in meta["calls"]}

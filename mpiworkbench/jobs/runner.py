@@ -51,6 +51,7 @@ class Job:
 
         self.dir = Path(program).resolve().parent
         self.meta = layout.read_meta(self.dir)
+        self.calls = layout.calls_by_number(self.meta)
         self.comm = mpi.world()
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
         self.host = socket.gethostname()
@@ -74,7 +75,7 @@ class Job:
     def cell(self, number: int, source: str, trace: bool = False, ranks: list[int] | None = None) -> None:
         """Run ``%%px`` cell *number* (its *source* as job.py holds it) on every rank, or on
         *ranks* only (``%%px --targets``); with *trace*, record its MPI calls."""
-        layout.entry(self.meta, number)
+        layout.entry(self.calls, number)
         if ranks is not None and self.rank not in ranks:
             self._record(number, {"outcome": "skipped"}, time.perf_counter())
             return
@@ -98,7 +99,7 @@ class Job:
     def call(self, number: int) -> None:
         """Run call *number* (``wb.run``, a solver's step, a push): its function and arguments
         from ``data/``, as many times in a row as the session ran it."""
-        found = layout.entry(self.meta, number)
+        found = layout.entry(self.calls, number)
         buffers = _load(self.dir / found["data"])
         started = time.perf_counter()
         record: dict[str, Any] = {"outcome": "ok"}
@@ -132,7 +133,7 @@ class Job:
         self._records.write(json.dumps(record) + "\n")
         self._records.flush()
         self._done += 1
-        label = layout.entry(self.meta, number)["label"]
+        label = layout.entry(self.calls, number)["label"]
         if record["outcome"] not in ("ok", "skipped"):
             print(f"mpiworkbench job: rank {self.rank}: [{number}] {label} failed: {record.get('error')}\n"
                   + "\n".join(record.get("traceback", [])), file=sys.stderr, flush=True)
