@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from mpiworkbench.client.calls.left import _left_the_call
+from mpiworkbench.client.calls.left import _left_the_call, _not_begun
 from mpiworkbench.trace import stacks
 from mpiworkbench.trace import hang
 from mpiworkbench.trace.events import EVENT_DTYPE, KIND
@@ -193,6 +193,24 @@ def test_a_call_left_running_is_blocked_only_once_a_rank_has_left_it():
     cut_short = IDLE_ENGINE[:3] + [stacks.CUT]
     assert not _left_the_call(hang.RankState(1, "running", "", None, cut_short))
     assert not _left_the_call(hang.RankState(1, "running", "", None, []))
+
+
+def test_a_rank_that_has_not_begun_the_cell_is_not_taken_for_one_that_left_it():
+    """Under load a rank may take the cell up seconds late: back in its engine's loop like a rank
+    that left the cell, but its ``execute_input`` has not come in. Seen in CI: leaving a debugging
+    session refused the next call, naming a rank that had not begun the cell yet."""
+    from types import SimpleNamespace as Part
+
+    def call(kind: str, inputs: list) -> Part:
+        children = [Part(header={"msg_type": kind}) for _ in inputs]
+        return Part(ar=Part(_targets=[7, 8, 9], _children=children,
+                            _metadata=[{"execute_input": given} for given in inputs]))
+
+    ranks = {7: 0, 8: 1, 9: 2}
+    assert _not_begun(call("execute_request", ["x = 1", None, "x = 1"]), ranks) == {1}
+    assert _not_begun(call("execute_request", ["x = 1"] * 3), ranks) == set()
+    # a function call says nothing as it begins: no rank is known not to have begun it
+    assert _not_begun(call("apply_request", [None] * 3), ranks) == set()
 
 
 def test_a_stack_is_read_whole_even_when_its_writer_waits_between_lines(tmp_path, monkeypatch):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mpiworkbench.client import upstream
 from mpiworkbench.client.calls.call import Call
 from mpiworkbench.client.calls.trace import explain_timeout
 from mpiworkbench.client.errors import ExecutionTimeout, WorldBlocked
@@ -55,7 +56,8 @@ class Left:
                 report = explain_timeout(executor.session, exc, left)
                 stuck = [r for r in report.ranks
                          if r.state == "running" and r.inflight is not None and r.inflight.call is not None]
-                if stuck and any(_left_the_call(r) for r in report.ranks):
+                unbegun = _not_begun(left, executor.session.ranks)
+                if stuck and any(_left_the_call(r) for r in report.ranks if r.rank not in unbegun):
                     where = "\n".join(report.hang_lines)
                     self.stuck = (f"{', '.join(f'rank {r.rank}' for r in stuck)} wait{'s' if len(stuck) == 1 else ''} "
                                   f"inside an MPI call that the ranks interrupted out of it will never join.\n"
@@ -67,6 +69,14 @@ class Left:
         raise WorldBlocked(f"the call you interrupted ({left.label}) still runs on the ranks and cannot end: "
                            f"{self.stuck}\nNothing was sent. Restart the world to go on: wb.restart() "
                            "(everything on the ranks is lost)")
+
+
+def _not_begun(call: Call, rank_of: dict[int, int]) -> set[int]:
+    """The ranks that have not begun *call* yet, as far as is known: a cell whose engine's
+    ``execute_input`` has not come in (on a loaded machine a rank may take seconds to take a cell
+    up; like a rank that left it, it runs no line of it, but it will join its peers)."""
+    return {rank_of.get(engine, engine) for engine, begun in zip(upstream.targets(call.ar), upstream.execute_begun(call.ar))
+            if begun is False}
 
 
 def _left_the_call(rank) -> bool:
