@@ -24,9 +24,10 @@ from tests.hub_class import LIMIT, PYTHON, STUDENTS, ClassHub
 from tests.multinode import client_json, simulated_cluster
 
 pytestmark = [pytest.mark.timeout(600),
-              pytest.mark.cost(150, (
+              pytest.mark.cost(240, (
                                     "a student logs in to the class's JupyterHub on three simulated Slurm nodes in "
-                                    "Chromium and runs a world inside their Slurm job"))]
+                                    "Chromium and runs a world inside their Slurm job, whose last cell waits for "
+                                    "the job's three-minute time limit"))]
 
 #: The student's notebook: a world of the job's allocation, where its ranks run, then stopped.
 CELLS = [

@@ -33,8 +33,9 @@ from tests.browser.conftest import screenshot, write_notebook
 from tests.browser.sidebar_support import PROMPT, run_cell, tab, world_of
 from tests.browser.widgets_support import LIMIT_MS, cell_output, kernel_session, open_fresh, wait_kernel_idle
 
-pytestmark = pytest.mark.cost(120, "ten debugging rounds on rank 1 and ten on rank 0, each a %%px --debug "
-                                     "cell stopped, inspected and continued in JupyterLab's Debugger")
+pytestmark = pytest.mark.cost(250, "ten debugging rounds on rank 1 and ten on rank 0, each a %%px --debug "
+                                     "cell stopped, inspected and continued in JupyterLab's Debugger; on bound "
+                                     "and on relayed ranks (two tests)")
 
 ROUNDS = 10
 STOP = 4
