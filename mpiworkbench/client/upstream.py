@@ -41,8 +41,6 @@ HOOKS = (
          "the engine ids a call went to, in the order of its results (no public accessor)"),
     Hook("ipyparallel.client.asyncresult:AsyncResult", "_metadata", "metadata",
          "the per-engine metadata the client's IOPub thread updates while the call runs"),
-    Hook("ipyparallel.client.asyncresult:AsyncResult", "_children", "execute_begun",
-         "the per-engine message futures, whose request headers say which parts are cells (execute_request)"),
     Hook("ipyparallel.client.asyncresult:AsyncResult", "_fname", "name_call",
          "the name ipyparallel shows for a call in errors and %pxresult ('%px', as its own magic sets)"),
     Hook("ipyparallel.client.asyncresult:AsyncResult", "_output_ready", "output_streamed",
@@ -159,15 +157,10 @@ def metadata(ar: Any) -> list[Any]:
     return list(getattr(ar, "_metadata", None) or [])
 
 
-def execute_begun(ar: Any) -> list[bool | None]:
-    """For each part of *ar* (in the order of :func:`targets`): whether its engine has begun the
-    cell, when the part is a cell (an ``execute_request``; its engine's ``execute_input`` came
-    in), else ``None`` (a function call publishes nothing as it begins)."""
-    begun: list[bool | None] = []
-    for child, md in zip(getattr(ar, "_children", None) or [], metadata(ar)):
-        cell = (getattr(child, "header", None) or {}).get("msg_type") == "execute_request"
-        begun.append((md or {}).get("execute_input") is not None if cell else None)
-    return begun
+def execute_inputs(ar: Any) -> list[bool]:
+    """For each part of *ar* (in the order of :func:`targets`): whether its engine's
+    ``execute_input`` came in — published as a kernel begins a cell that is not silent."""
+    return [(md or {}).get("execute_input") is not None for md in metadata(ar)]
 
 
 def name_call(ar: Any, name: str) -> None:

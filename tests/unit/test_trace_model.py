@@ -201,16 +201,15 @@ def test_a_rank_that_has_not_begun_the_cell_is_not_taken_for_one_that_left_it():
     session refused the next call, naming a rank that had not begun the cell yet."""
     from types import SimpleNamespace as Part
 
-    def call(kind: str, inputs: list) -> Part:
-        children = [Part(header={"msg_type": kind}) for _ in inputs]
-        return Part(ar=Part(_targets=[7, 8, 9], _children=children,
-                            _metadata=[{"execute_input": given} for given in inputs]))
+    def call(inputs: list, announces: bool = True) -> Part:
+        return Part(ar=Part(_targets=[7, 8, 9], _metadata=[{"execute_input": given} for given in inputs]),
+                    announces_start=announces)
 
     ranks = {7: 0, 8: 1, 9: 2}
-    assert _not_begun(call("execute_request", ["x = 1", None, "x = 1"]), ranks) == {1}
-    assert _not_begun(call("execute_request", ["x = 1"] * 3), ranks) == set()
-    # a function call says nothing as it begins: no rank is known not to have begun it
-    assert _not_begun(call("apply_request", [None] * 3), ranks) == set()
+    assert _not_begun(call(["x = 1", None, "x = 1"]), ranks) == {1}
+    assert _not_begun(call(["x = 1"] * 3), ranks) == set()
+    # a silent cell or a function call says nothing as it begins: no rank is known not to have begun it
+    assert _not_begun(call([None] * 3, announces=False), ranks) == set()
 
 
 def test_a_stack_is_read_whole_even_when_its_writer_waits_between_lines(tmp_path, monkeypatch):

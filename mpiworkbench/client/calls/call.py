@@ -34,9 +34,13 @@ class Call:
         The view a relayed call went through (its history drops the call too).
     entry : Entry or None
         What the session's journal keeps of it (:mod:`~mpiworkbench.client.calls.journal`), if anything.
+    announces_start : bool
+        Whether each engine says when it begins the call: a cell sent as ``%%px`` sends it (not
+        silent: its ``execute_input`` comes in first). Set by who sent it.
     """
 
     entry = None
+    announces_start = False
 
     def __init__(self, ar: Any, label: str, submitted: float, relayed: bool = False, view: Any = None,
                  turns: Any = None, histories: tuple = ()) -> None:

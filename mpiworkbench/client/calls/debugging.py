@@ -189,7 +189,8 @@ class Debugging:
         wb = self.session
         first = next((line.strip() for line in code.splitlines() if line.strip()), "")
         self.running = wb.submit(f"{wb.activity or 'debugging'}: {first[:60]}",
-                                 lambda: wb.view.execute(code, block=False))
+                                 lambda: wb.view.execute(code, silent=False, block=False))
+        self.running.announces_start = True
         return self.running
 
     def finish(self) -> None:

@@ -72,11 +72,14 @@ class Left:
 
 
 def _not_begun(call: Call, rank_of: dict[int, int]) -> set[int]:
-    """The ranks that have not begun *call* yet, as far as is known: a cell whose engine's
-    ``execute_input`` has not come in (on a loaded machine a rank may take seconds to take a cell
-    up; like a rank that left it, it runs no line of it, but it will join its peers)."""
-    return {rank_of.get(engine, engine) for engine, begun in zip(upstream.targets(call.ar), upstream.execute_begun(call.ar))
-            if begun is False}
+    """The ranks known not to have begun *call* yet: for a call whose engines say when they begin
+    it (a ``%%px`` cell), those whose ``execute_input`` has not come in. On a loaded machine a rank
+    may take seconds to take a cell up; like a rank that left it, it runs no line of it, but it
+    will join its peers."""
+    if not call.announces_start:
+        return set()
+    return {rank_of.get(engine, engine) for engine, came in zip(upstream.targets(call.ar), upstream.execute_inputs(call.ar))
+            if not came}
 
 
 def _left_the_call(rank) -> bool:

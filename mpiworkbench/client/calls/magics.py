@@ -146,6 +146,7 @@ class WorkbenchMagics(ParallelMagics):
             if broadcast_fits and (self._broadcast or (self._broadcast is None and len(targets) > STREAM_UP_TO)):
                 return self._broadcast_cell(cell, label, save_name, signal_on_interrupt, kept)
             call = wb.submit(label, lambda: self.view.execute(cell, silent=False, block=False), keep=True)
+            call.announces_start = True
             result = call.ar  # ipyparallel's, as %px gives it (%pxresult, --save-name)
             upstream.name_call(result, "%px")
             self.last_result = result
