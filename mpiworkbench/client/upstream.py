@@ -97,9 +97,17 @@ PATCHED = (
     Hook("ipykernel.kernelbase:Kernel", "do_debug_request", "cluster.engine_start.debuggable",
          "overridden to note a client's continue and disconnect, for which debugpy sends no event"),
     Hook("ipykernel.ipkernel:IPythonKernel", "debugger", "cluster.engine_start.debuggable",
-         "the kernel's debugger, whose event callback is wrapped to record stops (recording_stops)"),
+         "the kernel's debugger, whose event callback is wrapped to record stops (rank_debugpy.recording_stops)"),
     Hook("ipykernel.debugger:Debugger", "event_callback", "cluster.engine_start.debuggable",
          "wrapped to record each stop and continue where the notebook reads them"),
+    Hook("ipykernel.kernelbase:Kernel", "execute_request", "cluster.engine_start.debuggable",
+         "overridden to trace the cell by debugpy only while a client debugs the rank (rank_debugpy.match_tracing)"),
+    Hook("ipyparallel.engine.kernel:IPythonParallelKernel", "apply_request", "cluster.engine_start.debuggable",
+         "overridden as execute_request, for a function sent to the rank"),
+    Hook("ipykernel.debugger:Debugger", "debugpy_initialized", "cluster.rank_debugpy.match_tracing",
+         "whether debugpy was ever started in the rank's process (nothing traces it before)"),
+    Hook("ipykernel.debugger:Debugger", "is_started", "cluster.rank_debugpy.match_tracing",
+         "whether a client has the rank's debugger started now"),
 )
 
 

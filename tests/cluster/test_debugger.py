@@ -178,6 +178,35 @@ def test_breakpoint_in_a_package_function_called_from_a_cell(shell, fresh_wb):
     assert _pulled(wb, "lower_ghost") == [0.0] + [float(rank - 1) for rank in range(1, wb.n)]
 
 
+@pytest.mark.parametrize("fresh_wb", [2], indirect=True, ids=["2ranks"])
+def test_after_a_session_the_ranks_run_untraced_and_the_next_session_stops_them_again(shell, fresh_wb):
+    """debugpy, once started in a rank, traced its code for good: after one session the ranks ran
+    Python 2-17 times slower (importing the backends 55 s instead of 3), and notebook 00's first
+    call timed out on two nodes under load, after notebook 15 had debugged them. Between sessions
+    the ranks' requests now run untraced; a later session (a breakpoint in a function the cell
+    calls: each new frame must be traced again) still stops every rank."""
+    from mpiworkbench.solvers.halo import HaloExchange
+
+    def traced() -> bool:  # on a rank: whether its main thread runs traced
+        import sys
+
+        return sys.gettrace() is not None
+
+    wb = fresh_wb
+    line = _first_code_line(HaloExchange.exchange)
+    for session in range(2):
+        with wb.debug() as dbg:
+            dbg.break_at(HaloExchange.exchange.__code__.co_filename, line)
+            assert wb.run(traced) == [True] * wb.n  # a session traces the ranks' requests
+            cell = Cell(shell, HALO_CELL)
+            frames = dbg.wait_stopped()
+            assert [(f["name"], f["line"]) for f in frames.values()] == [("exchange", line)] * wb.n, (session, frames)
+            dbg.continue_()
+            assert cell.finished()
+        assert cell.result.error_in_exec is None, cell.result.error_in_exec
+        assert wb.run(traced) == [False] * wb.n, session  # and nothing traces them after it
+
+
 @pytest.mark.parametrize("fresh_wb", [3], indirect=True, ids=["3ranks"])
 def test_a_stopped_rank_is_not_a_hang_and_no_timeout_ends_the_world(shell, fresh_wb):
     """Rank 0 stopped before the allreduce, the others inside it: past the workbench's timeout

@@ -39,7 +39,6 @@ import os
 import pickle
 import signal
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -247,6 +246,9 @@ def debuggable(kernel_class: type) -> type:
     import zmq
     from zmq.eventloop.zmqstream import ZMQStream
 
+    from mpiworkbench.client.cluster.rank_debugpy import (  # here: this file is run by path, lean (see above)
+        let_go_of_late_stops, match_tracing, note_stop, recording_stops)
+
     class DebuggableKernel(kernel_class):
         def __init__(self, **kwargs: Any) -> None:
             thread = kwargs.get("control_thread")
@@ -268,7 +270,7 @@ def debuggable(kernel_class: type) -> type:
             # "stopped" for good once a %%px --debug cell had continued its ranks and detached)
             command = msg.get("command")
             if command in ("continue", "disconnect"):
-                _note_stop({"event": "continued"})
+                note_stop({"event": "continued"})
             if command in RESUMING:
                 # ipykernel's own count of the stopped threads, which only a "continued"
                 # event empties, kept true: what its debugInfo says is stopped is stopped (a
@@ -282,72 +284,18 @@ def debuggable(kernel_class: type) -> type:
                 let_go_of_late_stops(getattr(self, "debugger", None))
             return reply
 
+        # each request the main thread takes up runs traced by debugpy only while a client debugs
+        # the rank (rank_debugpy.match_tracing: after a session, not 2-17 times slower for good)
+        async def execute_request(self, stream, ident, parent):
+            match_tracing(getattr(self, "debugger", None))
+            return await super().execute_request(stream, ident, parent)
+
+        def apply_request(self, stream, ident, parent):
+            match_tracing(getattr(self, "debugger", None))
+            return super().apply_request(stream, ident, parent)
+
     DebuggableKernel.__name__ = DebuggableKernel.__qualname__ = kernel_class.__name__
     return DebuggableKernel
-
-
-#: Seconds after a client's ``disconnect`` during which the rank itself lets go of any stop that
-#: completes (:func:`let_go_of_late_stops`), and how often it looks.
-LATE_STOP_GUARD_S = 20.0
-LATE_STOP_EVERY_S = 0.05
-
-
-def let_go_of_late_stops(debugger: Any) -> None:
-    """After a client's ``disconnect``, let go of a stop no client will ever continue.
-
-    debugpy drops every breakpoint and resumes every thread at a ``disconnect``; a thread that
-    had matched a breakpoint just before, and marks itself suspended just after (its stop still
-    under way when the GIL passed to the control thread: seen on a loaded machine), is held
-    stopped with no client attached, and the cell never ends. For :data:`LATE_STOP_GUARD_S`
-    seconds, unless a client starts the debugger again (its stops are then its own), a thread
-    of the rank's resumes any thread debugpy holds suspended."""
-    if debugger is None:
-        return
-    # one guard per rank: a later disconnect extends the running guard's watch, not a thread more
-    debugger.mpiworkbench_guard_until = time.monotonic() + LATE_STOP_GUARD_S
-    running = getattr(debugger, "mpiworkbench_guard", None)
-    if running is not None and running.is_alive():
-        return
-
-    def watch() -> None:
-        try:  # debugpy's own pydevd (importable once debugpy runs in this process)
-            from _pydevd_bundle.pydevd_constants import STATE_SUSPEND
-            from _pydevd_bundle.pydevd_thread_lifecycle import resume_threads
-        except ImportError:
-            return
-        while time.monotonic() < debugger.mpiworkbench_guard_until and not getattr(debugger, "is_started", False):
-            if any(getattr(getattr(t, "additional_info", None), "pydev_state", None) == STATE_SUSPEND
-                   for t in threading.enumerate() if t is not threading.current_thread()):
-                resume_threads("*")
-            time.sleep(LATE_STOP_EVERY_S)
-
-    guard = threading.Thread(target=watch, name="mpiworkbench-late-stops", daemon=True)
-    guard.pydev_do_not_trace = True  # (debugpy traces new threads; not this one)
-    guard.is_pydev_daemon_thread = True
-    debugger.mpiworkbench_guard = guard
-    guard.start()
-
-
-def recording_stops(publish: Callable[[dict], None]) -> Callable[[dict], None]:
-    """The debugger's event callback *publish*, noting every stop and continue where the
-    client can read it (:func:`mpiworkbench.trace.stops.record`: a stopped rank is not hung)."""
-
-    def event_callback(event: dict) -> None:
-        _note_stop(event)
-        publish(event)
-
-    return event_callback
-
-
-def _note_stop(event: dict) -> None:
-    """:func:`mpiworkbench.trace.stops.record`, never raising: the record must never break the
-    debugger itself."""
-    try:
-        from mpiworkbench.trace import stops  # only once a debugger is attached
-
-        stops.record(event)
-    except Exception:  # noqa: BLE001
-        pass
 
 
 def one_mpi(when: str) -> None:
