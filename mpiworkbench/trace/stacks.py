@@ -31,8 +31,10 @@ CUT = "  ... (cut short: the rank wrote no more in time)"
 
 _FRAME = re.compile(r'\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>.+)')
 _LIBRARY = ("site-packages", "/lib/python3", "<frozen")
-#: The workbench's own frames never the user's line (an editable install too): tracer, engine loop.
-_OWN_RUNTIME = ("mpiworkbench/trace", "mpiworkbench/client/cluster/engine_start.py")
+#: The workbench's own frames never the user's line (an editable install too): tracer, engine loop,
+#: the engine's threads beside the debugger (its late-stop guard).
+_OWN_RUNTIME = ("mpiworkbench/trace", "mpiworkbench/client/cluster/engine_start.py",
+                "mpiworkbench/client/cluster/rank_debugpy.py")
 
 
 def stack_path(pid: int) -> str:

@@ -180,6 +180,11 @@ def test_an_idle_engine_has_no_user_line_but_code_run_from_a_string_has():
     assert hang.user_line(IDLE_ENGINE) is None
     busy = IDLE_ENGINE[:1] + ['  File "<string>", line 3 in spin'] + IDLE_ENGINE[1:]
     assert hang.user_line(busy) == "<string>:3 in spin"
+    # after a debugging session, the rank's own late-stop guard runs in a thread of its own: not the user's line
+    guarded = IDLE_ENGINE + ["Thread 0x00007f (most recent call first):",
+                             '  File "/src/mpiworkbench/client/cluster/rank_debugpy.py", line 80 in watch',
+                             '  File "/usr/lib/python3.11/threading.py", line 982 in run']
+    assert hang.user_line(guarded) is None
 
 
 def test_a_call_left_running_is_blocked_only_once_a_rank_has_left_it():
