@@ -11,6 +11,7 @@ its own random MPICH segment name), plus decoys standing for another world's.
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from pathlib import Path
 
@@ -54,10 +55,15 @@ def _existing(paths: set[str]) -> list[str]:
 
 @pytest.fixture
 def decoys():
-    """Files of another MPI world: one nobody maps any more (its job was killed elsewhere), one
-    a live process (this one) holds open. Neither may be removed."""
+    """Files of another MPI world: one nobody maps (yet: a world starting elsewhere), one a live
+    process (this one) holds open. Neither may be removed. (A segment nobody maps that is older
+    than ``shm.UNHELD_AFTER_S`` is left behind by whoever made it, and swept: tests/unit/test_shm.py.
+    The unmapped one is dated an hour ahead, so that it stays that young however long the test
+    takes: it took 69 s under CI's load, and the sweep took it.)"""
     dead, held = (Path(shm.SHM_DIR) / f"mpich_shm_test{uuid.uuid4().hex[:8]}_0" for _ in range(2))
     dead.write_bytes(b"\0" * 4096)
+    young = time.time() + 3600
+    os.utime(dead, (young, young))
     with open(held, "wb") as holding:
         holding.write(b"\0" * 4096)
         holding.flush()
