@@ -65,7 +65,7 @@ class Job:
             self.out.mkdir(parents=True)
         self.comm.Barrier()
         self._records = open(self.out / layout.RANK_RECORDS.format(rank=self.rank), "a", encoding="utf-8")
-        self._done, self._total = 0, len(self.meta["calls"])
+        self._done, self._total = 0, len(self.calls)
         if self.rank == 0:
             session = self.meta["world"]["n"]
             print(f"mpiworkbench job: {self._total} call(s) of a {session}-rank session, on {self.size} rank(s)"

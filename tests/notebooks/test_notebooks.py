@@ -179,10 +179,11 @@ def printed(nb: nbformat.NotebookNode) -> str:
 @pytest.mark.parametrize("path", ALL, ids=[p.stem for p in ALL])
 def test_notebook_runs_and_its_exercises_check_blank_wrong_and_right(path: Path, tmp_path: Path, monkeypatch):
     monkeypatch.setenv("MPIWORKBENCH_SMALL", "1")
-    for name, value in NOTEBOOK_ENV.get(path.stem, {}).items():
+    env = NOTEBOOK_ENV.get(path.stem, {})
+    for name, value in env.items():
         monkeypatch.setenv(name, value)
     nb = run_notebook(path, tmp_path)
-    if "NUMBA_DISABLE_JIT" in NOTEBOOK_ENV.get(path.stem, {}):  # the ranks ran as asked, and said so
+    if "NUMBA_DISABLE_JIT" in env:  # the ranks ran as asked, and said so
         assert "interpreted (NUMBA_DISABLE_JIT=1)" in printed(nb), printed(nb)[-2000:]
     # one owner per file the runtime makes: ipyparallel's "Failed to remove …ipengine-….log" (two
     # threads removing a launcher's output file when a world ended) is never printed

@@ -56,7 +56,7 @@ class Left:
                 report = explain_timeout(executor.session, exc, left)
                 stuck = [r for r in report.ranks
                          if r.state == "running" and r.inflight is not None and r.inflight.call is not None]
-                unbegun = _not_begun(left, executor.session.ranks)
+                unbegun = _not_begun(left, executor.session.ranks) if stuck else set()
                 if stuck and any(_left_the_call(r) for r in report.ranks if r.rank not in unbegun):
                     where = "\n".join(report.hang_lines)
                     self.stuck = (f"{', '.join(f'rank {r.rank}' for r in stuck)} wait{'s' if len(stuck) == 1 else ''} "
