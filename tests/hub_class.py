@@ -114,9 +114,12 @@ def world_files(nodes) -> dict[str, list[str]]:
 class ClassHub:
     """``mpiworkbench hub write`` and ``hub start`` on *nodes*' head, as root: the proxy on head's
     loopback, the hub's API on head's cluster address, a server of ``ranks`` tasks per student.
-    :meth:`stop` stops it (it cancels the servers' jobs) and waits until nothing of the class runs."""
+    :meth:`stop` stops it (it cancels the servers' jobs) and waits until nothing of the class runs.
+    *runtime*: the servers' Slurm time limit in minutes; longer than the whole class test takes
+    under load (it took 742 s in a CI run, and the first student's job ran into a 10-minute limit
+    while the last fetched the feedback)."""
 
-    def __init__(self, nodes, log: Path, ranks: int = 2, runtime: str = "10"):
+    def __init__(self, nodes, log: Path, ranks: int = 2, runtime: str = "30"):
         # the students' sbatch and srun reach munge and read slurm.conf: the cluster's directory
         # must be traversable (the munge key stays readable by root only)
         os.chmod(nodes.root, 0o755)

@@ -20,7 +20,7 @@ from pathlib import Path
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from mpiworkbench.core import implementations, mpi, processes, shm, usable
+from mpiworkbench.core import implementations, mpi, processes, shm, usable, yielding
 from mpiworkbench.core.implementations import Implementation
 
 #: Default wall-clock limit (seconds) of an MPI job started by the CLI.
@@ -51,6 +51,7 @@ def rank_environment(yield_while_waiting: bool | None = None) -> dict[str, str]:
     :data:`YIELD_WHILE_WAITING`, unless the user set those variables already.
     """
     env = {var: os.environ.get(var, "1") for var in _ONE_THREAD_PER_RANK}
+    yielding.yield_after_s()  # a bad $MPIWORKBENCH_YIELD_AFTER_S is refused here, before any rank starts
     if yield_while_waiting is None:
         yield_while_waiting = os.environ.get(YIELD_VARIABLE) == "1"
     if yield_while_waiting:

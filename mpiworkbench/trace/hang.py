@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from mpiworkbench.core import shm
+from mpiworkbench.core import shm, yielding
 from mpiworkbench.trace.events import (
     ANY_SOURCE, ANY_TAG, COLLECTIVES, EVENT_DTYPE, KIND, MAGIC, SLOT_DTYPE, kind_name,
 )
@@ -175,6 +175,12 @@ def _slot_state(pid: int):
 def _start_reporter(pid: int, publisher) -> None:
     import threading
 
+    try:
+        after_s = yielding.yield_after_s()
+    except ValueError:  # (refused by the client before any rank started; set since by hand)
+        after_s = yielding.YIELD_AFTER_S
+    waiting = None if after_s is None else yielding.WhileWaiting(after_s)
+
     def watch() -> None:
         last_call, last_at = None, 0.0
         last_events, still, still_since = None, None, time.monotonic()
@@ -183,6 +189,9 @@ def _start_reporter(pid: int, publisher) -> None:
             try:
                 now = time.monotonic()
                 s = _slot_state(pid)  # one read of the slot per look
+                if waiting is not None:  # a long wait yields the rank's core (core/yielding.py)
+                    inside = s is not None and int(s["depth"]) > 0
+                    waiting.look(inside, now - float(s["since"]) if inside else 0.0)
                 if _armed.get("publish_events"):
                     # (calls made, events recorded, recording): unchanged = the rank is still
                     state = None if s is None else (int(s["calls"]), int(s["nevents"]), int(s["on"]))

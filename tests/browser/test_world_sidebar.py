@@ -6,11 +6,11 @@ buttons saying the ranks are opened for debugging through that notebook on the f
 *Debug* on rank 1 opens them (bound: the click alone, through the notebook's kernel; relayed: the
 notebook's own ``wb.connection_file(rank, proxy=True)`` cell first, as ranks on other hosts are
 reached), opens a console on rank 1's kernel beside the notebook
-and puts JupyterLab's Debugger on it; then, ten rounds in a row, the user clicks the console's
+and puts JupyterLab's Debugger on it; then, ten rounds in a row (two on relayed ranks), the user clicks the console's
 tab, the notebook's tab and the ``%%px --debug 1 --break 4`` cell, presses Shift+Enter, sees
 rank 1 stopped at line 4 in the Debugger (``rank`` = 1) while the sidebar shows rank 1 stopped
 and rank 0 waiting in its collective, clicks Continue, and the cell prints its result. Then
-*Debug* on rank 0 moves the Debugger to rank 0 and its cell is debugged the same way, ten rounds; *Unpin*
+*Debug* on rank 0 moves the Debugger to rank 0 and its cell is debugged the same way, as many rounds; *Unpin*
 gives the Debugger back to JupyterLab's focus-following. Last, a cell whose rank 0 waits in
 ``MPI_Recv`` for rank 1: the sidebar shows the call and its peer until rank 1 sends. And the
 console of the rank the Debugger is on, closed (its tab's x) while that rank is stopped: the rank is
@@ -33,11 +33,14 @@ from tests.browser.conftest import screenshot, write_notebook
 from tests.browser.sidebar_support import PROMPT, run_cell, tab, world_of
 from tests.browser.widgets_support import LIMIT_MS, cell_output, kernel_session, open_fresh, wait_kernel_idle
 
-pytestmark = pytest.mark.cost(250, "ten debugging rounds on rank 1 and ten on rank 0, each a %%px --debug "
-                                     "cell stopped, inspected and continued in JupyterLab's Debugger; on bound "
-                                     "and on relayed ranks (two tests)")
+pytestmark = pytest.mark.cost(200, "ten debugging rounds on rank 1 and ten on rank 0 on bound ranks, two and "
+                                     "two on relayed ones, each a %%px --debug cell stopped, inspected and "
+                                     "continued in JupyterLab's Debugger (two tests)")
 
-ROUNDS = 10
+#: Debugging rounds in a row on each rank: ten on bound ranks (issue 52: a round that wedged the
+#: Debugger came only after several); two on relayed ranks, which differ from bound ones only in how the
+#: Debugger reaches the rank (the first round) and that it reaches it again (the second).
+ROUNDS = {False: 10, True: 2}
 STOP = 4
 #: The screenshot docs/debugging.md shows (``make screenshots`` copies it there).
 DOCS_PICTURE = "world_sidebar_bound_rank1_stopped.png"
@@ -107,8 +110,8 @@ def _debug_round(page, name: str, cluster: str, index: int, rank: int, shot: str
 
 @pytest.mark.parametrize("relay", [False, True], ids=["bound", "relayed"])
 def test_debug_on_a_rank_from_the_world_sidebar_ten_rounds_then_the_other_rank(page, lab_server, tmp_path, relay):
-    """Ten rounds on rank 1, then ten on rank 0; bound ranks, and relayed ones (reached through
-    the notebook's relay, as ranks on other hosts are)."""
+    """Ten rounds on rank 1, then ten on rank 0, on bound ranks; two and two on relayed ones (reached
+    through the notebook's relay, as ranks on other hosts are)."""
     release = tmp_path / "release"
     kind = "relayed" if relay else "bound"
     cells = [CELLS[0], CELLS[1].replace("PROXY", str(relay)), *CELLS[2:], blocked_cell(release)]
@@ -142,14 +145,14 @@ def test_debug_on_a_rank_from_the_world_sidebar_ten_rounds_then_the_other_rank(p
         page.locator("#mpiworkbench-world-sidebar .jp-mpiwb-pin", has_text=f"Debugger on rank 1 of {cluster}") \
             .wait_for(timeout=LIMIT_MS)
         page.locator(".jp-ConsolePanel").first.wait_for(timeout=LIMIT_MS)
-        for round_ in range(ROUNDS):
+        for round_ in range(ROUNDS[relay]):
             _debug_round(page, name, cluster, 2, 1, shot=f"world_sidebar_{kind}_rank1_stopped.png" if round_ == 0 else None)
 
         # Debug on rank 0 (the sidebar is still open): the Debugger moves there
         world.locator('.jp-mpiwb-rank[data-rank="0"] .jp-mpiwb-debug').click()
         page.locator("#mpiworkbench-world-sidebar .jp-mpiwb-pin", has_text=f"Debugger on rank 0 of {cluster}") \
             .wait_for(timeout=LIMIT_MS)
-        for round_ in range(ROUNDS):
+        for round_ in range(ROUNDS[relay]):
             _debug_round(page, name, cluster, 3, 0, shot=f"world_sidebar_{kind}_rank0_stopped.png" if round_ == 0 else None)
         wait_kernel_idle(page)
 

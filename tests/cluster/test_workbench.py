@@ -148,3 +148,50 @@ def test_thread_level_is_selectable():
 def test_thread_level_must_be_known():
     with pytest.raises(ValueError, match="thread_level must be one of single, funneled, serialized, multiple"):
         Workbench(n=1, thread_level="triple")
+
+
+def _wait_in_recv_until_yielding(flag: str) -> list:
+    """Rank 0 waits in ``MPI_Recv`` from rank 1 until its own helper thread has seen MPICH's yield
+    turn on (then it writes *flag*, and rank 1 sends); what rank 0 saw: the variable during the
+    wait, and once the receive returned (``None``: never within the limit)."""
+    import os
+    import threading
+    import time
+
+    import numpy as np
+    from mpi4py import MPI
+
+    from mpiworkbench.core import yielding
+
+    def until(condition, limit=60.0):
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            if condition():
+                return True
+            time.sleep(0.05)
+        return False
+
+    comm, buf = MPI.COMM_WORLD, np.zeros(1)
+    if comm.rank == 1:
+        until(lambda: os.path.exists(flag))
+        comm.Send(buf, dest=0)
+        return []
+    switch = yielding.switch()
+    seen = []
+    watcher = threading.Thread(target=lambda: seen.append(until(lambda: switch.value() == 1))
+                               or open(flag, "w").close())
+    watcher.start()
+    comm.Recv(buf, source=1)
+    watcher.join()
+    seen.append(until(lambda: switch.value() == 0, limit=30.0))
+    return seen
+
+
+def test_a_rank_waiting_long_in_mpi_yields_its_core_until_the_call_returns(wb, tmp_path):
+    """MPICH's ``MPIR_CVAR_ENABLE_HEAVY_YIELD`` turned on by the rank's reporter once it has waited
+    in one call for ``YIELD_AFTER_S``, and off as soon as the call returned (core/yielding.py)."""
+    flag = str(tmp_path / "yielding")
+    seen = wb.run(_wait_in_recv_until_yielding, flag)
+    assert seen[0] == [True, True], seen
+    # and the world communicates on at full speed: a short call spins again
+    assert wb.run(lambda: __import__("mpi4py.MPI").MPI.COMM_WORLD.allreduce(1)) == [2, 2]

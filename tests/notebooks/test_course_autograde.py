@@ -1,6 +1,7 @@
 """A class graded on a live MPI cluster: ``mpiworkbench course --nbgrader``, then nbgrader's own
 ``generate_assignment``, ``autograde`` and ``generate_feedback`` on four submissions of
-notebook 00 — one that deadlocks in the exercise, then a right, a wrong and a blank one. The grader
+notebook 00 — one that deadlocks in the exercise, then a right and a wrong one (a blank answer's
+"not answered yet" is checked for every notebook by ``test_notebooks.py``). The grader
 starts its own cluster (no ``mpi`` cluster runs in this IPython directory), makes the world
 fresh before each submission, and stops it at the end; on a cluster a teacher started with
 ``ipcluster`` it attaches and makes the world fresh too, so a deadlock left by one grading run
@@ -22,7 +23,7 @@ from tests.ipcluster import LIMIT, IPCluster
 from tests.unit.test_course import NOTEBOOKS, nbgrader
 
 pytestmark = pytest.mark.cost(300, (
-                         "notebook 00 as an nbgrader course autograded by nbgrader's own commands, four "
+                         "notebook 00 as an nbgrader course autograded by nbgrader's own commands, three "
                          "submissions (one deadlocks until its timeout) on a cluster the grader starts and "
                          "again on a running ipcluster"))
 
@@ -38,7 +39,7 @@ got = comm.recv(source=other)
 total = comm.allreduce(comm.rank)
 pids = comm.gather(os.getpid(), root=0)"""
 #: Graded in this order (nbgrader sorts them): the right answer comes after the deadlock.
-STUDENTS = {"a_stuck": "deadlock", "b_right": "solution", "c_wrong": "wrong", "d_idle": "blank"}
+STUDENTS = {"a_stuck": "deadlock", "b_right": "solution", "c_wrong": "wrong"}
 
 
 def submit(course: Path, student: str, kind: str) -> None:
@@ -124,17 +125,15 @@ def errors(cell) -> list[tuple[str, str]]:
     return [(o.get("ename"), o.get("evalue", "")) for o in cell.get("outputs", []) if o.get("output_type") == "error"]
 
 
-def test_right_wrong_deadlocked_and_blank_submissions_get_the_grades_they_should(graded):
+def test_right_wrong_and_deadlocked_submissions_get_the_grades_they_should(graded):
     course, _ = graded
-    assert scores(course) == {"a_stuck": 0.0, "b_right": 1.0, "c_wrong": 0.0, "d_idle": 0.0}
+    assert scores(course) == {"a_stuck": 0.0, "b_right": 1.0, "c_wrong": 0.0}
 
 
-def test_the_wrong_and_the_blank_answer_fail_their_check_with_what_is_wrong(graded):
+def test_the_wrong_answer_fails_its_check_with_what_is_wrong(graded):
     course, _ = graded
     (name, wrong), = errors(graded_cell(course, "c_wrong", "00-allreduce-gather-check"))
     assert name == "WrongAnswer" and "Hint: " in wrong
-    (name, idle), = errors(graded_cell(course, "d_idle", "00-allreduce-gather-check"))
-    assert name == "WrongAnswer" and "not answered" in idle
 
 
 def test_the_deadlock_ends_in_the_hang_report_and_its_feedback_shows_it(graded):
