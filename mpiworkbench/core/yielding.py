@@ -29,6 +29,9 @@ HEAVY_YIELD = "MPIR_CVAR_ENABLE_HEAVY_YIELD"
 #: Longer than any single call of the benchmarks and solvers at the sizes the notebooks use.
 YIELD_AFTER_S = 1.0
 AFTER_VARIABLE = "MPIWORKBENCH_YIELD_AFTER_S"
+#: Seconds between two looks at the rank while it yields: the yield is off again at most this
+#: long after the call returned (what follows a long wait, a timed loop say, spins again at once).
+YIELDING_POLL_S = 0.01
 _THREAD_MULTIPLE = 3  # MPI_THREAD_MULTIPLE in MPICH's ABI
 
 
@@ -85,6 +88,8 @@ def switch(library_path: str | None = None) -> Switch | None:
         library_path = found[0]
     try:
         library = ctypes.CDLL(library_path)
+        if hasattr(library, "ompi_mpi_comm_world"):  # Open MPI: no such variable (its tool interface is left alone)
+            return None
         provided, index, count = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
         if library.MPI_T_init_thread(_THREAD_MULTIPLE, ctypes.byref(provided)) != 0:
             return None
@@ -104,6 +109,11 @@ class WhileWaiting:
 
     def __init__(self, after_s: float, make=switch):
         self.after_s, self._make, self._switch, self._tried = after_s, make, None, False
+
+    @property
+    def yielding(self) -> bool:
+        """Whether the rank yields now (its watcher then looks more often: :data:`YIELDING_POLL_S`)."""
+        return self._switch is not None and self._switch.on
 
     def look(self, inside: bool, seconds: float) -> None:
         """*inside*: the rank is in an MPI call, for *seconds* so far."""

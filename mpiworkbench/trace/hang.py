@@ -185,7 +185,7 @@ def _start_reporter(pid: int, publisher) -> None:
         last_call, last_at = None, 0.0
         last_events, still, still_since = None, None, time.monotonic()
         while True:
-            time.sleep(REPORT_POLL_S)
+            time.sleep(yielding.YIELDING_POLL_S if waiting is not None and waiting.yielding else REPORT_POLL_S)
             try:
                 now = time.monotonic()
                 s = _slot_state(pid)  # one read of the slot per look
@@ -202,6 +202,9 @@ def _start_reporter(pid: int, publisher) -> None:
                         if data is not None:
                             publisher.publish_data({EVENTS_KEY: data})
                         last_events = state
+                if s is not None and int(s["depth"]) > 0 and int(s["calls"]) == last_call \
+                        and now - last_at < REPORT_PERIOD_S:
+                    continue  # this call was published lately (its stack is not read again before the period)
                 data = None if s is None else report(pid, s)
                 if data is None:
                     last_call = None

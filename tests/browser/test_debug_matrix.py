@@ -113,9 +113,17 @@ class Lab:
         self.pin.filter(has_text=f"Debugger on rank {rank} of {self.cluster}").wait_for(timeout=LIMIT_MS)
 
     def stopped_at(self, rank: int, line: str) -> None:
-        """The sidebar shows *rank* stopped at cell line *line* (a regular expression)."""
+        """The sidebar shows *rank* stopped at cell line *line* (a regular expression), and so does
+        JupyterLab's Debugger: its selected frame at that line. The sidebar can show the stop before
+        the Debugger has taken it; the Debugger then brings its source view to the front, over the
+        notebook a next click may just have raised (seen in a CI run: the notebook's restart
+        button hidden)."""
         self.world.locator(f'.jp-mpiwb-group[data-state="stopped"][data-ranks="{rank}"]',
                            has_text=re.compile(rf"cell line (?:{line})(?!\d)")).wait_for(timeout=STATE_MS)
+        self.page.wait_for_function(
+            "([line]) => { const f = document.querySelector('.jp-DebuggerCallstackFrame.selected');"
+            " return !!f && new RegExp(':(?:' + line + ')$').test(f.innerText.trim()) }",
+            arg=[line], timeout=STATE_MS)
 
     def button(self, command: str, title: str | None = None):
         found = self.page.locator(f".jp-DebuggerSidebar [data-command='{command}']").first

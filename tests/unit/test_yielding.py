@@ -24,11 +24,12 @@ def test_on_after_a_long_wait_off_when_the_call_returned_and_short_calls_never_s
         waiting.look(True, seconds)
     waiting.look(False, 0.0)
     assert made == []
+    assert not waiting.yielding
     waiting.look(True, 2.1)
-    assert made[0].on
+    assert made[0].on and waiting.yielding
     waiting.look(True, 5.0)
     waiting.look(False, 0.0)
-    assert not made[0].on and made[0].calls == [True, True, False]
+    assert not made[0].on and not waiting.yielding and made[0].calls == [True, True, False]
 
 
 def test_a_library_without_the_variable_is_asked_once():
