@@ -39,7 +39,7 @@ _ONE_THREAD_PER_RANK = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THRE
 #: measurable, so they are not set. Off by default: the sleep lands in every wait, so
 #: communication gets slower (measured with ``benchmarks/mpich_yield.py``: docs/measurements.md,
 #: section "The ranks' environment").
-YIELD_WHILE_WAITING = {"MPIR_CVAR_ENABLE_HEAVY_YIELD": "1"}
+YIELD_WHILE_WAITING = {yielding.HEAVY_YIELD: "1"}
 #: Set to ``1`` to ask for :data:`YIELD_WHILE_WAITING` in every rank this process starts.
 YIELD_VARIABLE = "MPIWORKBENCH_YIELD_WHILE_WAITING"
 
