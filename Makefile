@@ -28,7 +28,7 @@ SYSTEM_NEEDS := chromium:chromium slurmctld:slurm-wlm slurmd:slurm-wlm munged:mu
                 node:nodejs npm:npm openssl:openssl ruby:ruby \
                 mpiexec.openmpi:openmpi-bin mpicc.openmpi:libopenmpi-dev mpiexec.mpich:mpich mpicc.mpich:libmpich-dev
 
-.PHONY: lab labextension node test test-quick docs screenshots install install-test install-proxy install-ecosystem install-mpi4jax install-mpis site-venvs profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
+.PHONY: lab labextension node test test-setup test-quick docs screenshots install install-test install-proxy install-ecosystem install-mpi4jax install-mpis site-venvs profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
 
 # JupyterLab gets none of the test suite's settings: a wall-clock limit in its environment would
 # reach every kernel, and every MPI world a kernel starts would die when it expired.
@@ -54,7 +54,7 @@ $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 
 $(TEST_STAMP): pyproject.toml $(RUNTIME_STAMP)
 	$(PIP) install -e '.[test]'
-	$(MAKE) --no-print-directory install-ecosystem install-mpi4jax install-mpis
+	$(MAKE) --no-print-directory -j1 install-ecosystem install-mpi4jax install-mpis
 	@touch $@
 
 # JupyterHub's proxy (`mpiworkbench hub`) from npm, into the venv's node/ prefix, where
@@ -126,14 +126,14 @@ install-mpis: $(RUNTIME_STAMP)
 # Venvs whose mpi4py is built from source against Debian's Open MPI and MPICH, in .venv/site/ (the
 # suite's stand-ins for a cluster's MPI; tests/site_venvs.py): quick when they are there, about two
 # minutes the first time (the builds, at -O0, are cached in ~/.cache/mpiworkbench).
-site-venvs: $(TEST_STAMP) system-packages
+site-venvs: $(RUNTIME_STAMP) system-packages
 	$(BIN)/python -m tests.site_venvs build
 
 # A JupyterLab environment with nothing of the workbench (.venv/lab-only: jupyterlab and ipywidgets
 # only, at the main venv's versions): a centre's lab, for the browser tier's test of the lab part
 # (tests/lab_venv.py; about a minute the first time, from pip's cache).
 LAB_ONLY_STAMP := $(VENV)/lab-only/.built
-$(LAB_ONLY_STAMP): $(TEST_STAMP)
+$(LAB_ONLY_STAMP): $(RUNTIME_STAMP)
 	$(BIN)/python -m tests.lab_venv build
 
 # The optional extras beside `.[ecosystem]` and `.[mpi4jax]` that pip cannot resolve by itself
@@ -180,19 +180,33 @@ system-packages:
 # so the notebook tier comes before it.
 # Every run ends with its time table (tests/timetable.py): each tier's wall time and the run's ten
 # slowest tests, printed and kept in the test artifacts' time-table.txt, also when a tier failed.
-# The unit and MPI tiers first, one after the other (the MPI tier's ranks busy-poll: beside other
-# work each message waits for a time slice, and run beside the unit and notebook tiers it took
-# 1,173 s instead of 360; the unit tier, beside the notebook tier, 455 s instead of 208:
+# The unit tier first, beside the MPI tier at one rank (one process: nothing of it busy-polls,
+# and it takes the core the unit tier leaves), then the MPI tier at 2 and 3 ranks and under the
+# other libraries alone (their ranks busy-poll: beside other work each message waits for a time
+# slice, and run beside the unit and notebook tiers the MPI tier took 1,173 s instead of 360:
 # docs/measurements.md). Then two lanes side by side, each line of output prefixed with its lane:
 # the cluster tier in one, the notebook then browser tiers in the other (most of the cluster and
 # browser tiers' time is waiting). The site venvs come before the lanes: both use them (the
 # notebook tier, and the cluster tier's tests/cluster/test_job_sbatch.py).
-test: $(TEST_STAMP) $(LABEXT_STAMP) $(PROFILE_STAMP) system-packages $(PROXY_STAMP) site-venvs
+test: test-setup
 	@$(TIMETABLE) begin
-	@$(MAKE) --no-print-directory test-unit test-mpi && \
+	@$(TIMETABLE) lanes unit='$(MAKE) --no-print-directory test-unit' \
+	                    mpi-1='$(MAKE) --no-print-directory test-mpi MPI_RANKS=1 TIER_MPIS=' && \
+	  $(MAKE) --no-print-directory test-mpi MPI_RANKS='2 3' && \
 	  $(TIMETABLE) lanes cluster='$(MAKE) --no-print-directory test-cluster' \
 	                     notebooks+browser='$(MAKE) --no-print-directory test-notebooks test-browser'; \
 	  rc=$$?; $(TIMETABLE) show; exit $$rc
+
+# What the suite needs installed. Once the runtime is, the test extras, the site venvs, the
+# lab-only venv, the lab extension's npm packages and the hub's proxy are made side by side (each
+# waits mostly for an index or a build: one after the other they took about 300 s, side by side
+# about 230 s); then the lab extension's build and the profile, once nothing installs into .venv.
+# The system packages come first, alone (apt-get takes one lock); the pip installs into .venv
+# stay one after the other (TEST_STAMP's sub-make runs with -j1).
+SETUP_JOBS ?= 4
+test-setup: system-packages $(RUNTIME_STAMP)
+	@$(MAKE) --no-print-directory --output-sync=target -j$(SETUP_JOBS) $(TEST_STAMP) site-venvs $(LAB_ONLY_STAMP) $(PROXY_STAMP) $(LABEXT_BUILD)/.installed
+	@$(MAKE) --no-print-directory $(LABEXT_STAMP) $(PROFILE_STAMP)
 
 # A developer's loop (a few minutes): the unit tier and the MPI tier at 2 ranks under the venv's
 # MPICH only. `make test` is what CI runs.

@@ -75,18 +75,34 @@ def begin() -> None:
     RECORDS.mkdir(parents=True, exist_ok=True)
 
 
+def cpu_ticks() -> tuple[int, int] | None:
+    """``(busy, total)`` clock ticks of every core of the machine since it booted (``/proc/stat``),
+    or ``None`` where there is no such file. Busy is all but idle and I/O wait."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = [int(v) for v in stat.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return sum(fields) - idle, sum(fields)
+
+
 def run(tier: str, command: list[str], env: dict[str, str] | None = None) -> int:
     """Run *command* (its exit code returned) with :data:`TIER_VAR` set to *tier* (and *env*);
-    record its wall time."""
+    record its wall time, and the machine's busy and total CPU ticks meanwhile (whatever ran:
+    lanes overlap), which tell whether the machine had cores to spare."""
     start = time.time()
     t0 = time.monotonic()
+    ticks = cpu_ticks()
     print(f"== {tier}: {' '.join(command)}", flush=True)
     # a tier is a run of its own: nothing of a pytest-xdist worker that may have started it
     inherited = {k: v for k, v in os.environ.items()
                  if not k.startswith("PYTEST_XDIST_") and k != "MPIWORKBENCH_TEST_WORKER"}
     code = subprocess.call(command, cwd=ROOT, env={**inherited, **(env or {}), TIER_VAR: tier})
+    seconds, after = time.monotonic() - t0, cpu_ticks()
+    cpu = None if ticks is None or after is None else [after[0] - ticks[0], after[1] - ticks[1]]
     _write(RECORDS / f"tier-{tier}-{os.getpid()}-{time.time_ns()}.json",
-           {"tier": tier, "command": command, "start": start, "seconds": time.monotonic() - t0, "exit": code})
+           {"tier": tier, "command": command, "start": start, "seconds": seconds, "exit": code, "cpu": cpu})
     return code
 
 
@@ -199,6 +215,15 @@ def _clock(seconds: float) -> str:
     return f"{seconds:7.0f} s  ({seconds / 60:4.1f} min)"
 
 
+def _busy(runs: list[dict]) -> str:
+    """``", machine NN % busy"``: the share of the machine's CPU time that was busy while *runs*
+    ran (records without ticks are left out; nothing when none has them)."""
+    ticks = [t["cpu"] for t in runs if t.get("cpu") and t["cpu"][1] > 0]
+    if not ticks:
+        return ""
+    return f", machine {100 * sum(b for b, _ in ticks) / sum(total for _, total in ticks):.0f} % busy"
+
+
 def table() -> str:
     """The time table of the records now in :data:`RECORDS`."""
     tiers = _records("tier")
@@ -218,7 +243,7 @@ def table() -> str:
         failed = sum(1 for s in tests for o in s["outcomes"].values() if o == "failed")
         status = "failed" if any(t["exit"] not in (0, NO_TESTS) for t in runs) else "ok"
         lines.append(f"  {tier:<10} {_clock(seconds)}  {count:4d} tests ({passed} passed, {failed} failed)  "
-                     f"{len(runs)} command(s), {status}")
+                     f"{len(runs)} command(s), {status}{_busy(runs)}")
     if spans:
         wall = max(end for _, end in spans) - min(start for start, _ in spans)
         lines.append(f"  {'all tiers':<10} {_clock(wall)}  from the first tier's start to the last one's end"

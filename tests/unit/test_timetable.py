@@ -61,6 +61,27 @@ def test_the_table_lists_each_tier_in_order_and_the_slowest_tests(records):
     assert timetable.TABLE.read_text().startswith("The suite's time table")
 
 
+def test_a_tier_says_how_busy_the_machine_was_while_it_ran(records):
+    # two commands of one tier: 300 of 400 ticks busy, then 100 of 400; one older record without
+    timetable._write(records / "tier-mpi-1.json", {"tier": "mpi", "command": ["x"], "start": 1.0,
+                                                  "seconds": 10.0, "exit": 0, "cpu": [300, 400]})
+    timetable._write(records / "tier-mpi-2.json", {"tier": "mpi", "command": ["y"], "start": 11.0,
+                                                  "seconds": 10.0, "exit": 0, "cpu": [100, 400]})
+    timetable._write(records / "tier-unit-1.json", {"tier": "unit", "command": ["z"], "start": 0.0,
+                                                   "seconds": 1.0, "exit": 0})
+    lines = timetable.table().splitlines()
+    assert next(line for line in lines if line.strip().startswith("mpi")).endswith("ok, machine 50 % busy")
+    assert next(line for line in lines if line.strip().startswith("unit")).endswith("ok")
+
+
+def test_a_command_run_records_the_machines_ticks_meanwhile(records):
+    before = timetable.cpu_ticks()
+    assert timetable.run("unit", [sys.executable, "-c", "sum(range(3_000_000))"]) == 0
+    (record,) = (json.loads(p.read_text()) for p in records.glob("tier-unit-*.json"))
+    busy, total = record["cpu"]
+    assert 0 < busy <= total and total <= timetable.cpu_ticks()[1] - before[1]
+
+
 def test_begin_forgets_the_previous_run(records):
     timetable.record_session("unit", "", {"a": 1.0}, {"a": "passed"})
     timetable.begin()
