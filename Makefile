@@ -199,8 +199,8 @@ test: test-setup
 
 # What the suite needs installed. Once the runtime is, the test extras, the site venvs, the
 # lab-only venv, the lab extension's npm packages and the hub's proxy are made side by side (each
-# waits mostly for an index or a build: one after the other they took about 300 s, side by side
-# about 230 s); then the lab extension's build and the profile, once nothing installs into .venv.
+# waits mostly for an index or a build: docs/measurements.md, "The machine is busy in every
+# tier"); then the lab extension's build and the profile, once nothing installs into .venv.
 # The system packages come first, alone (apt-get takes one lock); the pip installs into .venv
 # stay one after the other (TEST_STAMP's sub-make runs with -j1).
 SETUP_JOBS ?= 4
