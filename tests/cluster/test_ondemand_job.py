@@ -19,6 +19,7 @@ documented helpers do), ``host=$(hostname)``, sourcing ``before.sh``, forking ``
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -29,7 +30,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cluster.slurm import wait_until
+from tests.cluster.slurm import processes_with_env, wait_until
 from tests.hub_class import Accounts
 from tests.multinode import client_json, simulated_cluster
 from tests.ondemand import render_app
@@ -175,4 +176,12 @@ def test_the_rendered_app_runs_as_a_users_job_its_lab_answers_and_a_notebooks_wo
         if job is not None:
             nodes.run("scancel", job, check=False)
             nodes.wait_for_no_jobs()
+            # scancel's SIGTERM reaches the script and the lab; the script ends at once, and the
+            # lab, no longer its child, is lost to the simulated nodes' proctrack/linuxproc (a
+            # centre's proctrack/cgroup keeps it) while it shuts down, which under load takes
+            # more than the teardown's grace: wait for it here, bounded (what is still running
+            # then, the teardown kills and reports)
+            with contextlib.suppress(AssertionError):
+                wait_until(lambda: not processes_with_env(f"SLURM_JOB_ID={job}"),
+                           "the job's lab to end after scancel's SIGTERM", LIMIT)
         accounts.remove()
