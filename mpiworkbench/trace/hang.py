@@ -189,8 +189,8 @@ def _start_reporter(pid: int, publisher) -> None:
             try:
                 now = time.monotonic()
                 s = _slot_state(pid)  # one read of the slot per look
+                inside = s is not None and int(s["depth"]) > 0  # in an MPI call
                 if waiting is not None:  # a long wait yields the rank's core (core/yielding.py)
-                    inside = s is not None and int(s["depth"]) > 0
                     waiting.look(inside, now - float(s["since"]) if inside else 0.0)
                 if _armed.get("publish_events"):
                     # (calls made, events recorded, recording): unchanged = the rank is still
@@ -202,8 +202,7 @@ def _start_reporter(pid: int, publisher) -> None:
                         if data is not None:
                             publisher.publish_data({EVENTS_KEY: data})
                         last_events = state
-                if s is not None and int(s["depth"]) > 0 and int(s["calls"]) == last_call \
-                        and now - last_at < REPORT_PERIOD_S:
+                if inside and int(s["calls"]) == last_call and now - last_at < REPORT_PERIOD_S:
                     continue  # this call was published lately (its stack is not read again before the period)
                 data = None if s is None else report(pid, s)
                 if data is None:
