@@ -36,6 +36,8 @@ import time
 import uuid
 from pathlib import Path
 
+from mpiworkbench.core.load import cpu_jiffies
+
 #: Where the suite writes what it keeps after a run (screenshots, the time table): outside the checkout.
 ARTIFACTS = Path(os.environ.get("MPIWORKBENCH_ARTIFACTS")
                  or Path(tempfile.gettempdir()) / f"mpiworkbench-test-artifacts-{os.getuid()}")
@@ -75,31 +77,19 @@ def begin() -> None:
     RECORDS.mkdir(parents=True, exist_ok=True)
 
 
-def cpu_ticks() -> tuple[int, int] | None:
-    """``(busy, total)`` clock ticks of every core of the machine since it booted (``/proc/stat``),
-    or ``None`` where there is no such file. Busy is all but idle and I/O wait."""
-    try:
-        with open("/proc/stat") as stat:
-            fields = [int(v) for v in stat.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-    return sum(fields) - idle, sum(fields)
-
-
 def run(tier: str, command: list[str], env: dict[str, str] | None = None) -> int:
     """Run *command* (its exit code returned) with :data:`TIER_VAR` set to *tier* (and *env*);
     record its wall time, and the machine's busy and total CPU ticks meanwhile (whatever ran:
     lanes overlap), which tell whether the machine had cores to spare."""
     start = time.time()
     t0 = time.monotonic()
-    ticks = cpu_ticks()
+    ticks = cpu_jiffies()
     print(f"== {tier}: {' '.join(command)}", flush=True)
     # a tier is a run of its own: nothing of a pytest-xdist worker that may have started it
     inherited = {k: v for k, v in os.environ.items()
                  if not k.startswith("PYTEST_XDIST_") and k != "MPIWORKBENCH_TEST_WORKER"}
     code = subprocess.call(command, cwd=ROOT, env={**inherited, **(env or {}), TIER_VAR: tier})
-    seconds, after = time.monotonic() - t0, cpu_ticks()
+    seconds, after = time.monotonic() - t0, cpu_jiffies()
     cpu = None if ticks is None or after is None else [after[0] - ticks[0], after[1] - ticks[1]]
     _write(RECORDS / f"tier-{tier}-{os.getpid()}-{time.time_ns()}.json",
            {"tier": tier, "command": command, "start": start, "seconds": seconds, "exit": code, "cpu": cpu})

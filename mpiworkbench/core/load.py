@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 
-__all__ = ["LOADED_CORES", "LOAD_WINDOW_S", "busy_cores", "foreign_load", "sample_load"]
+__all__ = ["LOADED_CORES", "LOAD_WINDOW_S", "busy_cores", "cpu_jiffies", "foreign_load", "sample_load"]
 
 #: Foreign CPU use (in cores) above which a run is flagged as measured on a loaded machine.
 LOADED_CORES = 0.25
@@ -18,8 +18,9 @@ LOADED_CORES = 0.25
 LOAD_WINDOW_S = 0.3
 
 
-def _cpu_jiffies() -> tuple[int, int] | None:
-    """(busy, total) jiffies of the whole machine from /proc/stat, or None off Linux."""
+def cpu_jiffies() -> tuple[int, int] | None:
+    """(busy, total) jiffies of the whole machine since it booted, from /proc/stat (busy: all but
+    idle and I/O wait), or None off Linux."""
     try:
         with open("/proc/stat") as fh:
             fields = [int(x) for x in fh.readline().split()[1:]]
@@ -44,9 +45,9 @@ def _clock_ticks() -> int:
 
 def busy_cores(window_s: float = LOAD_WINDOW_S) -> float | None:
     """Cores the whole machine kept busy over the next *window_s* seconds (None off Linux)."""
-    before = _cpu_jiffies()
+    before = cpu_jiffies()
     time.sleep(window_s)
-    after = _cpu_jiffies()
+    after = cpu_jiffies()
     if before is None or after is None:
         return None
     return (after[0] - before[0]) / _clock_ticks() / window_s
@@ -54,9 +55,9 @@ def busy_cores(window_s: float = LOAD_WINDOW_S) -> float | None:
 
 def sample_load() -> tuple:
     """(machine jiffies before, after, own jiffies spent, seconds) over one sleeping window."""
-    before, own_before, t0 = _cpu_jiffies(), _own_jiffies(), time.monotonic()
+    before, own_before, t0 = cpu_jiffies(), _own_jiffies(), time.monotonic()
     time.sleep(LOAD_WINDOW_S)
-    after, own_after, elapsed = _cpu_jiffies(), _own_jiffies(), time.monotonic() - t0
+    after, own_after, elapsed = cpu_jiffies(), _own_jiffies(), time.monotonic() - t0
     own = None if own_before is None or own_after is None else own_after - own_before
     return before, after, own, elapsed
 
