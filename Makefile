@@ -28,7 +28,7 @@ SYSTEM_NEEDS := chromium:chromium slurmctld:slurm-wlm slurmd:slurm-wlm munged:mu
                 node:nodejs npm:npm openssl:openssl ruby:ruby \
                 mpiexec.openmpi:openmpi-bin mpicc.openmpi:libopenmpi-dev mpiexec.mpich:mpich mpicc.mpich:libmpich-dev
 
-.PHONY: lab labextension node test test-setup test-quick docs screenshots install install-test install-proxy install-ecosystem install-mpi4jax install-mpis site-venvs profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
+.PHONY: lab labextension node test test-full test-setup test-quick docs screenshots install install-test install-proxy install-ecosystem install-mpi4jax install-mpis site-venvs profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
 
 # JupyterLab gets none of the test suite's settings: a wall-clock limit in its environment would
 # reach every kernel, and every MPI world a kernel starts would die when it expired.
@@ -196,6 +196,12 @@ test: test-setup
 	  $(TIMETABLE) lanes cluster='$(MAKE) --no-print-directory test-cluster' \
 	                     notebooks+browser='$(MAKE) --no-print-directory test-notebooks test-browser'; \
 	  rc=$$?; $(TIMETABLE) show; exit $$rc
+
+# The suite's full form (tests/costs.py): what `make test` proves, some of it again many times or
+# at more sizes (docs/architecture.md, "The suite's two forms"); about an hour. `make test` is the
+# fast form, the one CI runs.
+test-full:
+	@MPIWORKBENCH_TEST_FULL=1 $(MAKE) --no-print-directory test
 
 # What the suite needs installed. Once the runtime is, the test extras, the site venvs, the
 # lab-only venv, the lab extension's npm packages and the hub's proxy are made side by side (each

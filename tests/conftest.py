@@ -210,9 +210,9 @@ def _write_times(session) -> None:
     tier = os.environ.get(timetable.TIER_VAR)
     if not tier or _mpi_rank() != 0:
         return
-    from tests.costs import DECLARED_COSTS
+    from tests.costs import DECLARED_COSTS, FULL_ONLY
 
-    if DECLARED_COSTS:  # where the tests were collected: a worker, or the only process
-        timetable.record_costs(tier, {nodeid: list(cost) for nodeid, cost in DECLARED_COSTS.items()})
+    if DECLARED_COSTS or FULL_ONLY:  # where the tests were collected: a worker, or the only process
+        timetable.record_costs(tier, {nodeid: list(cost) for nodeid, cost in DECLARED_COSTS.items()}, FULL_ONLY)
     if not hasattr(session.config, "workerinput"):
         timetable.record_session(tier, _session_label(), _TEST_SECONDS, _TEST_OUTCOMES, _TEST_FAILURES)

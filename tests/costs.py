@@ -10,18 +10,42 @@ Collection orders the modules by what they declare, heaviest first, so that pyte
 (``--dist loadfile --no-loadscope-reorder``: ``tests/timetable.py``) start on the long ones and
 finish together; a module's own order is kept, and the leftover checks (``test_zz_*``) stay last.
 ``tests/conftest.py`` installs the hook; ``-p tests.costs`` does elsewhere.
+
+**The suite's two forms** (as SciPy's ``fast`` and ``full`` test modes): ``make test``, what CI runs,
+is the fast form, inside the suite's budget; ``make test-full``
+(:data:`~tests.timetable.FULL_VAR` set) the full form.
+The fast form proves every behaviour; the full form proves some of them again, many times or at
+more sizes: the rounds a wedge once needed to show itself, the same path under one more MPI. A test
+chooses its counts with :func:`fast_or_full`, and a test that only repeats a proof of the fast form
+is marked ``@pytest.mark.full("what it adds")``: the fast form deselects it (its time table says how
+many). ``docs/architecture.md`` ("The suite's two forms") lists what the full form adds.
 """
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import pytest
 
-from tests.timetable import COST_WHY_S
+from tests.timetable import COST_WHY_S, full_form
+
+#: Whether this run is the suite's full form.
+FULL = full_form()
+
+T = TypeVar("T")
+
+
+def fast_or_full(fast: T, full: T) -> T:
+    """*full* in the suite's full form, else *fast*: a test's rounds, sizes or cases."""
+    return full if FULL else fast
+
 
 #: What a test that declares no cost is taken to cost when ordering the modules.
 UNDECLARED_COST_S = 1.0
 #: nodeid -> (declared seconds, why) of the tests collected in this process (for the time table).
 DECLARED_COSTS: dict[str, tuple[float, str]] = {}
+#: The tests collected in this process that only the full form runs (the fast form deselected them).
+FULL_ONLY: list[str] = []
 
 
 def _module_mark(module) -> "pytest.Mark | None":
@@ -30,6 +54,18 @@ def _module_mark(module) -> "pytest.Mark | None":
         if mark.name == "cost":
             return mark
     return None
+
+
+def _full_only(item) -> bool:
+    """Whether *item* runs in the full form only (``pytest.mark.full("what it adds")``, which must
+    say what it adds)."""
+    mark = item.get_closest_marker("full")
+    if mark is None:
+        return False
+    if not (mark.args and isinstance(mark.args[0], str) and mark.args[0].strip()):
+        raise pytest.UsageError(f"{item.nodeid}: pytest.mark.full takes what the test adds to the fast form's "
+                                f"proofs (a sentence); got {mark.args!r}")
+    return True
 
 
 def _cost_of(mark: "pytest.Mark") -> tuple[float, str]:
@@ -42,6 +78,11 @@ def _cost_of(mark: "pytest.Mark") -> tuple[float, str]:
 
 
 def pytest_collection_modifyitems(config, items):
+    repeats = {id(item) for item in items if _full_only(item)}
+    FULL_ONLY[:] = [item.nodeid for item in items if id(item) in repeats]
+    if repeats and not FULL:
+        config.hook.pytest_deselected(items=[item for item in items if id(item) in repeats])
+        items[:] = [item for item in items if id(item) not in repeats]
     per_file: dict[str, float] = {}
     module_marks: dict[str, "pytest.Mark | None"] = {}  # read once per module, not per test
     for item in items:

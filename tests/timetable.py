@@ -53,6 +53,8 @@ TIER_VAR = "MPIWORKBENCH_TIER"
 SHM_AT_START_VAR = "MPIWORKBENCH_SHM_AT_START"
 #: Above this many seconds a test must say why it must be that long (``pytest.mark.cost``).
 COST_WHY_S = 60
+#: Set (to anything but ``0``): the suite's full form (``make test-full``; ``tests/costs.py``).
+FULL_VAR = "MPIWORKBENCH_TEST_FULL"
 #: pytest's exit code for a session that selected no test.
 NO_TESTS = 5
 #: How many of the run's slowest tests the table lists.
@@ -60,6 +62,11 @@ SLOWEST = 10
 #: The tiers, in the order ``make test`` runs them (and the table lists them).
 TIERS = ("unit", "mpi", "cluster", "notebooks", "browser")
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def full_form() -> bool:
+    """Whether this run is the suite's full form (:data:`FULL_VAR`)."""
+    return os.environ.get(FULL_VAR, "0") not in ("", "0")
 
 
 def _write(path: Path, data: object) -> None:
@@ -92,7 +99,8 @@ def run(tier: str, command: list[str], env: dict[str, str] | None = None) -> int
     seconds, after = time.monotonic() - t0, cpu_jiffies()
     cpu = None if ticks is None or after is None else [after[0] - ticks[0], after[1] - ticks[1]]
     _write(RECORDS / f"tier-{tier}-{os.getpid()}-{time.time_ns()}.json",
-           {"tier": tier, "command": command, "start": start, "seconds": seconds, "exit": code, "cpu": cpu})
+           {"tier": tier, "command": command, "start": start, "seconds": seconds, "exit": code, "cpu": cpu,
+            "form": "full" if full_form() else "fast"})
     return code
 
 
@@ -186,9 +194,11 @@ def record_session(tier: str, label: str, tests: dict[str, float], outcomes: dic
            {"tier": tier, "label": label, "tests": tests, "outcomes": outcomes, "failures": failures or {}})
 
 
-def record_costs(tier: str, declared: dict[str, list]) -> None:
-    """Keep what the tests of a session declared they cost (``nodeid -> [seconds, why]``)."""
-    _write(RECORDS / f"costs-{tier}-{os.getpid()}-{int(time.time() * 1000)}.json", {"tier": tier, "declared": declared})
+def record_costs(tier: str, declared: dict[str, list], full_only: list[str] = ()) -> None:
+    """Keep what the tests of a session declared they cost (``nodeid -> [seconds, why]``), and
+    which of its tests only the suite's full form runs."""
+    _write(RECORDS / f"costs-{tier}-{os.getpid()}-{int(time.time() * 1000)}.json",
+           {"tier": tier, "declared": declared, "full_only": list(full_only)})
 
 
 def _records(kind: str) -> list[dict]:
@@ -218,7 +228,9 @@ def table() -> str:
     """The time table of the records now in :data:`RECORDS`."""
     tiers = _records("tier")
     sessions = _records("tests")
-    lines = ["The suite's time table (wall time per tier; the tests' own times added up within it)", ""]
+    forms = sorted({t.get("form", "fast") for t in tiers})
+    form = f"; the suite's {' and '.join(forms)} form" if forms else ""
+    lines = [f"The suite's time table (wall time per tier; the tests' own times added up within it{form})", ""]
     order = {name: i for i, name in enumerate(TIERS)}
     total = 0.0
     spans = []
@@ -248,7 +260,11 @@ def table() -> str:
     outcomes = [o for session in sessions for o in session["outcomes"].values()]
     closing = (f"suite: {outcomes.count('passed')} passed, {outcomes.count('failed')} failed, "
                f"{outcomes.count('skipped')} skipped")
-    declared = {nodeid for record in _records("costs") for nodeid in record["declared"]}
+    costs = _records("costs")
+    declared = {nodeid for record in costs for nodeid in record["declared"]}
+    full_only = {nodeid for record in costs for nodeid in record.get("full_only", [])}
+    if full_only and "full" not in forms:
+        closing += f", {len(full_only)} of the full form only not run (make test-full)"
     unsaid = sorted(((seconds, nodeid) for s in sessions for nodeid, seconds in s["tests"].items()
                      if seconds > COST_WHY_S and nodeid not in declared), reverse=True)
     if unsaid:

@@ -169,11 +169,49 @@ def test_a_planted_process_of_the_run_is_a_leftover():
     assert not [line for line in leftover_cluster_processes() if line.startswith(f"{planted.pid}:")]
 
 
-def _pytest(directory: Path, *args: str) -> subprocess.CompletedProcess:
-    """pytest in a subprocess on *directory* with the cost plugin (tests.costs), from the checkout."""
+def _pytest(directory: Path, *args: str, full: bool = False) -> subprocess.CompletedProcess:
+    """pytest in a subprocess on *directory* with the cost plugin (tests.costs), from the checkout,
+    in the suite's fast form (or its *full* one)."""
+    env = {k: v for k, v in os.environ.items() if k != timetable.FULL_VAR}
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.costs", "-p", "no:cacheprovider",
-                           str(directory), *args], capture_output=True, text=True, timeout=300,
-                          cwd=timetable.ROOT)
+                           "-o", "markers=full: the full form's", str(directory), *args], capture_output=True,
+                          text=True, timeout=300, cwd=timetable.ROOT,
+                          env={**env, timetable.FULL_VAR: "1"} if full else env)
+
+
+_FORMS = ("import pytest\nfrom tests.costs import fast_or_full\n\n"
+          "def test_both():\n    print('rounds', fast_or_full(2, 10))\n\n"
+          "@pytest.mark.full('the same at three more sizes')\ndef test_more_sizes():\n    pass\n")
+
+
+def test_the_fast_form_leaves_out_the_full_forms_tests_and_takes_its_fast_counts(tmp_path):
+    (tmp_path / "test_forms.py").write_text(_FORMS)
+    fast = _pytest(tmp_path, "-v", "-s")
+    assert fast.returncode == 0, fast.stdout + fast.stderr
+    assert "rounds 2" in fast.stdout and "1 passed, 1 deselected" in fast.stdout, fast.stdout
+    assert "test_more_sizes" not in fast.stdout, fast.stdout
+    full = _pytest(tmp_path, "-v", "-s", full=True)
+    assert full.returncode == 0, full.stdout + full.stderr
+    assert "rounds 10" in full.stdout and "2 passed" in full.stdout and "deselected" not in full.stdout, full.stdout
+
+
+@pytest.mark.parametrize("mark", ["pytest.mark.full", "pytest.mark.full('  ')"])
+def test_a_test_of_the_full_form_only_must_say_what_it_adds(tmp_path, mark):
+    (tmp_path / "test_more.py").write_text(f"import pytest\n\n@{mark}\ndef test_again():\n    pass\n")
+    for full in (False, True):
+        out = _pytest(tmp_path, "--collect-only", "-q", full=full)
+        assert out.returncode != 0 and "test_more.py::test_again: pytest.mark.full takes what the test adds" in out.stderr, \
+            out.stdout + out.stderr
+
+
+def test_the_table_says_which_form_ran_and_what_the_fast_one_left_out(records):
+    timetable.record_session("cluster", "", {"t.py::a": 3.0}, {"t.py::a": "passed"})
+    timetable.record_costs("cluster", {}, ["t.py::again", "t.py::more"])
+    timetable.record_costs("cluster", {}, ["t.py::again"])  # the other worker collected the same
+    assert timetable.run("cluster", [sys.executable, "-c", "pass"]) == 0
+    text = timetable.table()
+    assert "the suite's fast form" in text.splitlines()[0]
+    assert text.splitlines()[-1] == "suite: 1 passed, 0 failed, 0 skipped, 2 of the full form only not run (make test-full)"
 
 
 def test_the_heaviest_declared_modules_come_first_and_the_leftover_checks_last(tmp_path):
