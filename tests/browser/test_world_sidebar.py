@@ -6,7 +6,7 @@ buttons saying the ranks are opened for debugging through that notebook on the f
 *Debug* on rank 1 opens them (bound: the click alone, through the notebook's kernel; relayed: the
 notebook's own ``wb.connection_file(rank, proxy=True)`` cell first, as ranks on other hosts are
 reached), opens a console on rank 1's kernel beside the notebook
-and puts JupyterLab's Debugger on it; then, ten rounds in a row (two on relayed ranks), the user clicks the console's
+and puts JupyterLab's Debugger on it; then, rounds in a row (:data:`ROUNDS`), the user clicks the console's
 tab, the notebook's tab and the ``%%px --debug 1 --break 4`` cell, presses Shift+Enter, sees
 rank 1 stopped at line 4 in the Debugger (``rank`` = 1) while the sidebar shows rank 1 stopped
 and rank 0 waiting in its collective, clicks Continue, and the cell prints its result. Then
@@ -30,17 +30,19 @@ from pathlib import Path
 import pytest
 
 from tests.browser.conftest import screenshot, write_notebook
+from tests.costs import fast_or_full
 from tests.browser.sidebar_support import PROMPT, run_cell, tab, world_of
 from tests.browser.widgets_support import LIMIT_MS, cell_output, kernel_session, open_fresh, wait_kernel_idle
 
-pytestmark = pytest.mark.cost(200, "ten debugging rounds on rank 1 and ten on rank 0 on bound ranks, two and "
+pytestmark = pytest.mark.cost(fast_or_full(110, 200), "three (full form: ten) debugging rounds on rank 1 and as many on rank 0 on bound ranks, two and "
                                      "two on relayed ones, each a %%px --debug cell stopped, inspected and "
                                      "continued in JupyterLab's Debugger (two tests)")
 
-#: Debugging rounds in a row on each rank: ten on bound ranks (issue 52: a round that wedged the
-#: Debugger came only after several); two on relayed ranks, which differ from bound ones only in how the
-#: Debugger reaches the rank (the first round) and that it reaches it again (the second).
-ROUNDS = {False: 10, True: 2}
+#: Debugging rounds in a row on each rank: on bound ranks three in the suite's fast form, ten in its
+#: full form (issue 52: a round that wedged the Debugger came only after several; ``tests/costs.py``);
+#: two on relayed ranks, which differ from bound ones only in how the Debugger reaches the rank (the
+#: first round) and that it reaches it again (the second).
+ROUNDS = {False: fast_or_full(3, 10), True: 2}
 STOP = 4
 #: The screenshot docs/debugging.md shows (``make screenshots`` copies it there).
 DOCS_PICTURE = "world_sidebar_bound_rank1_stopped.png"
@@ -109,9 +111,9 @@ def _debug_round(page, name: str, cluster: str, index: int, rank: int, shot: str
 
 
 @pytest.mark.parametrize("relay", [False, True], ids=["bound", "relayed"])
-def test_debug_on_a_rank_from_the_world_sidebar_ten_rounds_then_the_other_rank(page, lab_server, tmp_path, relay):
-    """Ten rounds on rank 1, then ten on rank 0, on bound ranks; two and two on relayed ones (reached
-    through the notebook's relay, as ranks on other hosts are)."""
+def test_debug_on_a_rank_from_the_world_sidebar_rounds_in_a_row_then_the_other_rank(page, lab_server, tmp_path, relay):
+    """Rounds in a row on rank 1, then as many on rank 0, on bound ranks (three, ten in the full form);
+    two and two on relayed ones (reached through the notebook's relay, as ranks on other hosts are)."""
     release = tmp_path / "release"
     kind = "relayed" if relay else "bound"
     cells = [CELLS[0], CELLS[1].replace("PROXY", str(relay)), *CELLS[2:], blocked_cell(release)]

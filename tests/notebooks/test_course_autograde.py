@@ -5,7 +5,8 @@ notebook 00 — one that deadlocks in the exercise, then a right and a wrong one
 starts its own cluster (no ``mpi`` cluster runs in this IPython directory), makes the world
 fresh before each submission, and stops it at the end; on a cluster a teacher started with
 ``ipcluster`` it attaches and makes the world fresh too, so a deadlock left by one grading run
-costs the next submission nothing. The source version passes ``nbgrader validate``."""
+costs the next submission nothing (the suite's full form: ``tests/costs.py``). The source version
+passes ``nbgrader validate``."""
 
 from __future__ import annotations
 
@@ -19,13 +20,14 @@ from mpiworkbench import exercises
 from mpiworkbench.cli import main
 from mpiworkbench.client.cluster.profiles import create_profile
 from tests.cluster.slurm import processes_with_env, wait_until
+from tests.costs import FULL, fast_or_full
 from tests.ipcluster import LIMIT, IPCluster
 from tests.unit.test_course import NOTEBOOKS, nbgrader
 
-pytestmark = pytest.mark.cost(300, (
+pytestmark = pytest.mark.cost(fast_or_full(180, 300), (
                          "notebook 00 as an nbgrader course autograded by nbgrader's own commands, three "
-                         "submissions (one deadlocks until its timeout) on a cluster the grader starts and "
-                         "again on a running ipcluster"))
+                         "submissions (one deadlocks until its timeout) on a cluster the grader starts (and, in "
+                         "the full form, again on a running ipcluster)"))
 
 ASSIGNMENT = "00_start_here"
 #: Seconds an MPI call may take when graded; a deadlock ends after this.
@@ -74,10 +76,12 @@ def teachers_cluster(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def graded(teachers_cluster, tmp_path_factory):
+def graded(request, tmp_path_factory):
     """The course after autograding and feedback, with a fresh IPython directory: the grader
-    must start (and stop) its own cluster (the teacher's, already running, is in another
-    IPython directory and is not touched)."""
+    must start (and stop) its own cluster (in the suite's full form the teacher's, already running
+    for the grading on it, is in another IPython directory and is not touched)."""
+    if FULL:
+        request.getfixturevalue("teachers_cluster")
     root = tmp_path_factory.mktemp("class")
     course = root / "course"
     env = pytest.MonkeyPatch()
@@ -173,6 +177,10 @@ def test_the_source_passes_nbgrader_validate(graded, monkeypatch):
         done.stdout[-3000:] + done.stderr[-3000:]
 
 
+@pytest.mark.full("the grading again on a cluster a teacher started with ipcluster: the fast form proves its parts "
+                  "(a deadlock graded, then a right answer on a fresh world, by the grader's own cluster here; "
+                  "attaching to and restarting an ipcluster's engines in tests/cluster/test_attach.py and "
+                  "test_notebooks_multinode.py)")
 def test_on_a_running_cluster_a_deadlock_left_behind_costs_the_next_submission_nothing(graded, teachers_cluster):
     """Two grading runs on one ``ipcluster`` cluster: the first leaves its world blocked by the
     deadlock; the second attaches, makes the world fresh, and grades the right answer right."""

@@ -157,7 +157,15 @@ def _check_run(nb, name: str, n: int, field: Path, serial: np.ndarray) -> None:
     assert "MPIMismatch" in refused and "built from source for" in refused and "--mpi site" in refused, refused
 
 
-@pytest.mark.parametrize("site", SITES, indirect=True)
+#: The README in a notebook under each site MPI; under Debian's MPICH (the mpich wheel's own family) in
+#: the suite's full form only (``tests/costs.py``): its world, its ranks' library and a hang named with
+#: its host are proven in the fast form by its Slurm job below, its compiled parts by its CLI runs.
+README_SITES = [pytest.param(name, marks=pytest.mark.full(
+    "the README's notebook under a third site MPI, Debian's MPICH, of the mpich wheel's family")) if name == "debian-mpich"
+    else name for name in SITES]
+
+
+@pytest.mark.parametrize("site", README_SITES, indirect=True)
 def test_the_readme_runs_under_the_sites_mpi_in_a_notebook(site, tmp_path, monkeypatch):
     """The README's first cells as written (2 ranks of its own: no cluster is running), then the checks."""
     monkeypatch.setenv("MPIWORKBENCH_SMALL", "1")
