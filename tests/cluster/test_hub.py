@@ -12,8 +12,7 @@ student's own token), and, once their JupyterLab answers, runs ``Workbench()`` i
 (Jupyter's kernel protocol over the server's websocket). Every server must be a Slurm job of its
 student on a compute node of its own, each world of two ranks inside its job, its hosts the job's
 node, and no student may signal another's processes, read their environment or list their home.
-Every answer is right but the last one's, which deadlocks: scores 1 and 0 (two students in the
-suite's fast form; three in its full form, scores 1, 1 and 0). When the hub stops, it cancels the
+Two answers are right, the third deadlocks: scores 1, 1 and 0. When the hub stops, it cancels the
 jobs: nothing of the class may be left (job, process, /dev/shm file).
 """
 
@@ -24,7 +23,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.costs import fast_or_full
 from tests.hub_class import LIMIT, PYTHON, STUDENTS, TEACHER, ClassHub
 from tests.notebooks.test_course_autograde import ASSIGNMENT, DEADLOCK, TIMEOUT_S
 from tests.multinode import client_json, simulated_cluster
@@ -35,8 +33,8 @@ from tests.multinode import client_json, simulated_cluster
 #: simulated Slurm sent SIGKILL 5 s after SIGTERM. It now waits Slurm's default 30 s (``KillWait``,
 #: tests/cluster/slurm.py), as centres' Slurm does.
 pytestmark = [pytest.mark.timeout(900),
-              pytest.mark.cost(fast_or_full(170, 210), (
-                               "a class on a JupyterHub over simulated Slurm nodes: two (full form: three) students' servers, "
+              pytest.mark.cost(210, (
+                               "a class on a JupyterHub over three simulated Slurm nodes: three students' servers, "
                                "each a Slurm job with a 2-rank world, graded through nbgrader; it waits mostly for "
                                "Slurm and JupyterLab to start"))]
 
@@ -243,17 +241,14 @@ pages = sorted(glob.glob(os.path.expanduser("~/00_start_here/feedback/*/00_start
 print("FACTS" + json.dumps({"fetch": [done.returncode, (done.stdout + done.stderr)[-3000:]],
                             "feedback": open(pages[-1]).read() if pages else None}))
 """
-#: The class that logs in: two students in the suite's fast form, three in its full form
-#: (``tests/costs.py``); the others of ``STUDENTS`` have accounts and never log in.
-CLASS = STUDENTS[:fast_or_full(2, 3)]
-#: The answers: every student's right but the last one's, which deadlocks.
-ANSWERS = dict(zip(CLASS, ["solution"] * (len(CLASS) - 1) + ["deadlock"]))
+#: The answers: the first two students' right, the third's deadlocks.
+ANSWERS = dict(zip(STUDENTS, ("solution", "solution", "deadlock")))
 
 
 @pytest.fixture(scope="module")
 def nodes():
-    """Head and a node of two Slurm CPUs for each student of the class: one student's job per node."""
-    yield from simulated_cluster(compute=len(CLASS), cpus=2)
+    """Head and node1, node2, node3 of two Slurm CPUs each: one student's job per node."""
+    yield from simulated_cluster(compute=3, cpus=2)
 
 
 def _plan(path: Path, students: dict) -> str:
@@ -294,7 +289,7 @@ def test_a_class_on_the_hub_each_server_a_slurm_job_graded_through_nbgrader(node
         hub.teacher(nbgrader, "autograde", ASSIGNMENT, cwd=course, extra=grading, limit=3 * LIMIT)
         hub.teacher(nbgrader, "generate_feedback", ASSIGNMENT, cwd=course)
         hub.teacher(nbgrader, "release_feedback", ASSIGNMENT, cwd=course)
-        feedback = {name: {"token": report[name]["token"], "code": FEEDBACK} for name in CLASS}
+        feedback = {name: {"token": report[name]["token"], "code": FEEDBACK} for name in STUDENTS}
         fetched = nodes.on(nodes.head, PYTHON, "-c", CLASS_CLIENT, hub.base, _plan(tmp_path / "feedback.json", feedback),
                            env=hub.env, cwd=tmp_path, check=False, timeout=3 * LIMIT)
         if fetched.returncode != 0:
@@ -303,7 +298,7 @@ def test_a_class_on_the_hub_each_server_a_slurm_job_graded_through_nbgrader(node
         stopped = hub.stop()  # it cancels the servers' jobs (cleanup_servers)
         assert stopped is not None, f"the hub did not stop\n{hub.diagnose()}"
         hub.check_nothing_left()
-        for name in CLASS:
+        for name in STUDENTS:
             seen = report[name]
             assert seen["logged_in"] and seen["login_status"] == 200 and seen["lab_page"], seen
             assert seen["spawn_status"] in (201, 202), seen
@@ -323,15 +318,15 @@ def test_a_class_on_the_hub_each_server_a_slurm_job_graded_through_nbgrader(node
             reach = world["reach"]  # nothing of another student's world is this student's to touch
             assert reach["signalled"] == reach["environ_read"] == reach["homes_listed"] == [], reach
         # the last student met the earlier students' running worlds (and servers) and could not touch them
-        assert report[CLASS[-1]]["kernel"]["reach"]["processes"], report[CLASS[-1]]["kernel"]["reach"]
-        assert len({report[name]["kernel"]["job"] for name in CLASS}) == len(CLASS), report
-        assert collected == sorted(CLASS), collected
-        assert _scores(course) == {name: 0.0 if kind == "deadlock" else 1.0 for name, kind in ANSWERS.items()}
-        stuck = feedback[CLASS[-1]]["feedback"]  # the deadlock's feedback holds the hang report
+        assert report[STUDENTS[-1]]["kernel"]["reach"]["processes"], report[STUDENTS[-1]]["kernel"]["reach"]
+        assert len({report[name]["kernel"]["job"] for name in STUDENTS}) == len(STUDENTS), report
+        assert collected == sorted(STUDENTS), collected
+        assert _scores(course) == {STUDENTS[0]: 1.0, STUDENTS[1]: 1.0, STUDENTS[2]: 0.0}
+        stuck = feedback[STUDENTS[2]]["feedback"]  # the deadlock's feedback holds the hang report
         assert "Where each rank is:" in stuck and "blocked in MPI_" in stuck, stuck[-3000:]
         print(f"\nhub up {hub.up_seconds:.1f} s; " + "; ".join(
             f"{name}: spawn to lab page {report[name]['lab_s']:.1f} s, world ready {report[name]['kernel']['ready_s']:.1f} s"
-            for name in CLASS))
+            for name in STUDENTS))
     finally:
         hub.stop()
         hub.accounts.remove()
