@@ -198,8 +198,8 @@ test: test-setup
 	  rc=$$?; $(TIMETABLE) show; exit $$rc
 
 # The suite's full form (tests/costs.py): what `make test` proves, some of it again many times or
-# at more sizes (docs/architecture.md, "The suite's two forms"); about an hour. `make test` is the
-# fast form, the one CI runs.
+# once more (docs/architecture.md, "The suite's two forms"; a few minutes longer: docs/measurements.md).
+# `make test` is the fast form, the one CI runs.
 test-full:
 	@MPIWORKBENCH_TEST_FULL=1 $(MAKE) --no-print-directory test
 
