@@ -78,11 +78,11 @@ def _cost_of(mark: "pytest.Mark") -> tuple[float, str]:
 
 
 def pytest_collection_modifyitems(config, items):
-    repeats = {id(item) for item in items if _full_only(item)}
-    FULL_ONLY[:] = [item.nodeid for item in items if id(item) in repeats]
+    repeats = [item for item in items if _full_only(item)]
+    FULL_ONLY[:] = [item.nodeid for item in repeats]
     if repeats and not FULL:
-        config.hook.pytest_deselected(items=[item for item in items if id(item) in repeats])
-        items[:] = [item for item in items if id(item) not in repeats]
+        config.hook.pytest_deselected(items=repeats)
+        items[:] = [item for item in items if item not in repeats]
     per_file: dict[str, float] = {}
     module_marks: dict[str, "pytest.Mark | None"] = {}  # read once per module, not per test
     for item in items:

@@ -175,8 +175,8 @@ total = MPI.COMM_WORLD.allreduce(x)
 print(f"raced {total}")"""
 ARRIVE_S = 0.5
 #: 0.35 … 0.65 s: every 0.06 s in the suite's fast form, every 0.03 s in its full form (tests/costs.py).
-LEAVE_AT_S = fast_or_full(tuple(round(0.35 + 0.06 * k, 2) for k in range(6)),
-                          tuple(round(0.35 + 0.03 * k, 2) for k in range(11)))
+_STEP_S, _MOMENTS = fast_or_full((0.06, 6), (0.03, 11))
+LEAVE_AT_S = tuple(round(0.35 + _STEP_S * k, 2) for k in range(_MOMENTS))
 
 
 def test_a_rank_reaching_its_breakpoint_as_the_session_is_left_is_let_go_under_load(notebook):
