@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from mpiworkbench.core import shm, yielding
+from mpiworkbench.core.threads import start_daemon
 from mpiworkbench.trace.events import (
     ANY_SOURCE, ANY_TAG, COLLECTIVES, EVENT_DTYPE, KIND, MAGIC, SLOT_DTYPE, kind_name,
 )
@@ -173,8 +174,6 @@ def _slot_state(pid: int):
 
 
 def _start_reporter(pid: int, publisher) -> None:
-    import threading
-
     try:
         after_s = yielding.yield_after_s()
     except ValueError:  # (refused by the client before any rank started; set since by hand)
@@ -214,7 +213,7 @@ def _start_reporter(pid: int, publisher) -> None:
             except Exception:  # noqa: BLE001 - a report lost is a report lost; the rank goes on
                 continue
 
-    threading.Thread(target=watch, name="mpiworkbench-hang-reporter", daemon=True).start()
+    start_daemon(watch, "mpiworkbench-hang-reporter")  # runs on while a debugger stops the rank
 
 
 def _remove(path: str) -> None:

@@ -247,12 +247,16 @@ def test_px_debug_stops_the_ranks_named_and_another_client_continues_them(shell,
     _wait_until(lambda: 1 in wb.stops(), "rank 1 to stop at the breakpoint", limit=120)
     assert sorted(wb.stops()) == [1]
     assert wb.where()[1] == f"rank 1 stopped at a breakpoint (cell line {STOP})"
-    from mpiworkbench.client.calls.rank_debugger import RankDebugger
+    from mpiworkbench.client.calls.rank_debugger import DebuggerError, RankDebugger
 
     lab = RankDebugger(1, wb.connection_file(1)).start()
     try:
         assert lab.joined and lab.stack()[0]["line"] == STOP
         assert lab.variables()["rank"] == "1"
+        # the workbench's own threads (the hang reporter…) are not the user's to stop or list: a
+        # Pause in JupyterLab showed the hang reporter's code instead of the cell (a CI run)
+        listed = [t["name"] for t in lab.body("threads")["threads"]]
+        assert "MainThread" in listed and not [t for t in listed if t.startswith("mpiworkbench")], listed
         lab.continue_()
     finally:
         lab.close()
@@ -264,6 +268,23 @@ def test_px_debug_stops_the_ranks_named_and_another_client_continues_them(shell,
         assert fresh.request("debugInfo")["body"]["isStarted"] is False
     finally:
         fresh.client.stop_channels()
+    # debugpy started in rank 1 leaving nothing in its namespace (ipykernel's own start imports it there)
+    assert wb.run(lambda: "debugpy" in globals()) == [False] * wb.n
+    # a rank whose debugpy cannot start (rank 0 never debugged yet; its adapter's Python made
+    # missing): the session says which rank and why, leaves no rank debugged, and the world answers
+    wb.execute("import debugpy\nif __import__('mpi4py').MPI.COMM_WORLD.rank == 0:\n"
+               "    debugpy.configure(python='/nonexistent/python')")
+    with pytest.raises(DebuggerError, match=r"rank 0: .*debugpy did not start in this rank's process: "
+                                            r"RuntimeError: error spawning debug adapter.*/nonexistent/python"):
+        with wb.debug():
+            pass
+    for rank in range(wb.n):
+        left = RankDebugger(rank, wb.connection_file(rank))
+        try:
+            assert left.request("debugInfo")["body"]["isStarted"] is False, rank
+        finally:
+            left.client.stop_channels()
+    assert wb.run(lambda: 1) == [1] * wb.n
 
 
 @pytest.mark.parametrize("name", [_installed(n) for n in OTHERS])

@@ -41,6 +41,7 @@ from typing import Any, Iterable, Iterator
 
 from mpiworkbench.client.calls import kernel_proxy
 from mpiworkbench.client.calls.rank_debugger import DebuggerError, RankDebugger
+from mpiworkbench.core.threads import start_daemon
 from mpiworkbench.trace import stops
 
 #: The world directory's folder of debugging sessions' records.
@@ -121,8 +122,7 @@ def release_orphans(session) -> list[str]:
             with contextlib.suppress(OSError):
                 path.unlink()
     if watched:
-        threading.Thread(target=_watch, args=(session, folder, watched, time.monotonic() + WATCH_S),
-                         name="mpiworkbench-debug-release-watch", daemon=True).start()
+        start_daemon(_watch, "mpiworkbench-debug-release-watch", session, folder, watched, time.monotonic() + WATCH_S)
     return said
 
 

@@ -33,6 +33,7 @@ import time
 from typing import Any
 
 from mpiworkbench.client import upstream
+from mpiworkbench.core.threads import start_daemon
 from mpiworkbench.trace.stops import KEPT_PAUSES, WHERE_KEY
 
 #: Requests remembered while their reply is awaited (an unanswered one is forgotten after this many newer).
@@ -172,8 +173,7 @@ class Proxies:
         self._added: list[KernelProxy] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="mpiworkbench-kernel-proxies", daemon=True)
-        self._thread.start()
+        self._thread = start_daemon(self._loop, "mpiworkbench-kernel-proxies")
 
     def open(self, rank: int, engine: int) -> KernelProxy:
         """*rank*'s proxy, started the first time it is asked for."""

@@ -247,7 +247,7 @@ def debuggable(kernel_class: type) -> type:
     from zmq.eventloop.zmqstream import ZMQStream
 
     from mpiworkbench.client.cluster.rank_debugpy import (  # here: this file is run by path, lean (see above)
-        let_go_of_late_stops, match_tracing, note_stop, recording_stops)
+        let_go_of_late_stops, listen, match_tracing, note_stop, recording_stops)
 
     class DebuggableKernel(kernel_class):
         def __init__(self, **kwargs: Any) -> None:
@@ -268,20 +268,23 @@ def debuggable(kernel_class: type) -> type:
             # not ask it to), nor when it lets the rank go at a disconnect: noted here, before the
             # request runs on, so that a stop after it is noted after it (the stop record said
             # "stopped" for good once a %%px --debug cell had continued its ranks and detached)
-            command = msg.get("command")
+            command, debugger = msg.get("command"), getattr(self, "debugger", None)
             if command in ("continue", "disconnect"):
                 note_stop({"event": "continued"})
-            if command in RESUMING:
+            if command in RESUMING and debugger is not None and hasattr(debugger, "stopped_threads"):
                 # ipykernel's own count of the stopped threads, which only a "continued"
                 # event empties, kept true: what its debugInfo says is stopped is stopped (a
                 # client that continues a thread debugpy runs already waits for ever: pydevd
                 # answers once that thread next runs traced code)
-                debugger = getattr(self, "debugger", None)
-                if debugger is not None and hasattr(debugger, "stopped_threads"):
-                    debugger.stopped_threads = set()
+                debugger.stopped_threads = set()
+            if command == "initialize":  # debugpy started here, race-free (rank_debugpy.listen)
+                failed = listen(debugger)
+                if failed:  # said, not retried ipykernel's way
+                    return {"type": "response", "command": command, "request_seq": msg.get("seq"), "seq": 0,
+                            "success": False, "message": f"debugpy did not start in this rank's process: {failed}"}
             reply = await super().do_debug_request(msg)
             if command == "disconnect":
-                let_go_of_late_stops(getattr(self, "debugger", None))
+                let_go_of_late_stops(debugger)
             return reply
 
         # each request the main thread takes up runs traced by debugpy only while a client debugs

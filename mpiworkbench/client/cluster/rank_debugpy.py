@@ -8,6 +8,9 @@ thereafter"). Measured on this project's engines, after one ``wb.debug()`` sessi
 a pure-Python loop 2.2 times slower and imported the backends (``registry.availability()``) 17
 times slower, 55 s instead of 3.2, until the world restarted. Here:
 
+* :func:`listen`: debugpy started on a port it binds itself (ipykernel's own start binds a free
+  port, lets it go, then asks debugpy to listen on it: under load another process took it in
+  between, and the rank's ``initialize`` failed without saying why);
 * :func:`match_tracing`: each request the rank's main thread takes up (a cell, a function) runs
   traced only while a client has the rank's debugger started (debugpy's public
   ``trace_this_thread``); a session that starts later traces its requests again;
@@ -19,11 +22,40 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Any, Callable
+
+from mpiworkbench.core.threads import start_daemon
 
 #: Whether this process's main thread was last set traced by :func:`match_tracing` (debugpy traces
 #: every thread once started).
 _traced = [True]
+
+
+def listen(debugger: Any) -> str | None:
+    """Start debugpy in the rank for its *debugger* (ipykernel's), unless started already: as
+    ipykernel's own start does (an ``execute_request`` over the debugger's shell socket, run by the
+    rank's main thread), but on a port debugpy's adapter binds itself, read back from the reply.
+    Return ``None`` once debugpy listens, else what went wrong (the exception on the rank)."""
+    if debugger is None or getattr(debugger, "debugpy_initialized", True):
+        return None
+    import zmq
+    from ipykernel.compiler import get_tmp_directory
+
+    Path(get_tmp_directory()).mkdir(mode=0o700, parents=True, exist_ok=True)  # (ipykernel's start makes it)
+    client, shell = debugger.debugpy_client, debugger.shell_socket
+    port = f"__import__('debugpy').listen(({client.debugpy_host!r}, 0))[1]"
+    debugger.session.send(shell, "execute_request", {"code": "", "silent": True, "user_expressions": {"port": port}},
+                          None, shell.getsockopt(zmq.ROUTING_ID))
+    _ident, msg = debugger.session.recv(shell, mode=0)
+    content = msg["content"]
+    found = (content.get("user_expressions") or {}).get("port") or {}
+    if content.get("status") == "ok" and found.get("status") == "ok":
+        client.debugpy_port = str(int(found["data"]["text/plain"]))
+        debugger.debugpy_initialized = True
+        return None
+    error = found if found.get("status") == "error" else content
+    return f"{error.get('ename', 'no answer')}: {error.get('evalue', content)}"
 
 
 def match_tracing(debugger: Any) -> None:
@@ -79,11 +111,7 @@ def let_go_of_late_stops(debugger: Any) -> None:
                 resume_threads("*")
             time.sleep(LATE_STOP_EVERY_S)
 
-    guard = threading.Thread(target=watch, name="mpiworkbench-late-stops", daemon=True)
-    guard.pydev_do_not_trace = True  # (debugpy traces new threads; not this one)
-    guard.is_pydev_daemon_thread = True
-    debugger.mpiworkbench_guard = guard
-    guard.start()
+    debugger.mpiworkbench_guard = start_daemon(watch, "mpiworkbench-late-stops")
 
 
 def recording_stops(publish: Callable[[dict], None]) -> Callable[[dict], None]:
