@@ -9,8 +9,10 @@ a pure-Python loop 2.2 times slower and imported the backends (``registry.availa
 times slower, 55 s instead of 3.2, until the world restarted. Here:
 
 * :func:`listen`: debugpy started on a port it binds itself (ipykernel's own start binds a free
-  port, lets it go, then asks debugpy to listen on it: under load another process took it in
-  between, and the rank's ``initialize`` failed without saying why);
+  port, lets it go, then asks debugpy to listen on it, and another process can take it in between:
+  ipykernel's open issue 988, "ipykernel can start debugpy on an occupied port", seen in VS Code's
+  CI; the likely cause of an ``initialize`` that failed, saying nothing more, on one rank of three
+  in this project's CI); when debugpy cannot start, the reply now says why;
 * :func:`match_tracing`: each request the rank's main thread takes up (a cell, a function) runs
   traced only while a client has the rank's debugger started (debugpy's public
   ``trace_this_thread``); a session that starts later traces its requests again;
