@@ -179,12 +179,14 @@ def test_breakpoint_in_a_package_function_called_from_a_cell(shell, fresh_wb):
 
 
 @pytest.mark.parametrize("fresh_wb", [2], indirect=True, ids=["2ranks"])
-def test_after_a_session_the_ranks_run_untraced_and_the_next_session_stops_them_again(shell, fresh_wb):
+def test_after_a_session_the_ranks_run_untraced_and_the_next_session_stops_them_again(shell, fresh_wb, tmp_path):
     """debugpy, once started in a rank, traced its code for good: after one session the ranks ran
     Python 2-17 times slower (importing the backends 55 s instead of 3), and notebook 00's first
     call timed out on two nodes under load, after notebook 15 had debugged them. Between sessions
     the ranks' requests now run untraced; a later session (a breakpoint in a function the cell
-    calls: each new frame must be traced again) still stops every rank."""
+    calls: each new frame must be traced again) still stops every rank. Before them, a debugger
+    asked for while the ranks run a cell, before any rank was ever debugged: it says why it does
+    not start, and leaves no rank half-started once the cell ends."""
     from mpiworkbench.solvers.halo import HaloExchange
 
     def traced() -> bool:  # on a rank: whether its main thread runs traced
@@ -193,6 +195,35 @@ def test_after_a_session_the_ranks_run_untraced_and_the_next_session_stops_them_
         return sys.gettrace() is not None
 
     wb = fresh_wb
+    # first, a debugger asked for while the ranks run a cell, before any was debugged: debugpy
+    # starts on a rank's main thread, so the start waits; given up, it says why, and the start
+    # that completes once the cell ends is undone (the sessions below find every rank unstarted)
+    from mpiworkbench.client.calls.debugging import Debugging
+    from mpiworkbench.client.calls.rank_debugger import NoAnswer, RankDebugger
+
+    files = {rank: wb.connection_file(rank) for rank in range(wb.n)}
+    mark = tmp_path / "running"
+    busy = threading.Thread(target=wb.execute, args=(f"import pathlib, time\npathlib.Path({str(mark)!r}).touch()\n"
+                                                     "time.sleep(15)",), daemon=True)
+    busy.start()
+    _wait_until(mark.exists, "the ranks to run the cell")
+    with pytest.raises(NoAnswer, match="the first time a rank is debugged, its debugger starts on the rank's main "
+                                       "thread, which must be idle"):
+        Debugging(files, timeout=5)
+    busy.join(120)
+    assert not busy.is_alive()
+
+    def started() -> list[bool]:
+        said = []
+        for rank in range(wb.n):
+            asked = RankDebugger(rank, files[rank])
+            try:
+                said.append(asked.request("debugInfo")["body"]["isStarted"])
+            finally:
+                asked.client.stop_channels()
+        return said
+
+    _wait_until(lambda: started() == [False] * wb.n, "the late starts to be undone")
     line = _first_code_line(HaloExchange.exchange)
     for session in range(2):
         with wb.debug() as dbg:

@@ -29,6 +29,16 @@ class DebuggerError(WorkbenchError):
     """A debug request failed or did not answer."""
 
 
+class NoAnswer(DebuggerError):
+    """A debug request got no answer in time."""
+
+
+#: Said when a rank's first ``initialize`` gets no answer: why, and what to do.
+FIRST_START_BUSY = ("; the first time a rank is debugged, its debugger starts on the rank's main thread, which must "
+                    "be idle: if the rank runs a cell or function now, wait for it or interrupt it, then debug again "
+                    "(from then on a debugger starts on the rank at once, even while it runs)")
+
+
 class RankDebugger:
     """One rank's debugger, driven as JupyterLab drives a kernel's: ``debug_request`` messages
     on the kernel's control channel (DAP requests), ``debug_event`` messages on its IOPub."""
@@ -72,8 +82,8 @@ class RankDebugger:
         while msg_id not in self._replies:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise DebuggerError(f"rank {self.rank}: no answer to the debug request {command!r} in "
-                                    f"{self.timeout:.0f} s")
+                raise NoAnswer(f"rank {self.rank}: no answer to the debug request {command!r} in "
+                               f"{self.timeout:.0f} s")
             try:
                 reply = self.client.control_channel.get_msg(timeout=min(left, 1.0))
             except queue.Empty:
@@ -144,6 +154,8 @@ class RankDebugger:
                 self.request("initialize", clientID="mpiworkbench", clientName="mpiworkbench", adapterID="python",
                              pathFormat="path", linesStartAt1=True, columnsStartAt1=True, supportsVariableType=True,
                              supportsVariablePaging=True, supportsRunInTerminalRequest=False, locale="en")
+            except NoAnswer as exc:  # (the caller abandons the start: its late end is undone)
+                raise NoAnswer(f"{exc}{FIRST_START_BUSY}") from None
             except DebuggerError as exc:
                 if ALREADY_INITIALIZED not in str(exc):
                     raise
