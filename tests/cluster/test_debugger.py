@@ -202,11 +202,11 @@ def test_after_a_session_the_ranks_run_untraced_and_the_next_session_stops_them_
     from mpiworkbench.client.calls.rank_debugger import NoAnswer, RankDebugger
 
     files = {rank: wb.connection_file(rank) for rank in range(wb.n)}
-    mark = tmp_path / "running"
-    busy = threading.Thread(target=wb.execute, args=(f"import pathlib, time\npathlib.Path({str(mark)!r}).touch()\n"
-                                                     "time.sleep(15)",), daemon=True)
+    busy = threading.Thread(target=wb.execute, args=(
+        f"import pathlib, time\nfrom mpi4py import MPI\npathlib.Path({str(tmp_path)!r}, f'running-{{MPI.COMM_WORLD.rank}}')"
+        ".touch()\ntime.sleep(20)",), daemon=True)
     busy.start()
-    _wait_until(mark.exists, "the ranks to run the cell")
+    _wait_until(lambda: all((tmp_path / f"running-{rank}").exists() for rank in range(wb.n)), "every rank to run the cell")
     with pytest.raises(NoAnswer, match="the first time a rank is debugged, its debugger starts on the rank's main "
                                        "thread, which must be idle"):
         Debugging(files, timeout=5)

@@ -308,7 +308,7 @@ def test_an_engines_heart_starts_only_once_its_queues_are_connected():
 
 def test_an_engine_whose_queue_never_comes_starts_its_heart_at_the_limit(caplog):
     engine_class = type("Engine", (_Engine,), {})
-    engine_start.connected_before_registered(engine_class, limit_s=0.3)
+    engine_start.connected_before_registered(engine_class, limit_s=0.3, note_s=0.1)
     # a port held, bound but not listening, for the whole test: every connect to it is refused
     # (a port merely free may be bound meanwhile by another test's socket), and a logger of its own
     held = socket.socket()
@@ -321,4 +321,6 @@ def test_an_engine_whose_queue_never_comes_starts_its_heart_at_the_limit(caplog)
     finally:
         held.close()
     assert engine.heart_started_after == "never"
+    # said while it waited (what a report of a world that did not come up shows), then at the limit
+    assert "still waiting after 0.1 s for 1 of the connections to tcp://127.0.0.1" in caplog.text
     assert "only 0 of the connections to tcp://127.0.0.1" in caplog.text

@@ -168,9 +168,12 @@ class ForkedNanny:
 #: Seconds an engine waits for its shell and IOPub connections to the controller before it
 #: starts its heart anyway (see :func:`connected_before_registered`).
 CONNECT_WAIT_S = 60.0
+#: Seconds after which an engine still waiting for them logs which connections it waits for.
+CONNECT_NOTE_S = 5.0
 
 
-def connected_before_registered(engine_class: type, limit_s: float = CONNECT_WAIT_S) -> None:
+def connected_before_registered(engine_class: type, limit_s: float = CONNECT_WAIT_S,
+                                note_s: float = CONNECT_NOTE_S) -> None:
     """Make *engine_class* (ipyparallel's ``IPEngine``) start its heart beating only once every
     socket it connects at registration has completed the ZeroMQ handshake: its shell with each
     queue (the controller's ``mux``, ``task`` and its broadcast scheduler), its control socket
@@ -185,8 +188,8 @@ def connected_before_registered(engine_class: type, limit_s: float = CONNECT_WAI
     but that one, which the others then waited for in a collective
     (seen in the test suite under load: rank 1 in ``MPI_Barrier``, rank 0 idle, no request).
     Each connection is watched from before it is made (a socket monitor), so no handshake is
-    missed; past *limit_s* the engine starts its heart as ipyparallel would, and logs which
-    connections were not made."""
+    missed; past *note_s* it logs which connections it still waits for, past *limit_s* it starts
+    its heart as ipyparallel would, and logs which connections were not made."""
     import zmq
     from zmq.utils.monitor import recv_monitor_message
 
@@ -208,11 +211,22 @@ def connected_before_registered(engine_class: type, limit_s: float = CONNECT_WAI
 
     def start_heartbeat(self, *args, **kwargs):
         pending = watching.pop(id(self), {})
-        deadline = time.monotonic() + limit_s
+        began = time.monotonic()
+        deadline, noted = began + limit_s, False
         for sock, (monitor, endpoints) in pending.items():
             made = 0  # (counted, not matched by name: an endpoint may be reported resolved)
-            while made < len(endpoints) and monitor.poll(max(0, int(1000 * (deadline - time.monotonic())))):
-                made += recv_monitor_message(monitor)["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED
+            while made < len(endpoints):
+                now = time.monotonic()
+                if not noted and now >= began + note_s:  # said while it waits: the workbench's report
+                    # of a world that did not come up shows the launchers' output at its own limit
+                    self.log.warning("still waiting after %g s for %d of the connections to %s to be made",
+                                     note_s, len(endpoints) - made, ", ".join(endpoints))
+                    noted = True
+                until = deadline if noted else min(deadline, began + note_s)
+                if monitor.poll(max(0, int(1000 * (until - now)))):
+                    made += recv_monitor_message(monitor)["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED
+                elif until >= deadline:
+                    break
             if made < len(endpoints):
                 self.log.warning("only %d of the connections to %s made within %g s: starting the heart anyway",
                                  made, ", ".join(endpoints), limit_s)
