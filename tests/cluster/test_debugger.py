@@ -79,6 +79,21 @@ def _wait_until(condition, what: str, limit: float = 60):
         time.sleep(0.05)
 
 
+def _started(wb) -> list[bool]:
+    """Whether each rank's debugger is started now (its kernel's ``debugInfo``, asked by a client of
+    its own, which leaves it as it is)."""
+    from mpiworkbench.client.calls.rank_debugger import RankDebugger
+
+    said = []
+    for rank in range(wb.n):
+        asked = RankDebugger(rank, wb.connection_file(rank))
+        try:
+            said.append(asked.request("debugInfo")["body"]["isStarted"])
+        finally:
+            asked.client.stop_channels()
+    return said
+
+
 @pytest.mark.parametrize("relay", [False, True], ids=["bound", "relayed"])
 @pytest.mark.parametrize("fresh_wb", [2, 3], indirect=True, ids=["2ranks", "3ranks"])
 def test_breakpoint_in_a_px_cell_stops_every_rank_one_steps_all_continue(shell, fresh_wb, runtime_dir, relay):
@@ -199,7 +214,7 @@ def test_after_a_session_the_ranks_run_untraced_and_the_next_session_stops_them_
     # starts on a rank's main thread, so the start waits; given up, it says why, and the start
     # that completes once the cell ends is undone (the sessions below find every rank unstarted)
     from mpiworkbench.client.calls.debugging import Debugging
-    from mpiworkbench.client.calls.rank_debugger import NoAnswer, RankDebugger
+    from mpiworkbench.client.calls.rank_debugger import NoAnswer
 
     files = {rank: wb.connection_file(rank) for rank in range(wb.n)}
     busy = threading.Thread(target=wb.execute, args=(
@@ -213,17 +228,7 @@ def test_after_a_session_the_ranks_run_untraced_and_the_next_session_stops_them_
     busy.join(120)
     assert not busy.is_alive()
 
-    def started() -> list[bool]:
-        said = []
-        for rank in range(wb.n):
-            asked = RankDebugger(rank, files[rank])
-            try:
-                said.append(asked.request("debugInfo")["body"]["isStarted"])
-            finally:
-                asked.client.stop_channels()
-        return said
-
-    _wait_until(lambda: started() == [False] * wb.n, "the late starts to be undone")
+    _wait_until(lambda: _started(wb) == [False] * wb.n, "the late starts to be undone")
     line = _first_code_line(HaloExchange.exchange)
     for session in range(2):
         with wb.debug() as dbg:
@@ -294,11 +299,8 @@ def test_px_debug_stops_the_ranks_named_and_another_client_continues_them(shell,
     cell.join(120)
     assert not cell.is_alive() and cell.result.error_in_exec is None, getattr(cell, "result", None)
     assert _pulled(wb, "total") == [sum(10 * r + 1 for r in range(wb.n))] * wb.n
-    fresh = RankDebugger(1, wb.connection_file(1))
-    try:  # the magic detached: nobody debugs rank 1 now (debugpy no longer traces its code)
-        assert fresh.request("debugInfo")["body"]["isStarted"] is False
-    finally:
-        fresh.client.stop_channels()
+    # the magic detached: nobody debugs rank 1 now (debugpy no longer traces its code)
+    assert _started(wb)[1] is False
     # debugpy started in rank 1 leaving nothing in its namespace (ipykernel's own start imports it there)
     assert wb.run(lambda: "debugpy" in globals()) == [False] * wb.n
     # a rank whose debugpy cannot start (rank 0 never debugged yet; its adapter's Python made
@@ -309,12 +311,7 @@ def test_px_debug_stops_the_ranks_named_and_another_client_continues_them(shell,
                                             r"RuntimeError: error spawning debug adapter.*/nonexistent/python"):
         with wb.debug():
             pass
-    for rank in range(wb.n):
-        left = RankDebugger(rank, wb.connection_file(rank))
-        try:
-            assert left.request("debugInfo")["body"]["isStarted"] is False, rank
-        finally:
-            left.client.stop_channels()
+    assert _started(wb) == [False] * wb.n
     assert wb.run(lambda: 1) == [1] * wb.n
 
 
