@@ -133,8 +133,11 @@ class ControlPanel:
                                              tooltip="read the state and who shares the world again")
         self.refresh_button.on_click(lambda _b: self.refresh())
         self.message = widgets.HTML()
+        # sent once the field is left (continuous_update=False): typed key by key, each key's
+        # update waits for the kernel's answer to the one before, while a click goes at once, and a
+        # quick Save as job saved to the path's first letter (a CI run: "j" for "jobs/hello")
         self.job_path = widgets.Text(value="", placeholder="a new directory: job.py, run.sh, job.sbatch…",
-                                     description="Job", style=WHOLE_LABEL)
+                                     description="Job", style=WHOLE_LABEL, continuous_update=False)
         self.save_button = widgets.Button(description="Save as job", icon="save",
                                           tooltip="save this world's cells and calls as a batch job (wb.export_job)")
         self.save_button.on_click(lambda _b: self._do(lambda: wb.export_job(self._job_directory()), said=repr))

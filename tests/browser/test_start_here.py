@@ -80,11 +80,19 @@ def test_start_here_runs_in_the_browser(page, lab_server):
     assert cut == [], f"control panel labels cut short: {cut} of {labels}"
 
     # Save as job: a directory typed into the Job field (beside the notebook, as a user would),
-    # then the button; the panel names the job
+    # then the button, while the kernel runs a cell (a new one, below: 10 s); the panel names the
+    # job once the cell has ended. Before, the kernel took the click before all but the first
+    # key, and saved the job in "j" (a CI run, the kernel only slow then)
+    page.keyboard.press("b")
+    page.keyboard.press("Enter")
+    page.keyboard.type("import time; time.sleep(10)")
+    page.keyboard.press("Shift+Enter")
     job_dir = lab_server.root / "jobs" / "hello"
     panel.locator(".widget-text").filter(has_text="Job").locator("input").click()
     page.keyboard.type("jobs/hello")
     _button(panel, "Save as job").click()
+    busy = page.locator(".jp-NotebookPanel .jp-CodeCell").filter(has_text="time.sleep(10)").locator(".jp-InputPrompt")
+    assert "*" in busy.inner_text(), "the cell ended before Save as job was clicked: the kernel was not busy"
     panel.get_by_text(f"<job '{job_dir.resolve()}'").wait_for(timeout=120_000)
     meta = json.loads((job_dir / "job.json").read_text())
     assert meta["world"]["n"] == 2 and [c["kind"] for c in meta["calls"]].count("cell") >= 2, meta["calls"]
