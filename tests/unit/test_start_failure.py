@@ -67,6 +67,27 @@ def test_the_report_says_each_launchers_state_and_its_last_lines(ended, running)
     assert health.launcher_report(SimpleNamespace(engines={})) == "no engine set was started"
 
 
+def test_the_report_names_the_controllers_errors(ended, running, tmp_path):
+    # a queue's thread that died at its start: the engines wait for it, the controller lives on
+    log = tmp_path / "controller.log"
+    log.write_text("[IPController] Hub listening on tcp://127.0.0.1:61001 for registration.\n"
+                   "Exception in thread Thread-1 (run):\nTraceback (most recent call last):\n"
+                   '  File "basedevice.py", line 220, in _setup_sockets\n'
+                   "zmq.error.ZMQError: Address already in use (addr='tcp://127.0.0.1:37971')\n"
+                   "[IPController] client::client b'x' requested 'connection_request'\n")
+    controller = SimpleNamespace(process=running.process, output_file=str(log))
+    text = health.launcher_report(SimpleNamespace(engines={"a": ended}, controller=controller), lines=3)
+    assert text.endswith(f"controller (pid {running.process.pid}) running; the errors in its output:\n"
+                         "    Exception in thread Thread-1 (run):\n"
+                         "    Traceback (most recent call last):\n"
+                         "    zmq.error.ZMQError: Address already in use (addr='tcp://127.0.0.1:37971')"), text
+    assert "line 39" in text  # the engines' lines first
+    log.write_text("[IPController] Hub listening on tcp://127.0.0.1:61001 for registration.\n")
+    quiet = health.launcher_report(SimpleNamespace(engines={}, controller=controller))
+    assert quiet == ("no engine set was started\n"
+                     f"controller (pid {running.process.pid}) running; no error in its output")
+
+
 @pytest.mark.parametrize("registered", [0, 2])
 def test_an_own_cluster_whose_engines_did_not_register_says_so(running, registered):
     connection = Connection(SimpleNamespace(engines={"a": running}), owns_cluster=True, client=Client(registered))

@@ -166,4 +166,24 @@ def launcher_report(cluster, lines: int = REPORT_LINES) -> str:
         tail = text.rstrip().splitlines()[-lines:]
         said.append(f"engine set {key}: {state}; " + ("its last output:\n    " + "\n    ".join(tail) if tail
                                                        else "no output"))
-    return "\n".join(said) or "no engine set was started"
+    said = said or ["no engine set was started"]
+    controller = getattr(cluster, "controller", None)
+    if getattr(controller, "output_file", None):
+        said.append(_controller_errors(controller, lines))
+    return "\n".join(said)
+
+
+#: What marks a line of the controller's output as an error (a queue's thread that died, say, with
+#: "zmq.error.ZMQError: Address already in use": every engine then waits for that queue).
+_ERROR_MARKS = ("Error", "Exception", "Traceback", "CRITICAL", "ERROR")
+
+
+def _controller_errors(controller, lines: int) -> str:
+    process = getattr(controller, "process", None)
+    state = f"controller (pid {process.pid}) {'running' if alive(process) else 'ended'}" if process else "controller"
+    text = ""
+    with contextlib.suppress(OSError, TypeError):
+        text = Path(controller.output_file).read_text(errors="replace")
+    errors = [line for line in text.splitlines() if any(mark in line for mark in _ERROR_MARKS)][-lines:]
+    return f"{state}; " + ("the errors in its output:\n    " + "\n    ".join(errors) if errors
+                           else "no error in its output")
