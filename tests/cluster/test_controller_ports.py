@@ -28,7 +28,7 @@ from tests.cluster.slurm import _which
 pytestmark = pytest.mark.timeout(900)
 
 #: Worlds started one after another, and their ranks.
-ROUNDS, N = 4, 2
+ROUNDS, N = 3, 2
 #: Wall-clock limit (seconds) of the whole script: a world that does not come up fails in 60 s.
 LIMIT_S = 600
 
