@@ -125,6 +125,14 @@ class Lab:
             " return !!f && new RegExp(':(?:' + line + ')$').test(f.innerText.trim()) }",
             arg=[line], timeout=STATE_MS)
 
+    def to_the_notebook(self) -> None:
+        """The notebook's tab clicked once JupyterLab's Debugger has shown the stop (its source view
+        brought to the front, the line highlighted), as a user would: the Debugger raises that view
+        a moment after it selects the frame, and raised after the click it hid the notebook's
+        toolbar (a CI run: the restart button not visible for 60 s)."""
+        self.page.locator(".jp-DebuggerEditor-highlight").first.wait_for(state="visible", timeout=STATE_MS)
+        tab(self.page, self.name).click()
+
     def button(self, command: str, title: str | None = None):
         found = self.page.locator(f".jp-DebuggerSidebar [data-command='{command}']").first
         if title is not None:  # Continue and Pause are one button, its title says which
@@ -208,7 +216,7 @@ class Lab:
         if ending == "the sidebar's Interrupt":
             self.world.locator(".jp-mpiwb-interrupt:not([disabled])").click()
         elif ending == "the notebook's interrupt button":
-            tab(page, self.name).click()
+            self.to_the_notebook()
             page.locator('.jp-NotebookPanel-toolbar [data-jp-item-name="interrupt"]').click()
         elif ending == "Unpin":
             page.locator("#mpiworkbench-world-sidebar .jp-mpiwb-unpin").click()
@@ -224,7 +232,7 @@ class Lab:
                 .wait_for(timeout=20_000)
             fresh = True
         elif ending == "the notebook's kernel restarted":
-            tab(page, self.name).click()
+            self.to_the_notebook()
             page.locator('.jp-NotebookPanel-toolbar [data-jp-item-name="restart"]').click()
             page.locator(".jp-Dialog .jp-Dialog-button.jp-mod-warn", has_text="Restart").click()
             page.locator(".jp-Dialog").wait_for(state="detached", timeout=LIMIT_MS)
