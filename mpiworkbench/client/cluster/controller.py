@@ -37,6 +37,7 @@ controller would pay for nothing; it imports nothing of :mod:`mpiworkbench`.
 from __future__ import annotations
 
 import errno
+import functools
 import random
 import socket
 import sys
@@ -87,6 +88,10 @@ def private_ports(range_file: Path = PORT_RANGE_FILE) -> range:
     return range(max(high + 1, 1024), 65536)
 
 
+#: :func:`private_ports` read once: ipyparallel asks for the controller's ports one at a time.
+_this_hosts_private_ports = functools.cache(private_ports)
+
+
 def claim(port: int) -> socket.socket | None:
     """A socket holding *port* (0: the system's choice) on every address of this host, or
     ``None`` when something holds it already. Bound without SO_REUSEADDR, so a port anything
@@ -108,7 +113,7 @@ def claim_ports(n: int, ports: range | None = None, tries: int = TRIES) -> list[
     """*n* ports claimed for this process until it exits (ipyparallel's
     ``util.select_random_ports`` here): drawn at random from *ports* (default
     :func:`private_ports`), else the system's choice."""
-    ports = private_ports() if ports is None else ports
+    ports = _this_hosts_private_ports() if ports is None else ports
     chosen = []
     for _ in range(n):
         held = None

@@ -142,6 +142,13 @@ def world_died(cluster, client, n: int) -> bool:
         return True
 
 
+def _output(launcher) -> str:
+    """What a launcher's process wrote, as its file holds it now ("" without a file: a batch job's own)."""
+    with contextlib.suppress(OSError, TypeError):
+        return Path(launcher.output_file).read_text(errors="replace")
+    return ""
+
+
 #: Lines of an engine launcher's output a failed start shows (:func:`launcher_report`).
 REPORT_LINES = 15
 
@@ -160,10 +167,7 @@ def launcher_report(cluster, lines: int = REPORT_LINES) -> str:
         else:
             code = getattr(launcher, "stop_data", None) or {}
             state = f"mpiexec (pid {process.pid}) ended" + (f" with {code.get('exit_code')}" if code else "")
-        text = ""
-        with contextlib.suppress(OSError, TypeError):  # (no output file: a batch job's own)
-            text = Path(launcher.output_file).read_text(errors="replace")
-        tail = text.rstrip().splitlines()[-lines:]
+        tail = _output(launcher).rstrip().splitlines()[-lines:]
         said.append(f"engine set {key}: {state}; " + ("its last output:\n    " + "\n    ".join(tail) if tail
                                                        else "no output"))
     said = said or ["no engine set was started"]
@@ -181,9 +185,6 @@ _ERROR_MARKS = ("Error", "Exception", "Traceback", "CRITICAL", "ERROR")
 def _controller_errors(controller, lines: int) -> str:
     process = getattr(controller, "process", None)
     state = f"controller (pid {process.pid}) {'running' if alive(process) else 'ended'}" if process else "controller"
-    text = ""
-    with contextlib.suppress(OSError, TypeError):
-        text = Path(controller.output_file).read_text(errors="replace")
-    errors = [line for line in text.splitlines() if any(mark in line for mark in _ERROR_MARKS)][-lines:]
+    errors = [line for line in _output(controller).splitlines() if any(mark in line for mark in _ERROR_MARKS)][-lines:]
     return f"{state}; " + ("the errors in its output:\n    " + "\n    ".join(errors) if errors
                            else "no error in its output")
