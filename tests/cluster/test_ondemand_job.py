@@ -70,15 +70,17 @@ import requests, websocket, yaml
 c = yaml.safe_load(open(sys.argv[1]))
 server = f"http://{c['host']}:{c['port']}/node/{c['host']}/{c['port']}/"
 headers = {"Authorization": f"token {c['password']}"}
-deadline = time.monotonic() + 120
+deadline, last = time.monotonic() + 120, "nothing"
 while True:
     try:
-        if requests.get(server + "api/status", headers=headers, timeout=10).status_code == 200:
+        answer = requests.get(server + "api/status", headers=headers, timeout=10)
+        if answer.status_code == 200:
             break
-    except requests.RequestException:
-        pass
+        last = f"HTTP {answer.status_code}: {answer.text[:300]}"
+    except requests.RequestException as exc:
+        last = repr(exc)
     if time.monotonic() > deadline:
-        raise SystemExit("the lab did not answer")
+        raise SystemExit(f"the lab did not answer {server}api/status within 120 s; last: {last}")
     time.sleep(0.5)
 refused = requests.get(server + "api/status", timeout=10).status_code
 kid = requests.post(server + "api/kernels", headers=headers, json={"name": "python3"}, timeout=60).json()["id"]
@@ -161,6 +163,13 @@ def test_the_rendered_app_runs_as_a_users_job_its_lab_answers_and_a_notebooks_wo
         assert connection.exists(), "the job ended before its lab listened:\n" + (output.read_text()[-3000:] if output.exists() else "")
         result = nodes.on(nodes.head, sys.executable, "-c", CLIENT, str(connection), json.dumps(CELLS),
                           check=False, timeout=2 * LIMIT)
+        if result.returncode != 0:  # what the client saw, what the lab said, whether the job runs, what listens
+            lab_node = yaml.safe_load(connection.read_text())["host"]
+            raise AssertionError(
+                f"client exited {result.returncode}:\n{result.stderr[-2000:]}\nthe job's output:\n"
+                + (output.read_text()[-4000:] if output.exists() else "(none)")
+                + "\nsqueue: " + nodes.run("squeue", "--noheader", f"--jobs={job}", check=False).stdout
+                + f"\nlistening on {lab_node}:\n" + nodes.on(lab_node, "ss", "-ltnp", check=False).stdout)
         seen = client_json(result)
         assert seen["refused"] == 403, seen  # nothing without the password
         world, hang, stopped = seen["said"]
