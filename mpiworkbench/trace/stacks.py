@@ -20,6 +20,8 @@ import signal
 import time
 from typing import IO
 
+from mpiworkbench.core import processes
+
 STACK_SIGNAL = signal.SIGUSR2
 #: The stack file's first line, before the main thread's outermost frame.
 HEADER = "# the main thread's outermost frame:"
@@ -81,17 +83,25 @@ def stack_whole(stack: list[str]) -> bool:
     return bool(stack) and stack[-1] != CUT
 
 
-def python_stack(pid: int, timeout: float = 5.0) -> list[str]:
+def python_stack(pid: int, timeout: float = 5.0, started: int | None = None) -> list[str]:
     """Every thread's Python stack of *pid* (armed with :func:`mpiworkbench.trace.hang.arm`), most
     recent call first; ``[]`` when it cannot be had (not armed, gone, another host). Waits up to
-    *timeout* seconds for the whole dump; what was written by then otherwise, ended by :data:`CUT`."""
+    *timeout* seconds for the whole dump; what was written by then otherwise, ended by :data:`CUT`.
+
+    *started*: the rank's start time as its footprint recorded it
+    (:func:`mpiworkbench.core.shm.started`). Given, the signal goes only to that very process: a
+    rank that died and left its stack file gives its pid to the next process started, which
+    ``SIGUSR2`` would end (its default action)."""
     path = stack_path(pid)
     try:
         with open(path) as f:
             first = f.readline()
         header = first if first.startswith(HEADER) and first.endswith("\n") else ""
         os.truncate(path, len(header.encode()))
-        os.kill(pid, STACK_SIGNAL)
+        if started is None:
+            os.kill(pid, STACK_SIGNAL)
+        elif not processes.send(processes.Identity(pid, started), STACK_SIGNAL):
+            return []
     except OSError:
         return []
     end = header[len(HEADER):]  # the main thread's outermost frame, and its newline

@@ -390,3 +390,28 @@ def test_a_hung_worlds_trace_merges_events_published_on_other_hosts():
     # a rank that published nothing (busy outside MPI, say): no trace rather than a partial one
     missing = SimpleNamespace(_metadata=execution._metadata[:1])
     assert client_trace.trace_from_outside(wb, missing) is None
+
+
+def test_the_stack_signal_reaches_only_the_rank_its_start_time_names(tmp_path, monkeypatch):
+    """A rank's pid, once it died, goes to the next process started: the hang report's SIGUSR2
+    (whose default action ends a process) must not reach that one."""
+    import subprocess
+    import sys
+
+    from mpiworkbench.core import shm
+
+    monkeypatch.setattr(stacks, "stack_path", lambda pid: str(tmp_path / f"{pid}.stack"))
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        wait = time.monotonic() + 60
+        while shm.started(other.pid) is None and time.monotonic() < wait:
+            time.sleep(0.01)
+        now = shm.started(other.pid)
+        (tmp_path / f"{other.pid}.stack").write_text(f"{stacks.HEADER} a dead rank's frame\n")
+        assert stacks.python_stack(other.pid, timeout=1, started=now - 1) == []
+        assert other.poll() is None  # not signalled: still sleeping
+        assert stacks.python_stack(other.pid, timeout=1, started=now) == []  # signalled: SIGUSR2 ends it
+        assert other.wait(timeout=60) == -stacks.STACK_SIGNAL
+    finally:
+        other.kill()
+        other.wait()

@@ -134,7 +134,7 @@ def _rank_states(wb, statuses, since: float | None, ar=None) -> list[hang.RankSt
         inflight, stack = None, []
         if local:
             inflight = hang.read_slot(info["pid"], since)
-            stack = hang.python_stack(info["pid"]) if status.state == "running" else []
+            stack = hang.python_stack(info["pid"], started=info.get("started")) if status.state == "running" else []
         elif status.rank in reports and status.state == "running":
             inflight, stack = hang.from_report(reports[status.rank],
                                                None if since is None else time.monotonic() - since)
