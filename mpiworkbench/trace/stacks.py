@@ -89,18 +89,18 @@ def python_stack(pid: int, timeout: float = 5.0, started: int | None = None) -> 
     *timeout* seconds for the whole dump; what was written by then otherwise, ended by :data:`CUT`.
 
     *started*: the rank's start time as its footprint recorded it
-    (:func:`mpiworkbench.core.shm.started`). Given, the signal goes only to that very process: a
-    rank that died and left its stack file gives its pid to the next process started, which
-    ``SIGUSR2`` would end (its default action)."""
+    (:func:`mpiworkbench.core.shm.started`); the signal goes only to that very process (through
+    :func:`mpiworkbench.core.processes.send`): a rank that died and left its stack file gives its
+    pid to the next process started, which ``SIGUSR2`` would end (its default action). ``None``:
+    whichever process has *pid* now."""
+    who = processes.Identity.of(pid) if started is None else processes.Identity(pid, started)
     path = stack_path(pid)
     try:
         with open(path) as f:
             first = f.readline()
         header = first if first.startswith(HEADER) and first.endswith("\n") else ""
         os.truncate(path, len(header.encode()))
-        if started is None:
-            os.kill(pid, STACK_SIGNAL)
-        elif not processes.send(processes.Identity(pid, started), STACK_SIGNAL):
+        if who is None or not processes.send(who, STACK_SIGNAL):
             return []
     except OSError:
         return []

@@ -81,9 +81,8 @@ def _wait_until(condition, what: str, limit: float = 60):
 
 def _debugger_state() -> dict:
     """On a rank: what its kernel's debugger holds (ipykernel's, with the workbench's debugpy
-    start), whether debugpy's adapter accepts a connection on its port, and the adapter's
-    processes among the rank's children: what a failure to answer a debug request is read from."""
-    import os
+    start) and whether debugpy's adapter (a process of its own, not the rank's child) accepts a
+    connection on its port: what a failure to answer a debug request is read from."""
     import socket
 
     from IPython import get_ipython
@@ -99,17 +98,6 @@ def _debugger_state() -> dict:
             state["adapter_accepts"] = True
     except (OSError, ValueError) as exc:
         state["adapter_accepts"] = repr(exc)
-    children = []
-    for pid in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
-            if ppid == os.getpid():
-                with open(f"/proc/{pid}/cmdline", "rb") as cmd:
-                    children.append(cmd.read().replace(b"\0", b" ").decode(errors="replace")[:200])
-        except (OSError, ValueError, IndexError):
-            continue
-    state["children"] = children
     return state
 
 

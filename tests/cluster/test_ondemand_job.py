@@ -163,19 +163,18 @@ def test_the_rendered_app_runs_as_a_users_job_its_lab_answers_and_a_notebooks_wo
         assert connection.exists(), "the job ended before its lab listened:\n" + (output.read_text()[-3000:] if output.exists() else "")
         result = nodes.on(nodes.head, sys.executable, "-c", CLIENT, str(connection), json.dumps(CELLS),
                           check=False, timeout=2 * LIMIT)
+        lab_host = yaml.safe_load(connection.read_text())["host"]
         if result.returncode != 0:  # what the client saw, what the lab said, whether the job runs, what listens
-            lab_node = yaml.safe_load(connection.read_text())["host"]
             raise AssertionError(
                 f"client exited {result.returncode}:\n{result.stderr[-2000:]}\nthe job's output:\n"
                 + (output.read_text()[-4000:] if output.exists() else "(none)")
                 + "\nsqueue: " + nodes.run("squeue", "--noheader", f"--jobs={job}", check=False).stdout
-                + f"\nlistening on {lab_node}:\n" + nodes.on(lab_node, "ss", "-ltnp", check=False).stdout)
+                + f"\nlistening on {lab_host}:\n" + nodes.on(lab_host, "ss", "-ltnp", check=False).stdout)
         seen = client_json(result)
         assert seen["refused"] == 403, seen  # nothing without the password
         world, hang, stopped = seen["said"]
         assert "WORLD 2\n" in world, world + output.read_text()[-3000:]
         hosts = json.loads(world.split("HOSTS", 1)[1].strip().splitlines()[0])
-        lab_host = yaml.safe_load(connection.read_text())["host"]
         assert sorted(hosts.values()) == sorted(nodes.compute) and hosts["0"] == lab_host, (hosts, lab_host)
         # the rank blocked on the node the lab does not run on, named with its host
         line = next((text for text in hang.splitlines() if f"rank 1 on {hosts['1']}: blocked in MPI_" in text), "")

@@ -233,13 +233,13 @@ def test_a_stack_is_read_whole_even_when_its_writer_waits_between_lines(tmp_path
                 with open(path, "a") as out:
                     out.write(line + "\n")
                 time.sleep(0.3)  # far longer than the reader's look interval
-        return lambda *_: threading.Thread(target=run, daemon=True).start()
+        return lambda *_: threading.Thread(target=run, daemon=True).start() or True  # (sent)
 
-    monkeypatch.setattr(stacks.os, "kill", write_slowly(IDLE_ENGINE))
-    whole = stacks.python_stack(12345, timeout=30)
+    monkeypatch.setattr(stacks.processes, "send", write_slowly(IDLE_ENGINE))
+    whole = stacks.python_stack(12345, timeout=30, started=1)
     assert whole == IDLE_ENGINE and stacks.stack_whole(whole)
-    monkeypatch.setattr(stacks.os, "kill", write_slowly(IDLE_ENGINE[:3]))
-    cut = stacks.python_stack(12345, timeout=2)
+    monkeypatch.setattr(stacks.processes, "send", write_slowly(IDLE_ENGINE[:3]))
+    cut = stacks.python_stack(12345, timeout=2, started=1)
     assert cut == IDLE_ENGINE[:3] + [stacks.CUT] and not stacks.stack_whole(cut)
     assert not _left_the_call(hang.RankState(1, "running", "", None, cut))
 
