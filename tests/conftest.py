@@ -106,6 +106,7 @@ def shm_at_start() -> frozenset[str]:
 
 def pytest_sessionstart(session):
     global _TREE_BEFORE, _TREE_ROOT
+    _CPU_MARK[:] = [_cpu_seconds()]
     from tests.process_tree import world_files
 
     from tests.timetable import SHM_AT_START_VAR
@@ -162,6 +163,12 @@ def pytest_sessionfinish(session, exitstatus):
 # pytest-xdist the controller writes (the workers' reports reach it), under mpiexec rank 0.
 _TEST_SECONDS: dict[str, float] = {}
 _TEST_OUTCOMES: dict[str, str] = {}
+#: A test's CPU seconds: its process's, and its child processes' once they ended and were waited for
+#: (a world's controller, mpiexec and ranks, a kernel, JupyterLab, Chromium: what the test started
+#: and stopped). A lower bound: a process the test left to another parent is not counted, and a
+#: module's shared fixture is counted where it is set up and torn down.
+_TEST_CPU: dict[str, float] = {}
+_CPU_MARK: list[float] = []
 #: A failed test's reason (the head and tail of the message pytest prints), shown by the time table: a run
 #: whose log only keeps its tail (CI) still says which test failed and why.
 _TEST_FAILURES: dict[str, str] = {}
@@ -187,8 +194,29 @@ def _crash_line(report) -> str:
     return f"{report.when}: " + "\n".join(lines)
 
 
+def _cpu_seconds() -> float:
+    import resource
+
+    own, ended = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + ended.ru_utime + ended.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Each phase's report carries the CPU seconds spent since the last phase ended (``cpu_s``;
+    the first test's set-up counts from the session's start): the reports reach pytest-xdist's
+    controller, which writes the time table."""
+    outcome = yield
+    now = _cpu_seconds()
+    since, _CPU_MARK[:] = _CPU_MARK[0], [now]
+    outcome.get_result().user_properties.append(("cpu_s", now - since))
+
+
 def pytest_runtest_logreport(report):
     _TEST_SECONDS[report.nodeid] = _TEST_SECONDS.get(report.nodeid, 0.0) + report.duration
+    cpu = dict(report.user_properties).get("cpu_s")
+    if cpu is not None:
+        _TEST_CPU[report.nodeid] = _TEST_CPU.get(report.nodeid, 0.0) + cpu
     if report.failed:
         _TEST_OUTCOMES[report.nodeid] = "failed"
         _TEST_FAILURES.setdefault(report.nodeid, _crash_line(report))
@@ -215,4 +243,4 @@ def _write_times(session) -> None:
     if DECLARED_COSTS or FULL_ONLY:  # where the tests were collected: a worker, or the only process
         timetable.record_costs(tier, {nodeid: list(cost) for nodeid, cost in DECLARED_COSTS.items()}, FULL_ONLY)
     if not hasattr(session.config, "workerinput"):
-        timetable.record_session(tier, _session_label(), _TEST_SECONDS, _TEST_OUTCOMES, _TEST_FAILURES)
+        timetable.record_session(tier, _session_label(), _TEST_SECONDS, _TEST_OUTCOMES, _TEST_FAILURES, _TEST_CPU)

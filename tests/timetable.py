@@ -187,11 +187,13 @@ def lanes(commands: dict[str, list[str]]) -> int:
 
 
 def record_session(tier: str, label: str, tests: dict[str, float], outcomes: dict[str, str],
-                   failures: dict[str, str] | None = None) -> None:
-    """Keep one pytest session's test times (``nodeid -> seconds``), outcomes and, for each
-    failed test, its first reason (``nodeid -> line``)."""
+                   failures: dict[str, str] | None = None, cpu: dict[str, float] | None = None) -> None:
+    """Keep one pytest session's test times (``nodeid -> seconds``), outcomes, for each
+    failed test its first reason (``nodeid -> line``), and the CPU seconds each test's processes
+    spent (``nodeid -> seconds``: tests/conftest.py says what is counted)."""
     _write(RECORDS / f"tests-{tier}-{os.getpid()}-{int(time.time() * 1000)}.json",
-           {"tier": tier, "label": label, "tests": tests, "outcomes": outcomes, "failures": failures or {}})
+           {"tier": tier, "label": label, "tests": tests, "outcomes": outcomes, "failures": failures or {},
+            "cpu": cpu or {}})
 
 
 def record_costs(tier: str, declared: dict[str, list], full_only: list[str] = ()) -> None:
@@ -209,6 +211,15 @@ def _records(kind: str) -> list[dict]:
         except (OSError, ValueError):
             continue
     return found
+
+
+def _by_module(seconds: dict[str, float]) -> dict[str, float]:
+    """``nodeid -> seconds`` added up by test module."""
+    modules: dict[str, float] = {}
+    for nodeid, value in seconds.items():
+        module = nodeid.split("::")[0]
+        modules[module] = modules.get(module, 0.0) + value
+    return modules
 
 
 def _clock(seconds: float) -> str:
@@ -257,6 +268,13 @@ def table() -> str:
         for seconds, tier, label, nodeid in slowest:
             where = f"{tier}, {label}" if label else tier
             lines.append(f"  {seconds:7.1f} s  {nodeid}  [{where}]")
+    hungriest = sorted(((seconds, s["tier"], nodeid.split("::")[0]) for s in sessions
+                        for nodeid, seconds in _by_module(s.get("cpu", {})).items()), reverse=True)[:SLOWEST]
+    if hungriest:
+        counted = sum(seconds for s in sessions for seconds in s.get("cpu", {}).values())
+        lines += ["", f"The {len(hungriest)} test modules that took the most CPU ({counted:.0f} CPU-s counted in all: "
+                      "each test's processes and those it started and waited for):"]
+        lines += [f"  {seconds:7.1f} CPU-s  {module}  [{tier}]" for seconds, tier, module in hungriest]
     outcomes = [o for session in sessions for o in session["outcomes"].values()]
     closing = (f"suite: {outcomes.count('passed')} passed, {outcomes.count('failed')} failed, "
                f"{outcomes.count('skipped')} skipped")
