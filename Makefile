@@ -28,13 +28,13 @@ SYSTEM_NEEDS := chromium:chromium slurmctld:slurm-wlm slurmd:slurm-wlm munged:mu
                 node:nodejs npm:npm openssl:openssl ruby:ruby \
                 mpiexec.openmpi:openmpi-bin mpicc.openmpi:libopenmpi-dev mpiexec.mpich:mpich mpicc.mpich:libmpich-dev
 
-.PHONY: lab labextension node test test-full test-setup test-quick docs screenshots install install-test install-proxy install-ecosystem install-mpi4jax install-mpis site-venvs profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
+.PHONY: bytecode lab labextension node test test-full test-setup test-quick docs screenshots install install-test install-proxy install-ecosystem install-mpi4jax install-mpis site-venvs profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
 
 # JupyterLab gets none of the test suite's settings: a wall-clock limit in its environment would
 # reach every kernel, and every MPI world a kernel starts would die when it expired.
 LAB_UNSET := MPIEXEC_TIMEOUT
 
-lab: $(PROFILE_STAMP) $(LABEXT_STAMP)
+lab: $(PROFILE_STAMP) $(LABEXT_STAMP) bytecode
 	env $(addprefix -u ,$(LAB_UNSET)) $(BIN)/mpiworkbench lab
 
 install: $(RUNTIME_STAMP)
@@ -153,6 +153,13 @@ install-mpi4jax: $(RUNTIME_STAMP)
 	  $(PIP) install --no-build-isolation --no-deps --no-binary mpi4jax '$(MPI4JAX)'; \
 	rc=$$?; rmdir "$$nocuda"; exit $$rc
 
+# The package's byte-code, written once here (compileall: about a second; only what changed is written
+# again): every process imports the package from this tree (an editable install), and where
+# PYTHONDONTWRITEBYTECODE is set (some machines set it for everything) none writes its own, so each
+# engine, kernel and command compiled what it imported, every time (about 0.3 CPU-s for the client alone).
+bytecode: $(RUNTIME_STAMP)
+	@$(BIN)/python -m compileall -q -j 0 mpiworkbench tests benchmarks docs
+
 $(PROFILE_STAMP): $(RUNTIME_STAMP)
 	$(BIN)/mpiworkbench profile create --name mpi
 	@touch $@
@@ -212,7 +219,7 @@ test-full:
 SETUP_JOBS ?= 4
 test-setup: system-packages $(RUNTIME_STAMP)
 	@$(MAKE) --no-print-directory --output-sync=target -j$(SETUP_JOBS) $(TEST_STAMP) site-venvs $(LAB_ONLY_STAMP) $(PROXY_STAMP) $(LABEXT_BUILD)/.installed
-	@$(MAKE) --no-print-directory $(LABEXT_STAMP) $(PROFILE_STAMP)
+	@$(MAKE) --no-print-directory $(LABEXT_STAMP) $(PROFILE_STAMP) bytecode
 
 # A developer's loop (a few minutes): the unit tier and the MPI tier at 2 ranks under the venv's
 # MPICH only. `make test` is what CI runs.
