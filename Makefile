@@ -34,7 +34,7 @@ SYSTEM_NEEDS := chromium:chromium slurmctld:slurm-wlm slurmd:slurm-wlm munged:mu
 # reach every kernel, and every MPI world a kernel starts would die when it expired.
 LAB_UNSET := MPIEXEC_TIMEOUT
 
-lab: $(PROFILE_STAMP) $(LABEXT_STAMP) bytecode
+lab: $(PROFILE_STAMP) $(LABEXT_STAMP)
 	env $(addprefix -u ,$(LAB_UNSET)) $(BIN)/mpiworkbench lab
 
 install: $(RUNTIME_STAMP)
@@ -153,11 +153,12 @@ install-mpi4jax: $(RUNTIME_STAMP)
 	  $(PIP) install --no-build-isolation --no-deps --no-binary mpi4jax '$(MPI4JAX)'; \
 	rc=$$?; rmdir "$$nocuda"; exit $$rc
 
-# The package's byte-code, written once here (compileall: about a second; only what changed is written
-# again): every process imports the package from this tree (an editable install), and where
-# PYTHONDONTWRITEBYTECODE is set (some machines set it for everything) none writes its own, so each
-# engine, kernel and command compiled what it imported, every time (about 0.3 CPU-s for the client alone).
-bytecode: $(RUNTIME_STAMP)
+# The package's and the tests' byte-code, written at the suite's set-up (compileall: about a second;
+# only what changed is written again): every process of the suite imports them from this tree (an
+# editable install), and where PYTHONDONTWRITEBYTECODE is set (some machines set it for everything)
+# none writes its own, so each engine, kernel and command compiled what it imported, every time
+# (about 0.3 CPU-s for the client alone).
+bytecode:
 	@$(BIN)/python -m compileall -q -j 0 mpiworkbench tests benchmarks docs
 
 $(PROFILE_STAMP): $(RUNTIME_STAMP)
