@@ -172,7 +172,7 @@ _TEST_OUTCOMES: dict[str, str] = {}
 #: A test's CPU seconds: its process's, and its child processes' once they ended and were waited for
 #: (a world's controller, mpiexec and ranks, a kernel, JupyterLab, Chromium: what the test started
 #: and stopped). A lower bound: a process the test left to another parent is not counted, and a
-#: module's shared fixture is counted where it is set up and torn down.
+#: module's or session's shared fixture is counted where it is set up and torn down.
 _TEST_CPU: dict[str, float] = {}
 _CPU_MARK: list[float] = []
 #: A failed test's reason (the head and tail of the message pytest prints), shown by the time table: a run

@@ -268,8 +268,8 @@ def table() -> str:
         for seconds, tier, label, nodeid in slowest:
             where = f"{tier}, {label}" if label else tier
             lines.append(f"  {seconds:7.1f} s  {nodeid}  [{where}]")
-    hungriest = sorted(((seconds, s["tier"], nodeid.split("::")[0]) for s in sessions
-                        for nodeid, seconds in _by_module(s.get("cpu", {})).items()), reverse=True)[:SLOWEST]
+    hungriest = sorted(((seconds, s["tier"], module) for s in sessions
+                        for module, seconds in _by_module(s.get("cpu", {})).items()), reverse=True)[:SLOWEST]
     if hungriest:
         counted = sum(seconds for s in sessions for seconds in s.get("cpu", {}).values())
         lines += ["", f"The {len(hungriest)} test modules that took the most CPU ({counted:.0f} CPU-s counted in all: "

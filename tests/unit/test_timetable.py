@@ -62,6 +62,39 @@ def test_the_table_lists_each_tier_in_order_and_the_slowest_tests(records):
     assert timetable.TABLE.read_text().startswith("The suite's time table")
 
 
+def test_the_table_adds_up_each_modules_cpu_and_lists_the_hungriest(records):
+    cpu = {f"tests/cluster/test_m{i}.py::test_{j}": float(i) for i in range(12) for j in range(2)}
+    timetable.record_session("cluster", "", dict.fromkeys(cpu, 1.0), dict.fromkeys(cpu, "passed"), cpu=cpu)
+    text = timetable.table()
+    assert "(132 CPU-s counted in all" in text  # 2 × (0 + 1 + … + 11)
+    hungriest = [line for line in text.split("took the most CPU")[1].splitlines()[1:] if line.endswith("]")]
+    assert len(hungriest) == timetable.SLOWEST
+    assert hungriest[0].split() == ["22.0", "CPU-s", "tests/cluster/test_m11.py", "[cluster]"]  # both tests of m11
+    assert not any("test_m1.py" in line for line in hungriest)  # 2 CPU-s: not among the ten
+
+
+def test_each_test_counts_the_cpu_of_the_processes_it_started(tmp_path):
+    """The suite's own hooks (tests/conftest.py as a plugin) in a pytest run of a file of two tests:
+    the one whose child process computes for a second is charged with it, the other is not."""
+    probe = tmp_path / "test_probe.py"
+    probe.write_text("import subprocess, sys\n\n"
+                     "def test_a_child_computes():\n"
+                     "    subprocess.run([sys.executable, '-c', 'import time\\nt = time.process_time()\\n"
+                     "while time.process_time() - t < 1.0: pass'], check=True)\n\n"
+                     "def test_idle():\n    pass\n")
+    artifacts = tmp_path / "artifacts"
+    env = {**os.environ, timetable.TIER_VAR: "probe", "MPIWORKBENCH_ARTIFACTS": str(artifacts),
+           "MPIWORKBENCH_TREE_CHECK": "0"}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest",
+                           "--rootdir", str(tmp_path), str(probe)], cwd=timetable.ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (record,) = [json.loads(p.read_text()) for p in (artifacts / "times").glob("tests-probe-*.json")]
+    cpu = {nodeid.split("::")[1]: seconds for nodeid, seconds in record["cpu"].items()}
+    assert cpu["test_a_child_computes"] >= 0.9, cpu
+    assert cpu["test_idle"] < 0.5, cpu
+
+
 def test_a_tier_says_how_busy_the_machine_was_while_it_ran(records):
     # two commands of one tier: 300 of 400 ticks busy, then 100 of 400; one older record without
     timetable._write(records / "tier-mpi-1.json", {"tier": "mpi", "command": ["x"], "start": 1.0,
