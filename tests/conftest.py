@@ -6,6 +6,7 @@ import atexit
 import json
 import os
 import re
+import resource
 import shutil
 import sys
 import tempfile
@@ -111,8 +112,8 @@ def shm_at_start() -> frozenset[str]:
 
 
 def pytest_sessionstart(session):
-    global _TREE_BEFORE, _TREE_ROOT
-    _CPU_MARK[:] = [_cpu_seconds()]
+    global _TREE_BEFORE, _TREE_ROOT, _cpu_mark
+    _cpu_mark = _cpu_seconds()
     from tests.process_tree import world_files
 
     from tests.timetable import SHM_AT_START_VAR
@@ -174,7 +175,8 @@ _TEST_OUTCOMES: dict[str, str] = {}
 #: and stopped). A lower bound: a process the test left to another parent is not counted, and a
 #: module's or session's shared fixture is counted where it is set up and torn down.
 _TEST_CPU: dict[str, float] = {}
-_CPU_MARK: list[float] = []
+#: The process's CPU seconds when the last test phase ended (or the session started).
+_cpu_mark = 0.0
 #: A failed test's reason (the head and tail of the message pytest prints), shown by the time table: a run
 #: whose log only keeps its tail (CI) still says which test failed and why.
 _TEST_FAILURES: dict[str, str] = {}
@@ -201,8 +203,6 @@ def _crash_line(report) -> str:
 
 
 def _cpu_seconds() -> float:
-    import resource
-
     own, ended = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + ended.ru_utime + ended.ru_stime
 
@@ -212,10 +212,11 @@ def pytest_runtest_makereport(item, call):
     """Each phase's report carries the CPU seconds spent since the last phase ended (``cpu_s``;
     the first test's set-up counts from the session's start): the reports reach pytest-xdist's
     controller, which writes the time table."""
+    global _cpu_mark
     outcome = yield
     now = _cpu_seconds()
-    since, _CPU_MARK[:] = _CPU_MARK[0], [now]
-    outcome.get_result().user_properties.append(("cpu_s", now - since))
+    outcome.get_result().user_properties.append(("cpu_s", now - _cpu_mark))
+    _cpu_mark = now
 
 
 def pytest_runtest_logreport(report):
