@@ -28,7 +28,7 @@ SYSTEM_NEEDS := chromium:chromium slurmctld:slurm-wlm slurmd:slurm-wlm munged:mu
                 node:nodejs npm:npm openssl:openssl ruby:ruby \
                 mpiexec.openmpi:openmpi-bin mpicc.openmpi:libopenmpi-dev mpiexec.mpich:mpich mpicc.mpich:libmpich-dev
 
-.PHONY: bytecode lab labextension node test test-full test-setup test-quick docs screenshots install install-test install-proxy install-ecosystem install-mpi4jax install-mpis site-venvs profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
+.PHONY: bytecode lab labextension node test test-full test-setup test-quick docs screenshots install install-test install-proxy install-ecosystem install-mpi4jax install-pympdata-mpi build-mpi4jax install-mpis site-venvs profile system-packages test-unit test-mpi test-cluster test-notebooks test-browser bench clean
 
 # JupyterLab gets none of the test suite's settings: a wall-clock limit in its environment would
 # reach every kernel, and every MPI world a kernel starts would die when it expired.
@@ -48,13 +48,22 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip setuptools wheel
 
+# The project installed editable, built with the venv's own setuptools and wheel (upgraded when
+# the venv was made): without build isolation pip makes no throwaway environment for each install
+# (the set-up 171 s -> 138 s with the test extras in one install: docs/measurements.md). Such a
+# build writes no mpiworkbench.egg-info into the checkout; one an older install left there would
+# stand for the installed metadata wherever the checkout is on sys.path: it goes.
+EDITABLE := install --no-build-isolation -e
+
 $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
-	$(PIP) install -e '.[mpich]'
+	rm -rf mpiworkbench.egg-info
+	$(PIP) $(EDITABLE) '.[mpich]'
 	@touch $@
 
+# The test extras in one install (one resolution, one build), then what pip cannot do by itself.
 $(TEST_STAMP): pyproject.toml $(RUNTIME_STAMP)
-	$(PIP) install -e '.[test]'
-	$(MAKE) --no-print-directory -j1 install-ecosystem install-mpi4jax install-mpis
+	$(PIP) $(EDITABLE) '.[test,ecosystem,mpi4jax]'
+	$(MAKE) --no-print-directory -j1 install-pympdata-mpi build-mpi4jax install-mpis
 	@touch $@
 
 # JupyterHub's proxy (`mpiworkbench hub`) from npm, into the venv's node/ prefix, where
@@ -144,10 +153,14 @@ $(LAB_ONLY_STAMP): $(RUNTIME_STAMP)
 PYMPDATA_MPI := pympdata-mpi==1.7.2
 MPI4JAX      := mpi4jax==0.9.1.post2
 install-ecosystem: $(RUNTIME_STAMP)
-	$(PIP) install -e '.[ecosystem]'
-	$(PIP) install --no-deps '$(PYMPDATA_MPI)'
+	$(PIP) $(EDITABLE) '.[ecosystem]'
+	$(MAKE) --no-print-directory install-pympdata-mpi
 install-mpi4jax: $(RUNTIME_STAMP)
-	$(PIP) install -e '.[mpi4jax]'
+	$(PIP) $(EDITABLE) '.[mpi4jax]'
+	$(MAKE) --no-print-directory build-mpi4jax
+install-pympdata-mpi:
+	$(PIP) install --no-deps '$(PYMPDATA_MPI)'
+build-mpi4jax:
 	@nocuda=$$(mktemp -d) && \
 	MPI4JAX_BUILD_MPICC="$(abspath $(BIN))/mpicc" CUDA_PATH="$$nocuda" \
 	  $(PIP) install --no-build-isolation --no-deps --no-binary mpi4jax '$(MPI4JAX)'; \
