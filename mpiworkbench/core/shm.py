@@ -110,11 +110,11 @@ def footprint(pid: int | None = None) -> dict:
 FOOTPRINT_DIR_VARIABLE = "MPIWORKBENCH_FOOTPRINT_DIR"
 
 
-def record_footprint() -> str | None:
-    """Write this process's :func:`footprint` into ``$MPIWORKBENCH_FOOTPRINT_DIR`` (as
-    ``<host>-<pid>.json``), for the process that launched it to read after its death; return
-    the path written, ``None`` (nothing done) when the variable names no directory."""
-    directory = os.environ.get(FOOTPRINT_DIR_VARIABLE)
+def record_footprint(directory: str | None = None) -> str | None:
+    """Write this process's :func:`footprint` into *directory* (default ``$MPIWORKBENCH_FOOTPRINT_DIR``,
+    as ``<host>-<pid>.json``), for the process that launched it to read after its death; return
+    the path written, ``None`` (nothing done) when that names no directory."""
+    directory = directory if directory is not None else os.environ.get(FOOTPRINT_DIR_VARIABLE)
     if not directory or not os.path.isdir(directory):
         return None
     record = footprint()

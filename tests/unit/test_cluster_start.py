@@ -9,11 +9,13 @@ import asyncio
 import json
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import pytest
 import zmq
@@ -204,6 +206,105 @@ def test_the_watchdog_command_ends_the_cluster_when_its_parent_dies_without_the_
             if process.poll() is None:
                 process.kill()
                 process.wait()
+
+
+#: A rank as a launcher ending a job leaves it: its segment made and held, its footprint recorded
+#: (where $MPIWORKBENCH_FOOTPRINT_DIR says), then killed before it could remove anything.
+RANK = """
+import os, sys
+from mpiworkbench.core import shm
+held = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR, 0o600)
+print(shm.record_footprint(), flush=True)
+sys.stdin.read()
+"""
+
+
+def _wait(condition, timeout: float) -> bool:
+    """Poll *condition* until it holds, at most *timeout* seconds; whether it held."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _handles_sigterm(pid: int) -> bool:
+    """Whether process *pid* has a handler of its own for SIGTERM (``SigCgt`` in its status)."""
+    with open(f"/proc/{pid}/status") as status:
+        caught = next(int(line.split()[1], 16) for line in status if line.startswith("SigCgt:"))
+    return bool(caught & (1 << (signal.SIGTERM - 1)))
+
+
+#: A notebook's process with its workbench's watchdog (:func:`start_watchdog`); on the line
+#: "stop" it stops it as a normal stop does and prints its exit status.
+PARENT = """
+import sys
+from mpiworkbench.client.cluster.watchdog import start_watchdog, stop_watchdog
+dog = start_watchdog(sys.argv[1], sys.argv[2])
+print(dog.pid, flush=True)
+if sys.stdin.readline().strip() == "stop":
+    stop_watchdog(dog)
+    print(dog.returncode, flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_sigterm_has_the_watchdog_end_its_cluster_and_remove_what_its_dead_ranks_recorded(tmp_path):
+    """At a Slurm job's end every process of the job gets SIGTERM, and MPICH's launcher kills its
+    ranks at once: the watchdog, its parent still alive, lets the cluster's processes end, then
+    removes the files the footprints its ranks recorded name, a killed rank's too. A normal stop's
+    :func:`stop_watchdog` ends the watchdog alone."""
+    from mpiworkbench.client.cluster.record import footprint_directory
+    from mpiworkbench.core import processes, shm
+
+    profile, cluster_id = str(tmp_path / "profile_x"), "the-id"
+    footprints = footprint_directory(profile, cluster_id)
+    footprints.mkdir(parents=True)
+    segment = os.path.join(shm.SHM_DIR, f"mpich_shm_wbterm{os.getpid()}_0")
+    cluster_env = {**os.environ, "IPP_CLUSTER_ID": cluster_id, "IPP_PROFILE_DIR": profile}
+    started = []
+
+    def start(command, **kwargs):
+        started.append(subprocess.Popen(command, stdin=subprocess.PIPE, text=True, **kwargs))
+        return started[-1]
+
+    def watched():
+        """A notebook's process and the pid of its watchdog, once that handles SIGTERM."""
+        parent = start([sys.executable, "-c", PARENT, profile, cluster_id], stdout=subprocess.PIPE)
+        dog = int(parent.stdout.readline())
+        assert _wait(lambda: _handles_sigterm(dog), 60), "the watchdog set its SIGTERM handler"
+        return parent, dog
+
+    try:
+        rank = start([sys.executable, "-c", RANK, segment], stdout=subprocess.PIPE,
+                     env={**cluster_env, shm.FOOTPRINT_DIR_VARIABLE: str(footprints)})
+        assert rank.stdout.readline().strip(), "the rank recorded its footprint"
+        rank.kill()
+        rank.wait(timeout=30)
+        assert os.path.exists(segment), "a killed rank leaves its segment"
+        engine = start([sys.executable, "-c", "import sys; sys.stdin.read()"], env=cluster_env)
+        # a normal stop: the watchdog goes, the cluster stays (the workbench stops it itself)
+        parent, dog = watched()
+        parent.stdin.write("stop\n")
+        parent.stdin.flush()
+        assert parent.stdout.readline().strip() == str(-signal.SIGKILL)
+        assert engine.poll() is None and os.path.exists(segment)
+        # the job's end: SIGTERM to the watchdog and to the cluster's process, as Slurm sends them
+        parent, dog = watched()
+        os.kill(dog, signal.SIGTERM)
+        engine.terminate()
+        assert _wait(lambda: not processes.alive(dog), 60), "the watchdog ended"
+        assert engine.wait(timeout=30) is not None
+        assert parent.poll() is None, "the watchdog's parent is not its to end"
+        assert not os.path.exists(segment), "the killed rank's segment, named by its footprint, was removed"
+    finally:
+        for process in started:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        if os.path.exists(segment):
+            os.unlink(segment)
 
 
 #: A process of a cluster that makes world files in /dev/shm as fast as it can (as a rank's MPI

@@ -29,7 +29,9 @@ world with one message, before it registers.
 
 This file is run by path (:data:`ENGINE_CMD`), never imported by the engines as part of
 :mod:`mpiworkbench.client`, whose import cost every rank would pay. Of :mod:`mpiworkbench` it
-imports only that check (:mod:`mpiworkbench.core.onempi`).
+imports only that check (:mod:`mpiworkbench.core.onempi`) and, once MPI is initialised, the record of
+the rank's files in ``/dev/shm`` (:func:`mpiworkbench.core.shm.record_footprint`) that its cluster's
+watchdog reads after the rank's death.
 """
 
 from __future__ import annotations
@@ -331,6 +333,20 @@ def one_mpi(when: str) -> None:
         os._exit(1)
 
 
+def record_footprint() -> None:
+    """Record this rank's files in ``/dev/shm`` in its world's footprint directory, when its
+    cluster made one (:func:`mpiworkbench.client.cluster.record.footprint_directory`, named by the
+    ``IPP_PROFILE_DIR`` and ``IPP_CLUSTER_ID`` ipyparallel gives every engine): the watchdog removes
+    what they name once the rank is dead, however it died."""
+    profile, cluster_id = os.environ.get("IPP_PROFILE_DIR"), os.environ.get("IPP_CLUSTER_ID")
+    if not profile or cluster_id is None:
+        return
+    from mpiworkbench.client.cluster.record import footprint_directory  # here: this file is run by path
+    from mpiworkbench.core import shm  # here: as above (both import the standard library only)
+
+    shm.record_footprint(str(footprint_directory(profile, cluster_id)))
+
+
 def main() -> None:
     mpi = "--mpi" in sys.argv[1:]
     if mpi:
@@ -355,6 +371,7 @@ def main() -> None:
         from mpi4py import MPI  # noqa: F401 - ipyparallel's engine imports it next (its rank is its id)
 
         one_mpi("once mpi4py loaded its library")
+        record_footprint()
     if os.environ.get(CONNECTION_FILE_VARIABLE):
         wait_for_connection_file(os.environ[CONNECTION_FILE_VARIABLE])
     app.main()

@@ -20,6 +20,13 @@ def world_directory(profile_dir: str | os.PathLike, cluster_id: str) -> Path:
     return Path(profile_dir) / "security" / f"{WORLD_PREFIX}{cluster_id}"
 
 
+def footprint_directory(profile_dir: str | os.PathLike, cluster_id: str) -> Path:
+    """Where each rank of the cluster's world leaves its footprint (its files in ``/dev/shm``:
+    :func:`mpiworkbench.core.shm.record_footprint`) once MPI is initialised, for the watchdog to
+    remove what the rank leaves when it is killed (a launcher ending a job kills its ranks)."""
+    return world_directory(profile_dir, cluster_id) / "footprints"
+
+
 def read_json(path: Path) -> dict[str, Any] | None:
     """The JSON object in *path*, or ``None`` (gone, empty, or caught while being written)."""
     try:

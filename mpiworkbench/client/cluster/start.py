@@ -10,6 +10,7 @@ from pathlib import Path
 from mpiworkbench.client.cluster import allocation, controller
 from mpiworkbench.client.cluster.engines import quiet
 from mpiworkbench.client.cluster.engine_start import CONNECTION_FILE_VARIABLE, ENGINE_CMD
+from mpiworkbench.client.cluster.record import footprint_directory
 from mpiworkbench.client.cluster.watchdog import connection_file
 from mpiworkbench.core import implementations, machine
 from mpiworkbench.core.launch import world_launch
@@ -147,6 +148,10 @@ def new_cluster(n: int, cluster_id: str, controller_ip: str = "127.0.0.1", threa
         shutdown_atexit=True,
     )
     quiet(cluster)
+    # Each rank records its files in /dev/shm here (engine_start: the directory named by the
+    # IPP_PROFILE_DIR and IPP_CLUSTER_ID ipyparallel gives it), where the watchdog reads them after
+    # the rank's death (Hydra's proxy, ending a job, sends its ranks SIGKILL right after SIGTERM)
+    footprint_directory(cluster.profile_dir, cluster.cluster_id).mkdir(parents=True, exist_ok=True)
     # Engines read the controller's connection file instead of waiting, with mpiexec unlaunched,
     # for ipyparallel to pass it in their environment: see CONNECTION_FILE_WAIT_S. Only while
     # no file of that name exists yet (a fresh cluster id): a file left by a dead controller of

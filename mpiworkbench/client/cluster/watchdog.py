@@ -16,8 +16,15 @@ alone (:func:`members`; every signal goes to a process whose pid, start time and
 :func:`mpiworkbench.core.processes.send`). Then it removes what they leave: the world files of
 the killed ranks in ``/dev/shm`` and their launchers' in the temporary directory
 (:data:`mpiworkbench.core.shm.LAUNCHER_FILE_PREFIXES`), the cluster file, the controller's connection files, the
-hub's engine state file (:func:`engine_state_file`) and the shared world's directory. A
-workbench that stops normally terminates its watchdog first.
+hub's engine state file (:func:`engine_state_file`) and the shared world's directory. Ranks that
+died before it could stop them (a launcher ending a job kills its ranks at once) left their
+footprints in the world's directory (:func:`~mpiworkbench.client.cluster.record.footprint_directory`):
+what those name goes too.
+
+A SIGTERM ends the cluster at once, as the parent's death does: at a Slurm job's end (``scancel``,
+its time limit) every process of the job gets one, and Slurm's ``SIGKILL`` follows only after its
+``KillWait`` (30 s by default). A workbench that stops normally ends its watchdog with ``SIGKILL``
+first (:func:`stop_watchdog`).
 """
 
 from __future__ import annotations
@@ -28,9 +35,10 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from mpiworkbench.client.cluster.record import world_directory
+from mpiworkbench.client.cluster.record import footprint_directory, world_directory
 from mpiworkbench.core import processes, shm
 
 #: Scans for the cluster's processes at most (a controller being killed may have started a
@@ -62,9 +70,10 @@ def start_watchdog(profile_dir: str | os.PathLike, cluster_id: str) -> subproces
 
 
 def stop_watchdog(watchdog: subprocess.Popen | None) -> None:
-    """End a watchdog of :func:`start_watchdog` (its cluster is being stopped normally)."""
+    """End a watchdog of :func:`start_watchdog` (its cluster is being stopped normally): with
+    SIGKILL, as a SIGTERM would have it end the cluster (:func:`main`)."""
     if watchdog is not None and watchdog.poll() is None:
-        watchdog.terminate()
+        watchdog.kill()
         watchdog.wait(timeout=10)
 
 
@@ -131,7 +140,8 @@ def freeze(profile_dir: str, cluster_id: str) -> list[processes.Identity]:
 
 def end_cluster(profile_dir: str, cluster_id: str) -> None:
     """End every process of the cluster on this host, then remove what they left (see the module)."""
-    killed: list[dict] = []
+    footprints = footprint_directory(profile_dir, cluster_id)
+    killed: list[dict] = shm.read_footprints(str(footprints)) if footprints.is_dir() else []
     for _scan in range(SCANS):
         found = freeze(profile_dir, cluster_id)
         if not found:
@@ -145,12 +155,47 @@ def end_cluster(profile_dir: str, cluster_id: str) -> None:
     shutil.rmtree(world_directory(profile_dir, cluster_id), ignore_errors=True)
 
 
+#: Seconds the watchdog, sent SIGTERM, lets the cluster's processes of this host end by
+#: themselves (they got one too) before it ends the rest: a launcher stopped mid-way would kill the
+#: ranks of other hosts, whose files nobody there could remove (Slurm's ``KillWait`` is 30 s).
+JOB_END_WAIT_S = 10.0
+
+
+def wait_for_members_to_end(profile_dir: str, cluster_id: str, limit_s: float, poll_s: float = 0.2) -> bool:
+    """Wait up to *limit_s* seconds until no process of this host belongs to the cluster; whether none does."""
+    deadline = time.monotonic() + limit_s
+    while [who for who in members(profile_dir, cluster_id) if who.pid != os.getpid()]:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(poll_s)
+    return True
+
+
+class _Ended(Exception):
+    """A SIGTERM came while the watchdog waited: end the cluster now."""
+
+
+_waiting = True
+
+
+def _end_now(signum, frame) -> None:
+    if _waiting:  # once the cluster is being ended, nothing interrupts that
+        raise _Ended
+
+
 def main(argv: list[str] | None = None) -> int:
+    global _waiting
     argv = sys.argv[1:] if argv is None else argv
     parent, profile_dir, cluster_id = int(argv[0]), str(argv[1]), str(argv[2])
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a ^C in the terminal is the parent's business
-    if os.getppid() == parent:  # else it died before we could watch it
-        processes.wait_for_exit(parent)
+    signal.signal(signal.SIGTERM, _end_now)  # the job ends: so does the cluster, not the watchdog alone
+    try:
+        if os.getppid() == parent:  # else it died before we could watch it
+            processes.wait_for_exit(parent)
+        _waiting = False
+    except _Ended:
+        _waiting = False
+        wait_for_members_to_end(profile_dir, cluster_id, JOB_END_WAIT_S)
     end_cluster(profile_dir, cluster_id)
     return 0
 
