@@ -140,6 +140,28 @@ def read_footprints(directory: str) -> list[dict]:
     return records
 
 
+def drop_finished_records(directory: str) -> list[str]:
+    """Remove the records of *directory* (:func:`record_footprint`) of this host's processes that
+    have ended and whose files are all gone: what a record is for is done, and a world restarted
+    for hours would otherwise gather one per rank and restart. A record naming a file still there
+    stays (whoever removes left-behind files still needs it); return the records removed."""
+    here, dropped = socket.gethostname(), []
+    for name in os.listdir(directory):
+        path = os.path.join(directory, name)
+        if not name.endswith(".json"):
+            continue
+        try:
+            with open(path) as file:
+                record = json.load(file)
+            if (record.get("host") == here and gone(record)
+                    and not any(os.path.lexists(f) for f in (*record.get("files", ()), *own_files(record["pid"])))):
+                os.unlink(path)
+                dropped.append(path)
+        except (OSError, ValueError, KeyError, TypeError):  # being written, removed meanwhile, not a record
+            continue
+    return dropped
+
+
 def gone(record: dict) -> bool:
     """Whether the process of *record* (a :func:`footprint` of this host) has ended."""
     now = started(record["pid"])

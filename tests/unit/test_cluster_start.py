@@ -425,3 +425,30 @@ def test_an_engine_whose_queue_never_comes_starts_its_heart_at_the_limit(caplog)
     # said while it waited (what a report of a world that did not come up shows), then at the limit
     assert "still waiting after 0.1 s for 1 of the connections to tcp://127.0.0.1" in caplog.text
     assert "only 0 of the connections to tcp://127.0.0.1" in caplog.text
+
+
+def test_a_new_ranks_record_drops_those_of_ended_ranks_that_left_nothing_and_keeps_the_rest(tmp_path):
+    """Records of earlier worlds (a world restarted for hours) do not pile up: a record goes once its
+    process has ended and its files are gone; one naming a file still there stays for the clean-up,
+    and a live process's stays."""
+    from mpiworkbench.core import shm
+
+    here = socket.gethostname()
+
+    def record(name, pid, started, files):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"pid": pid, "host": here, "started": started, "files": files}))
+        return path
+
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                           text=True, check=True, timeout=60)
+    dead = int(ended.stdout)
+    left = tmp_path / "still-there"
+    left.write_text("")
+    finished = record("finished", dead, 1, [str(tmp_path / "gone-already")])
+    unfinished = record("unfinished", dead, 1, [str(left)])
+    alive = record("alive", os.getpid(), shm.started(os.getpid()), [str(tmp_path / "gone-already")])
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(json.dumps({"pid": dead, "host": here + "-other", "started": 1, "files": []}))
+    assert shm.drop_finished_records(str(tmp_path)) == [str(finished)]
+    assert unfinished.exists() and alive.exists() and elsewhere.exists()

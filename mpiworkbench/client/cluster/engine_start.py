@@ -344,7 +344,12 @@ def record_footprint() -> None:
     from mpiworkbench.client.cluster.record import footprint_directory  # here: this file is run by path
     from mpiworkbench.core import shm  # here: as above (both import the standard library only)
 
-    shm.record_footprint(str(footprint_directory(profile, cluster_id)))
+    directory = str(footprint_directory(profile, cluster_id))
+    try:
+        if shm.record_footprint(directory):
+            shm.drop_finished_records(directory)  # the ranks of earlier worlds (restarts) that left nothing
+    except OSError as exc:  # a record is for clean-up: a rank never fails for want of one
+        print(f"mpiworkbench: this rank's footprint was not recorded in {directory}: {exc}", file=sys.stderr)
 
 
 def main() -> None:

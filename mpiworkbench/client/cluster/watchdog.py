@@ -21,9 +21,10 @@ died before it could stop them (a launcher ending a job kills its ranks at once)
 footprints in the world's directory (:func:`~mpiworkbench.client.cluster.record.footprint_directory`):
 what those name goes too.
 
-A SIGTERM ends the cluster at once, as the parent's death does: at a Slurm job's end (``scancel``,
-its time limit) every process of the job gets one, and Slurm's ``SIGKILL`` follows only after its
-``KillWait`` (30 s by default). A workbench that stops normally ends its watchdog with ``SIGKILL``
+A SIGTERM ends the cluster too, as the parent's death does: at a Slurm job's end (``scancel``, its
+time limit) every process of the job gets one, and Slurm's ``SIGKILL`` follows only after its
+``KillWait`` (30 s by default). The cluster's processes got one as well: the watchdog lets them end
+by themselves first (:data:`JOB_END_WAIT_S`), then ends the rest and removes what is left. A workbench that stops normally ends its watchdog with ``SIGKILL``
 first (:func:`stop_watchdog`).
 """
 
