@@ -70,10 +70,15 @@ def files_of(pid: int | str = "self") -> set[str]:
     return {path for path in found if is_world_file(path) and not path.endswith(" (deleted)")}
 
 
+def own_prefix(pid: int) -> str:
+    """How the interposer's files of process *pid* are named in ``/dev/shm``: ``mpiworkbench-<pid>.``"""
+    return f"mpiworkbench-{int(pid)}."
+
+
 def own_files(pid: int) -> list[str]:
     """The files the interposer names after process *pid* (``mpiworkbench-<pid>.*``): it may
     create them after the process's footprint was taken (the trace buffer)."""
-    prefix = f"mpiworkbench-{int(pid)}."
+    prefix = own_prefix(pid)
     try:
         names = os.listdir(SHM_DIR)
     except OSError:
@@ -146,6 +151,10 @@ def drop_finished_records(directory: str) -> list[str]:
     for hours would otherwise gather one per rank and restart. A record naming a file still there
     stays (whoever removes left-behind files still needs it); return the records removed."""
     here, dropped = socket.gethostname(), []
+    try:
+        present = set(os.listdir(SHM_DIR))  # once, not once per record (own_files lists it)
+    except OSError:
+        return dropped
     for name in os.listdir(directory):
         path = os.path.join(directory, name)
         if not name.endswith(".json"):
@@ -153,8 +162,10 @@ def drop_finished_records(directory: str) -> list[str]:
         try:
             with open(path) as file:
                 record = json.load(file)
+            own = own_prefix(record["pid"])
             if (record.get("host") == here and gone(record)
-                    and not any(os.path.lexists(f) for f in (*record.get("files", ()), *own_files(record["pid"])))):
+                    and not any(os.path.lexists(f) for f in record.get("files", ()))
+                    and not any(entry.startswith(own) for entry in present)):
                 os.unlink(path)
                 dropped.append(path)
         except (OSError, ValueError, KeyError, TypeError):  # being written, removed meanwhile, not a record
