@@ -59,6 +59,9 @@ class Job:
         # what a cell displays (display(), a rich Out) goes to the notebook, not to stdout, on an
         # engine: here it goes nowhere, so that a rank's stdout is what it was in the session
         self.shell.display_pub = _Unseen(shell=self.shell)
+        # what every engine of a world has in its namespace (ipyparallel's IPEngine.init_mpi), here
+        # with the job's rank and size: a %%px cell that reads them runs the same at any size
+        self.shell.user_ns.update(MPI=mpi.MPI(), mpi_rank=self.rank, mpi_size=self.size)
         self.out = layout.output_dir(self.dir, self.size)
         if self.rank == 0:  # a run again at this size starts afresh
             shutil.rmtree(self.out, ignore_errors=True)

@@ -33,7 +33,8 @@ CELLS = [
     "x = np.arange(6.0) + comm.rank\nprint('rank', comm.rank, 'sum', x.sum())",
     "def scale(k):\n    global y\n    y = x * k\n    return float(y.sum())\nprint(wb.run(scale, 2))",
     "wb.push('offset', [0.5, 1.5])",
-    "%%px\nprint('rank', comm.rank, 'y', y.tolist(), 'offset', sum(offset))",
+    # (mpi_rank, mpi_size: the names every engine has; the job's ranks have them too)
+    "%%px\nprint('rank', comm.rank, 'y', y.tolist(), 'offset', sum(offset), 'of', mpi_size, mpi_rank == comm.rank)",
     "w = wb.wave(mesh=9)\nw.step(4)\nw.step(4)\nprint(round(w.error(), 12))",
     "%%px\nif comm.rank == 1:\n    raise ValueError('rank 1 refuses')",
     "%%px --trace\npart = sum(range(comm.rank, 1000, comm.size))\ntotal = comm.allreduce(part)\nprint('total', total)",
