@@ -86,13 +86,77 @@ def build_wheel(out: Path, version: str = mpiworkbench.__version__) -> Path:
     return wheel
 
 
-def install_command(python: str, wheel: Path) -> list[str]:
+#: What the install asks of the lab's Python: may it write its environment, has it a user site,
+#: and the user's Jupyter data and config directories (as that Python's jupyter_core names them).
+LAB_FACTS = ("import json, os, site, sysconfig\n"
+             "from jupyter_core.paths import jupyter_config_dir, jupyter_data_dir\n"
+             "print(json.dumps({'writable': os.access(sysconfig.get_paths()['purelib'], os.W_OK),\n"
+             "                  'user_site': bool(site.ENABLE_USER_SITE),\n"
+             "                  'data': jupyter_data_dir(), 'config': jupyter_config_dir()}))")
+#: The lines of the user's ``jupyter_server_config.py`` that hand a lab part of the user's own folder
+#: to a lab whose environment has none (:func:`config_block`).
+BLOCK_BEGIN, BLOCK_END = "# >>> mpiworkbench lab part >>>", "# <<< mpiworkbench lab part <<<"
+
+
+def lab_facts(python: str) -> dict:
+    """:data:`LAB_FACTS` of the lab's *python*."""
+    out = subprocess.run([python, "-c", LAB_FACTS], capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        raise ValueError(f"--python {python!r} could not say where its lab keeps extensions: {out.stderr.strip()[-300:]}")
+    return json.loads(out.stdout)
+
+
+def install_command(python: str, wheel: Path, facts: dict) -> list[str]:
     """The pip command that installs *wheel* with the lab's *python*: into its environment when
-    that is writable, else into the user's site (a centre's read-only environment)."""
-    writable = subprocess.run([python, "-c", "import os, sysconfig, sys; "
-                               "sys.exit(0 if os.access(sysconfig.get_paths()['purelib'], os.W_OK) else 1)"],
-                              capture_output=True, timeout=120).returncode == 0
-    return [python, "-m", "pip", "install", "--no-deps", "--force-reinstall", *([] if writable else ["--user"]), str(wheel)]
+    that is writable; else into the user's site when that Python has one; else (a read-only venv,
+    which sees no user site) into :func:`own_folder`, which :func:`config_block` hands to the lab."""
+    pip = [python, "-m", "pip", "install", "--no-deps", "--force-reinstall"]
+    if facts["writable"]:
+        return [*pip, str(wheel)]
+    if facts["user_site"]:
+        return [*pip, "--user", str(wheel)]
+    return [*pip, "--upgrade", "--target", str(own_folder(facts)), str(wheel)]
+
+
+def own_folder(facts: dict) -> Path:
+    """Where the lab part goes for a lab whose environment is read-only and sees no user site: a
+    folder of the user's Jupyter data directory."""
+    return Path(facts["data"]) / DISTRIBUTION
+
+
+def config_block(folder: Path) -> str:
+    """The lines of ``jupyter_server_config.py`` that hand the lab part in *folder* to the lab:
+    its package on the path, its server extension on, its lab extension's folder. They do nothing
+    when the folder is gone, or when the lab's environment has a lab part of its own (the
+    workbench's environment, or the wheel installed there)."""
+    return f"""{BLOCK_BEGIN} (written by `mpiworkbench lab-part install`; delete these lines to remove it)
+def _mpiworkbench_lab_part(c, folder={str(folder)!r}):
+    import importlib.util, os, sys
+    own = importlib.util.find_spec("{PACKAGE}") or importlib.util.find_spec("mpiworkbench")
+    if own or not os.path.isdir(os.path.join(folder, "{PACKAGE}")):
+        return
+    sys.path.append(folder)
+    c.ServerApp.jpserver_extensions.update({{"{PACKAGE}": True}})
+    c.LabApp.extra_labextensions_path.append(os.path.join(folder, "share", "jupyter", "labextensions"))
+_mpiworkbench_lab_part(c)
+{BLOCK_END}
+"""
+
+
+def with_block(text: str, block: str) -> str:
+    """*text* (a ``jupyter_server_config.py``) with *block* in place of an earlier one, or added."""
+    if BLOCK_BEGIN in text and BLOCK_END in text:
+        head, rest = text.split(BLOCK_BEGIN, 1)
+        return head + block + rest.split(BLOCK_END, 1)[1].lstrip("\n")
+    return text + ("\n" if text and not text.endswith("\n") else "") + block
+
+
+def hand_to_the_lab(facts: dict) -> Path:
+    """Write :func:`config_block` into the user's ``jupyter_server_config.py``; its path."""
+    config = Path(facts["config"]) / "jupyter_server_config.py"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(with_block(config.read_text() if config.is_file() else "", config_block(own_folder(facts))))
+    return config
 
 
 def run(args: argparse.Namespace) -> int:
@@ -113,11 +177,15 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--python {python!r} is not the Python of a Jupyter server's environment "
                          f"(`{python} -c 'import jupyter_server'` failed: {check.stderr.strip()[-300:]}); "
                          "give the Python that runs the lab (`which jupyter-lab` shows its environment)")
+    facts = lab_facts(python)
     with tempfile.TemporaryDirectory(prefix="mpiworkbench-lab-part-") as directory:
-        command = install_command(python, build_wheel(Path(directory)))
+        command = install_command(python, build_wheel(Path(directory)), facts)
         print("$", " ".join(command), flush=True)
         if subprocess.call(command) != 0:
             return 1
+    if not (facts["writable"] or facts["user_site"]):
+        print(f"The lab's environment is read-only and sees no user site: the lab part is in {own_folder(facts)}, "
+              f"handed to the lab by a marked block of {hand_to_the_lab(facts)}.")
     print("The MPI world sidebar is installed for that lab: restart the lab (it loads extensions when it starts).")
     return 0
 

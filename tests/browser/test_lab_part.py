@@ -10,6 +10,11 @@ a variable the ranks set), and the install line adds the lab part to the lab's e
 the lab's restart, the sidebar lists the kernel's world and its ranks, *Debug* on rank 1 pins the
 Debugger there, a ``%%px --debug`` cell stops rank 1, and the Debugger's *Continue* ends the cell.
 The lab part is removed again at the end (the lab's venv stays bare for the next run).
+
+A centre's lab is often a venv of the centre's that the user may not write, and a venv sees no user
+site (``pip install --user`` refuses it): the same install command, run where the lab's venv is
+mounted read-only, puts the lab part in a folder of the user's and hands it to the lab in the user's
+``jupyter_server_config.py``; the lab then serves the sidebar's endpoint and its lab extension.
 """
 
 from __future__ import annotations
@@ -26,9 +31,15 @@ import sys
 import time
 from pathlib import Path
 
+import json
+import urllib.request
+
 import nbformat
 import pytest
 
+from mpiworkbench import lab as lab_package
+from mpiworkbench.cli.labpart import BLOCK_BEGIN
+from mpiworkbench.lab import protocol
 from tests import lab_venv
 from tests.browser.conftest import CHROMIUM_ARGS, LabServer, _wait_for_http, screenshot
 from tests.browser.lab_process import stop_lab
@@ -204,3 +215,48 @@ def test_a_centres_lab_with_the_users_kernel_gets_the_sidebar_by_the_command_the
             browser.close()
             lab.stop()
             subprocess.run(uninstall, capture_output=True, timeout=300)
+
+
+def read_only(path: Path, command: list[str]) -> list[str]:
+    """*command* run where *path* is mounted read-only (a mount namespace of its own: nothing
+    changes for the rest of the machine)."""
+    script = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, str(path), *command]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
+                    reason="a read-only mount of the lab's venv needs root and util-linux's unshare")
+def test_a_read_only_lab_venv_gets_the_lab_part_from_a_folder_of_the_users(tmp_path):
+    lab_python = lab_venv.build()
+    home, root = tmp_path / "home", tmp_path / "root"
+    home.mkdir()
+    root.mkdir()
+    lab = CentreLab(home, root)
+    lab.env["HOME"] = str(home)  # the user's own Jupyter folders: ~/.jupyter, ~/.local/share/jupyter
+    config = home / "config" / "jupyter_server_config.py"  # (the lab's JUPYTER_CONFIG_DIR)
+    config.parent.mkdir()
+    config.write_text("c.ServerApp.shutdown_no_activity_timeout = 0  # the user's own line\n")
+    uninstall = [str(lab_python), "-m", "pip", "uninstall", "-y", "-q", "mpiworkbench-lab"]
+    subprocess.run(uninstall, capture_output=True, timeout=300)  # bare, whatever a failed run left
+    install = [sys.executable, "-m", "mpiworkbench", "lab-part", "install", "--python", str(lab_python)]
+    for _ in range(2):  # twice: the second replaces what the first wrote
+        added = subprocess.run(read_only(lab_python.parents[1], install), capture_output=True, text=True,
+                               timeout=600, env=lab.env)
+        assert added.returncode == 0, added.stdout + added.stderr
+        assert "read-only" in added.stdout and "--target" in added.stdout, added.stdout
+    assert subprocess.run([str(lab_python), "-c", "import mpiworkbench_lab"], capture_output=True,
+                          timeout=120).returncode != 0, "nothing was written into the lab's venv"
+    written = config.read_text()
+    assert written.startswith("c.ServerApp.shutdown_no_activity_timeout = 0") and written.count(BLOCK_BEGIN) == 1, written
+    try:
+        server = lab.start()
+        with urllib.request.urlopen(f"{server.url}/mpiworkbench/worlds?token={server.token}", timeout=60) as answer:
+            assert json.load(answer)["protocol"] == protocol.PROTOCOL
+        with urllib.request.urlopen(f"{server.url}/lab?token={server.token}", timeout=60) as page:
+            html = page.read().decode()
+        data = json.loads(re.search(r'<script id="jupyter-config-data"[^>]*>(.*?)</script>', html, re.S).group(1))
+        assert lab_package.LABEXTENSION_NAME in {e["name"] for e in data["federated_extensions"]}, data["federated_extensions"]
+        # the marker a kernel reads to know that its user's lab shows the sidebar
+        assert any(facts["pid"] == server.process.pid for facts in protocol.live_labs(home / "runtime"))
+    finally:
+        lab.stop()

@@ -61,3 +61,50 @@ def test_the_ondemand_app_is_copied_into_a_new_folder_only(tmp_path, capsys):
     assert (target / "form.yml").is_file() and os.access(target / "template" / "script.sh.erb", os.X_OK)
     assert main(["lab-part", "ondemand", "--dir", str(target)]) == 2
     assert "exists already" in capsys.readouterr().err
+
+
+def test_the_config_block_replaces_its_earlier_self_and_keeps_the_users_lines(tmp_path):
+    from mpiworkbench.cli.labpart import BLOCK_BEGIN, BLOCK_END, config_block, with_block
+
+    mine = "c.ServerApp.root_dir = '/scratch'  # the user's own\n"
+    once = with_block(mine, config_block(tmp_path / "old"))
+    twice = with_block(once + "c.ServerApp.port = 9999\n", config_block(tmp_path / "new"))
+    assert twice.startswith(mine) and twice.endswith("c.ServerApp.port = 9999\n"), twice
+    assert twice.count(BLOCK_BEGIN) == twice.count(BLOCK_END) == 1
+    assert str(tmp_path / "new") in twice and str(tmp_path / "old") not in twice
+
+
+# The block run by a Python without the workbench (-S: no site-packages), on a stand-in for
+# traitlets' config object that records what the block asks of it.
+RUN_BLOCK = """
+import sys
+class Calls:
+    def __init__(self, name): self.name = name
+    def __getattr__(self, attr): return Calls(self.name + '.' + attr)
+    def __call__(self, *args): print(self.name, *args)
+c = Calls('c')
+exec(sys.stdin.read())
+print('path has it:', sys.argv[1] in sys.path)
+"""
+
+
+@pytest.mark.parametrize("present", [True, False])
+def test_the_config_block_hands_the_folder_to_a_lab_without_its_own_lab_part(tmp_path, present):
+    from mpiworkbench.cli.labpart import config_block
+
+    folder = tmp_path / "mpiworkbench-lab"
+    if present:
+        (folder / PACKAGE).mkdir(parents=True)
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", RUN_BLOCK, str(folder)], input=config_block(folder),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    if present:
+        assert f"c.ServerApp.jpserver_extensions.update {{'{PACKAGE}': True}}" in out.stdout
+        assert f"c.LabApp.extra_labextensions_path.append {folder}/share/jupyter/labextensions" in out.stdout
+        assert "path has it: True" in out.stdout
+    else:  # the folder removed: the block does nothing
+        assert out.stdout.strip() == "path has it: False", out.stdout
+    # the workbench's own environment has its lab part: there the block does nothing either
+    own = subprocess.run([sys.executable, "-c", RUN_BLOCK, str(folder)], input=config_block(folder),
+                         capture_output=True, text=True, timeout=120)
+    assert own.stdout.strip() == "path has it: False", own.stdout + own.stderr
