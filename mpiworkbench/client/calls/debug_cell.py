@@ -71,7 +71,8 @@ def debugging_cell(wb, code: str, ranks: list[int] | None, lines: list[int]) -> 
         where = (f"debugging: ranks {', '.join(map(str, dbg.ranks))} stop at cell line{'s' if len(lines) > 1 else ''} "
                  f"{', '.join(map(str, lines))}")
         # a lab without the lab part lists no rank kernels: then what adds it, and what works meanwhile
-        missing = lab_advice.advice({rank: Path(d.client.connection_file) for rank, d in dbg.ranks.items()})
+        missing = lab_advice.advice({rank: Path(d.client.connection_file) for rank, d in dbg.ranks.items()},
+                                    debugging=True)
         if missing:
             print(f"{where}; interrupting this cell continues every rank.\n{missing}")
         else:

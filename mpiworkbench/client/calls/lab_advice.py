@@ -6,7 +6,9 @@ no rank kernels listed. The lab part leaves a marker while its server runs
 (:func:`mpiworkbench.lab.protocol.live_labs`); without one, ``%%px --debug``,
 ``wb.connection_file`` and ``wb.panel()`` name the one command that adds it (with the Python of
 the lab this user runs, read from the server's process) and a way that works in any lab: a
-terminal console on a rank's connection file (``python -m jupyter_console --existing FILE``).
+terminal console on a rank's connection file (``python -m jupyter_console --existing FILE``), or
+for a rank stopped at a breakpoint (whose console would not answer) its debugger in a terminal
+(``python -m mpiworkbench debug FILE``).
 """
 
 from __future__ import annotations
@@ -73,14 +75,25 @@ def console_line(path: Path) -> str:
     return f"{shlex.quote(sys.executable)} -m jupyter_console --existing {shlex.quote(str(path))}"
 
 
-def advice(files: dict[int, Path] | None = None) -> str:
+def debugger_line(path: Path) -> str:
+    """The command that opens a terminal debugger on the rank of connection file *path*
+    (:mod:`mpiworkbench.cli.debug`: a stopped rank's console would not answer, its debugger does)."""
+    return f"{shlex.quote(sys.executable)} -m mpiworkbench debug {shlex.quote(str(path))}"
+
+
+def advice(files: dict[int, Path] | None = None, debugging: bool = False) -> str:
     """``""`` when the sidebar is shown; else, in a few lines, the command that adds it and, for
-    the ranks of *files* (rank → connection file), how to reach them from any lab. Outside a
-    Jupyter kernel (a script), ``""`` too."""
+    the ranks of *files* (rank → connection file), how to reach them from any lab: a console on
+    the rank's kernel, or when *debugging* (ranks that stop at breakpoints) the rank's debugger.
+    Outside a Jupyter kernel (a script), ``""`` too."""
     if not in_a_kernel() or sidebar_shown():
         return ""
     lines = ["No JupyterLab of yours on this host shows the MPI world sidebar (the lab's environment lacks the "
              f"lab part), so none lists the ranks' kernels. Add it, then restart the lab: {install_line()}"]
     for rank, path in sorted((files or {}).items()):
-        lines.append(f"Meanwhile, in any terminal of this host: {console_line(path)}   (rank {rank}'s kernel)")
+        if debugging:
+            lines.append(f"Meanwhile, in any terminal of this host: {debugger_line(path)}   (rank {rank}'s debugger: "
+                         "n, s, c, p EXPR as in pdb)")
+        else:
+            lines.append(f"Meanwhile, in any terminal of this host: {console_line(path)}   (rank {rank}'s kernel)")
     return "\n".join(lines)

@@ -208,6 +208,12 @@ class RankDebugger:
         self.request("configurationDone")
         return [b.get("line") for b in body.get("breakpoints", []) if b.get("verified", True)]
 
+    def source(self, path: str) -> str:
+        """The text of *path* as the rank's kernel reads it (a cell's file, on the rank's host);
+        ``""`` when it cannot."""
+        response = self._await(self.send("source", source={"path": str(path)}), "source")
+        return (response.get("body") or {}).get("content", "") if response.get("success") is not False else ""
+
     def _thread(self) -> int:
         if self.stopped is None:
             self._drain(0)

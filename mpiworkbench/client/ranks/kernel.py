@@ -20,6 +20,20 @@ KERNEL_NAME = "python3"
 _debug_shells: set[int] = set()  # ids of the kernels whose debugger's shell link is made (one per engine)
 
 
+def hide_the_runtime(debugger: Any) -> None:
+    """Keep the workbench's runtime out of the rank's debugger, as ipykernel keeps its own: a step
+    out of a cell's last line ran into the runtime's hook on the kernel's status (a stop "in
+    publish_filtered"). ipykernel's debugger excludes each path of its ``kernel_modules`` (the
+    modules loaded when it was made) from stepping and stacks, a debugpy rule each time a client
+    attaches; the runtime's folder is added there. The workbench's science (its solvers, kernels,
+    benchmarks) stays steppable."""
+    modules = getattr(debugger, "kernel_modules", None)
+    if isinstance(modules, list):
+        runtime = os.path.join(os.path.dirname(os.path.abspath(upstream.__file__)), "**")
+        if runtime not in modules:
+            modules.append(runtime)
+
+
 def open_kernel(bind: bool = True) -> dict[str, Any]:
     """On an engine: make its kernel's debugger startable (once) and, with *bind*, bind the
     kernel's sockets for Jupyter clients (once); return the connection information (without
@@ -52,6 +66,7 @@ def open_kernel(bind: bool = True) -> dict[str, Any]:
         _debug_shells.add(id(kernel))
         # the debugger writes the cells it is shown (dumpCell) there, and never removes them
         atexit.register(shutil.rmtree, get_tmp_directory(), ignore_errors=True)
+        hide_the_runtime(getattr(kernel, "debugger", None))
     info = {}
     if bind:
         info = dict(app.get_connection_info())
