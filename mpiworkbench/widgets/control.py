@@ -74,9 +74,12 @@ def status_html(state: str, ranks: list[dict[str, Any]], env: dict[str, Any] | N
             f"{facts}{table}{clients_html(clients or [])}</div>")
 
 
-def profile_status(profile: str) -> str:
-    """One line on *profile*'s cluster: running (how many engines, which launcher) or not."""
-    cluster = attach.running_cluster(profile) if profile else None
+def profile_status(profile: str | None) -> str:
+    """One line on *profile*'s cluster: running (how many engines, which launcher) or not; with no
+    profile to pick, how to make one (a new user has none: the session's own world needs none)."""
+    if not profile:
+        return "no ipcluster profile to attach to (<code>mpiworkbench profile create</code> makes one)"
+    cluster = attach.running_cluster(profile)
     if cluster is None:
         return f"profile <b>{html.escape(profile or '—')}</b>: no cluster running"
     return (f"profile <b>{html.escape(profile)}</b>: running, {engines.engine_count(cluster)} engine(s), "

@@ -14,7 +14,7 @@ from mpiworkbench.cli import build_parser, main
 from mpiworkbench.cli.lab import lab_command
 from mpiworkbench.core.launch import mpiexec_command
 from mpiworkbench.client.errors import ExecutionTimeout, RankFailure, RankStatus, ranks_text
-from mpiworkbench.widgets.control import status_html
+from mpiworkbench.widgets.control import profile_status, status_html
 from mpiworkbench.client.cluster.profiles import create_profile
 def _modules_after_import(statement: str) -> set[str]:
     code = f"import sys; {statement}; print(' '.join(sys.modules))"
@@ -172,6 +172,12 @@ def test_failure_report():
     failure = RankFailure([RankStatus(0, 0, "ok"), RankStatus(1, 1, "failed", "KeyError: 'x'")])
     assert failure.failed == [1] and failure.running == []
     assert "rank 1 (engine 1): failed with KeyError: 'x'" in str(failure)
+
+
+def test_the_panels_attach_line_with_no_profile_says_how_to_make_one():
+    # a new user has no ipcluster profile: the line said "profile —: no cluster running" beside the
+    # session's own running world
+    assert "mpiworkbench profile create" in profile_status(None) and "no cluster running" not in profile_status(None)
 
 
 def test_panel_html_lists_ranks_and_flags_oversubscription():
