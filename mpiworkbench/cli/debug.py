@@ -147,6 +147,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"connection file {args.connection_file!r} does not exist: give the one a %%px --debug cell "
                          "printed, or wb.connection_file(RANK) names")
     rank = rank_of(path)
+    try:
+        import readline  # noqa: F401 - (lazy: line editing and history at the prompt, where the platform has it)
+    except ImportError:
+        pass
     d = RankDebugger(rank=-1 if rank is None else rank, connection_file=path, timeout=args.timeout)
     try:
         d.start()
