@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import time
 from pathlib import Path
 
 #: pdb's letters (and words) → what they do.
@@ -49,13 +50,11 @@ class TerminalDebugger:
     def show_stop(self) -> None:
         from mpiworkbench.trace import stops  # (lazy: what a stop is called, once there is one)
 
-        frame = self.d.stack()[0]
-        path = (frame.get("source") or {}).get("path", "")
-        where = {"file": path, "line": frame["line"], "function": frame["name"]}
+        where = self.d.place()
         self.say(f"{self.label} stopped: {stops.where_text({'where': where})}")
-        line = self.source(path)[frame["line"] - 1:frame["line"]]
+        line = self.source(where["file"])[where["line"] - 1:where["line"]]
         if line:
-            self.say(f"  {frame['line']:3d}  {line[0].rstrip()}")
+            self.say(f"  {where['line']:3d}  {line[0].rstrip()}")
 
     def source(self, path: str) -> list[str]:
         """The lines of *path*, read by the rank's kernel (its host's file, a cell's too)."""
@@ -68,8 +67,6 @@ class TerminalDebugger:
 
     def wait_for_stop(self) -> bool:
         """Until the rank stops (True) or its debugging session ends (False); says once that it runs."""
-        import time  # (lazy: only a moved rank is waited for)
-
         said, since, checked = False, time.monotonic(), time.monotonic()
         while self.d.stopped is None:
             self.d._drain(0.25)

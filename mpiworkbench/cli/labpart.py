@@ -111,11 +111,17 @@ def install_command(python: str, wheel: Path, facts: dict) -> list[str]:
     that is writable; else into the user's site when that Python has one; else (a read-only venv,
     which sees no user site) into :func:`own_folder`, which :func:`config_block` hands to the lab."""
     pip = [python, "-m", "pip", "install", "--no-deps", "--force-reinstall"]
-    if facts["writable"]:
+    where = place(facts)
+    if where == "environment":
         return [*pip, str(wheel)]
-    if facts["user_site"]:
+    if where == "user site":
         return [*pip, "--user", str(wheel)]
     return [*pip, "--upgrade", "--target", str(own_folder(facts)), str(wheel)]
+
+
+def place(facts: dict) -> str:
+    """Where the lab part goes for a lab of *facts*: ``environment``, ``user site`` or ``own folder``."""
+    return "environment" if facts["writable"] else "user site" if facts["user_site"] else "own folder"
 
 
 def own_folder(facts: dict) -> Path:
@@ -183,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
         print("$", " ".join(command), flush=True)
         if subprocess.call(command) != 0:
             return 1
-    if not (facts["writable"] or facts["user_site"]):
+    if place(facts) == "own folder":
         print(f"The lab's environment is read-only and sees no user site: the lab part is in {own_folder(facts)}, "
               f"handed to the lab by a marked block of {hand_to_the_lab(facts)}.")
     print("The MPI world sidebar is installed for that lab: restart the lab (it loads extensions when it starts).")

@@ -81,7 +81,7 @@ def profile_status(profile: str | None) -> str:
         return "no ipcluster profile to attach to (<code>mpiworkbench profile create</code> makes one)"
     cluster = attach.running_cluster(profile)
     if cluster is None:
-        return f"profile <b>{html.escape(profile or '—')}</b>: no cluster running"
+        return f"profile <b>{html.escape(profile)}</b>: no cluster running"
     return (f"profile <b>{html.escape(profile)}</b>: running, {engines.engine_count(cluster)} engine(s), "
             f"launcher {html.escape(engines.launcher_name(cluster))}")
 

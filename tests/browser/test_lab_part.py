@@ -19,20 +19,16 @@ mounted read-only, puts the lab part in a folder of the user's and hands it to t
 
 from __future__ import annotations
 
+import json
 import os
-import pty
 import re
 import secrets
-import select
 import shlex
 import shutil
 import subprocess
 import sys
-import time
-from pathlib import Path
-
-import json
 import urllib.request
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -47,6 +43,7 @@ from tests.browser.sidebar_support import run_cell, tab, world_of
 from tests.browser.widgets_support import LIMIT_MS, cell_output, kernel_session
 from tests.ports import free_port
 from tests.process_tree import leftover_cluster_processes
+from tests.terminal import Terminal
 
 pytestmark = pytest.mark.cost(150, "a JupyterLab of its own environment started twice, the project's kernel "
                                    "in it: the advice without the lab part followed, then the sidebar and its Debug")
@@ -117,29 +114,16 @@ def line_after(text: str, lead: str) -> str:
     return found.group(1)
 
 
-def console_says(command: str, code: str, expect: str, env: dict[str, str], timeout: float = 120) -> str:
-    """Run the terminal console *command* as a user types it (in a pseudo-terminal), type *code*
-    at its first prompt; what it printed, once *expect* shows (or the time is up)."""
-    master, slave = pty.openpty()
-    console = subprocess.Popen(shlex.split(command), stdin=slave, stdout=slave, stderr=slave, close_fds=True,
-                               env={**env, "TERM": "xterm"})
-    os.close(slave)
-    said, typed, deadline = b"", False, time.monotonic() + timeout
+def console_says(command: str, code: str, expect: str, env: dict[str, str]) -> str:
+    """Run the terminal console *command* as a user types it (:class:`tests.terminal.Terminal`),
+    type *code* at its first prompt; what it printed, once *expect* shows."""
+    console = Terminal(command, env)
     try:
-        while expect.encode() not in said and time.monotonic() < deadline:
-            if select.select([master], [], [], 0.5)[0]:
-                try:
-                    said += os.read(master, 65536)
-                except OSError:
-                    break  # the console ended
-            if not typed and b"In [" in said:
-                os.write(master, code.encode() + b"\r")
-                typed = True
+        shown = console.expect("In [")
+        console.type(code, enter="\r")
+        return shown + console.expect(expect)
     finally:
-        console.terminate()
-        console.wait(timeout=60)
-        os.close(master)
-    return said.decode(errors="replace")
+        console.close(end=True)
 
 
 def test_a_centres_lab_with_the_users_kernel_gets_the_sidebar_by_the_command_the_kernel_names(tmp_path):

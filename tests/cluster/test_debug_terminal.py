@@ -12,17 +12,13 @@ rank's kernel answers nothing on its shell while a breakpoint holds it.
 
 from __future__ import annotations
 
-import os
-import pty
 import re
-import select
-import shlex
-import subprocess
 import time
 
 import pytest
 
 from tests.cluster.test_debug_leaving import LIMIT_S, Kernel
+from tests.terminal import Terminal
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -30,43 +26,6 @@ CELL = """%%px --debug {rank} --break 2
 x = mpi_rank
 y = x + kept
 print('debugged', y)"""
-
-
-class Terminal:
-    """A command in a pseudo-terminal, read and typed into as a user does."""
-
-    def __init__(self, command: str) -> None:
-        self.master, slave = pty.openpty()
-        self.process = subprocess.Popen(shlex.split(command), stdin=slave, stdout=slave, stderr=slave, close_fds=True,
-                                        env={**os.environ, "TERM": "xterm"})
-        os.close(slave)
-        self.said, self.seen = "", 0
-
-    def expect(self, text: str) -> str:
-        """What the command printed from the last expectation until *text* (fails after LIMIT_S)."""
-        deadline = time.monotonic() + LIMIT_S
-        while text not in self.said[self.seen:]:
-            assert time.monotonic() < deadline, f"no {text!r} in {LIMIT_S} s; the terminal showed:\n{self.said[-3000:]}"
-            if select.select([self.master], [], [], 0.5)[0]:
-                try:
-                    self.said += os.read(self.master, 65536).decode(errors="replace").replace("\r\n", "\n")
-                except OSError:  # the command ended
-                    assert text in self.said[self.seen:], f"ended without {text!r}:\n{self.said[-3000:]}"
-        end = self.said.index(text, self.seen) + len(text)
-        shown, self.seen = self.said[self.seen:end], end
-        return shown
-
-    def type(self, line: str) -> None:
-        os.write(self.master, line.encode() + b"\n")
-
-    def close(self) -> int:
-        try:
-            return self.process.wait(timeout=LIMIT_S)
-        finally:
-            if self.process.poll() is None:
-                self.process.kill()
-                self.process.wait(timeout=60)
-            os.close(self.master)
 
 
 def read_until(kernel: Kernel, msg_id: str, text: str) -> str:
@@ -97,12 +56,12 @@ def test_a_debug_cell_without_the_sidebar_names_a_terminal_debugger_that_steps_t
         assert " -m mpiworkbench debug " in command, command
 
         # q leaves the rank where it is: the command opened again finds it stopped there
-        terminal = Terminal(command)
+        terminal = Terminal(command, limit_s=LIMIT_S)
         terminal.expect(f"rank {rank} stopped: cell line 2")  # (maybe after "not stopped": the cell goes on)
         assert "y = x + kept" in terminal.expect(f"(rank {rank}) ")
         terminal.type("q")
         assert terminal.close() == 0
-        terminal = Terminal(command)
+        terminal = Terminal(command, limit_s=LIMIT_S)
         try:
             terminal.expect(f"rank {rank} stopped: cell line 2")
             terminal.expect(f"(rank {rank}) ")

@@ -216,10 +216,7 @@ class Debugging:
         for d in self._each(None):
             d._drain(0)
             if d.stopped is not None:
-                frame = d.stack()[0]
-                where = {"file": (frame.get("source") or {}).get("path", ""), "line": frame["line"],
-                         "function": frame["name"]}
-                groups.setdefault(stops.where_text({"where": where}), []).append(d.rank)
+                groups.setdefault(stops.where_text({"where": d.place()}), []).append(d.rank)
         return groups
 
     def continue_(self, ranks: Iterable[int] | None = None) -> None:

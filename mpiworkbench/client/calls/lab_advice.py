@@ -90,10 +90,7 @@ def advice(files: dict[int, Path] | None = None, debugging: bool = False) -> str
         return ""
     lines = ["No JupyterLab of yours on this host shows the MPI world sidebar (the lab's environment lacks the "
              f"lab part), so none lists the ranks' kernels. Add it, then restart the lab: {install_line()}"]
+    reach, what = (debugger_line, "debugger: n, s, c, p EXPR as in pdb") if debugging else (console_line, "kernel")
     for rank, path in sorted((files or {}).items()):
-        if debugging:
-            lines.append(f"Meanwhile, in any terminal of this host: {debugger_line(path)}   (rank {rank}'s debugger: "
-                         "n, s, c, p EXPR as in pdb)")
-        else:
-            lines.append(f"Meanwhile, in any terminal of this host: {console_line(path)}   (rank {rank}'s kernel)")
+        lines.append(f"Meanwhile, in any terminal of this host: {reach(path)}   (rank {rank}'s {what})")
     return "\n".join(lines)

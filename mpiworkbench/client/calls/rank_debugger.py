@@ -225,6 +225,12 @@ class RankDebugger:
         """The stopped thread's frames, innermost first (``id``, ``name``, ``line``, ``source``)."""
         return self.body("stackTrace", threadId=self._thread())["stackFrames"]
 
+    def place(self) -> dict[str, Any]:
+        """Where the stopped thread is (``file``, ``line``, ``function``): what
+        :func:`mpiworkbench.trace.stops.where_text` names ("cell line 4")."""
+        frame = self.stack()[0]
+        return {"file": (frame.get("source") or {}).get("path", ""), "line": frame["line"], "function": frame["name"]}
+
     def variables(self, frame: int = 0) -> dict[str, str]:
         """The local variables of the *frame*-th frame (0: where it stopped) as shown (``repr``)."""
         frame_id = self.stack()[frame]["id"]
